@@ -1,0 +1,180 @@
+"""The result record every task produces, the run folder it is appended to, and the exit-code rule.
+
+A record is one host x one check: ``{run_id, ts, host, check, status, summary, metrics, evidence, remedy,
+duration_s}``. Records are appended and flushed to ``runs/<run_id>/results.jsonl`` as they arrive, so a crash or a
+Ctrl-C leaves every finished record on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
+
+Status = Literal["pass", "warn", "fail", "error", "skip"]
+STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "error", "skip")
+# Worst first: used to order tables and to pick the status of a group of records.
+SEVERITY: dict[str, int] = {"fail": 4, "error": 3, "warn": 2, "skip": 1, "pass": 0}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(kind: str = "run") -> str:
+    """Sortable and unique: ``20261122T101500Z-facts-3f9a``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{kind}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class Record:
+    host: str
+    check: str
+    status: Status
+    summary: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    remedy: str | None = None
+    duration_s: float = 0.0
+    run_id: str = ""
+    ts: str = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"record status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        # Field order of the contract, so JSON Lines read well by eye too.
+        order = ("run_id", "ts", "host", "check", "status", "summary", "metrics", "evidence", "remedy", "duration_s")
+        return {key: data[key] for key in order}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=False, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        return cls(
+            host=data["host"],
+            check=data["check"],
+            status=data["status"],
+            summary=data.get("summary", ""),
+            metrics=data.get("metrics") or {},
+            evidence=data.get("evidence") or {},
+            remedy=data.get("remedy"),
+            duration_s=float(data.get("duration_s") or 0.0),
+            run_id=data.get("run_id", ""),
+            ts=data.get("ts", ""),
+        )
+
+
+def error_record(host: str, check: str, err: BaseException, duration_s: float = 0.0) -> Record:
+    """The ``error`` record for a check that could not run on a host (unreachable, timed out, tool missing)."""
+    evidence: dict[str, Any] = {"error": type(err).__name__}
+    command = getattr(err, "command", None)
+    if command:
+        evidence["command"] = command
+    for stream in ("stdout", "stderr"):
+        text = getattr(err, stream, "")
+        if text:
+            evidence[f"{stream}_tail"] = text.strip().splitlines()[-20:]
+    message = getattr(err, "message", None) or str(err)
+    return Record(host=host, check=check, status="error", summary=message, evidence=evidence,
+                  remedy=getattr(err, "hint", None), duration_s=round(duration_s, 3))
+
+
+def exit_code_for(records: Iterable[Record]) -> int:
+    """0 all pass/warn/skip; 1 any fail; 2 any error and no fail."""
+    statuses = {record.status for record in records}
+    if "fail" in statuses:
+        return EXIT_FAIL
+    if "error" in statuses:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+
+def runs_dir(base: Path | None = None) -> Path:
+    """Where runs are kept: ``$ACCELSTACK_RUNS`` or ``./runs``."""
+    if base is not None:
+        return base
+    return Path(os.environ.get("ACCELSTACK_RUNS", "runs"))
+
+
+class RunWriter:
+    """Appends records to ``runs/<run_id>/results.jsonl``, one flushed and fsynced line per record.
+
+    Thread-safe: fan-out workers call :meth:`write` as each host finishes. ``meta.json`` is written when the run
+    starts and updated when it closes; a run without ``finished`` in its meta was interrupted, and its records
+    are still all there.
+    """
+
+    def __init__(self, kind: str, *, base: Path | None = None, meta: dict[str, Any] | None = None,
+                 run_id: str | None = None) -> None:
+        self.run_id = run_id or new_run_id(kind)
+        self.kind = kind
+        self.path = runs_dir(base) / self.run_id
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.records: list[Record] = []
+        self._lock = threading.Lock()
+        self._meta: dict[str, Any] = {"run_id": self.run_id, "kind": kind, "started": utc_now(), **(meta or {})}
+        self._write_meta()
+        self._file = (self.path / "results.jsonl").open("a", encoding="utf-8")
+        self._started = time.monotonic()
+
+    def _write_meta(self) -> None:
+        tmp = self.path / "meta.json.tmp"
+        tmp.write_text(json.dumps(self._meta, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path / "meta.json")
+
+    def write(self, record: Record) -> Record:
+        record.run_id = self.run_id
+        line = record.to_json()
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self.records.append(record)
+        return record
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file.closed:
+                return
+            self._file.close()
+        self._meta["finished"] = utc_now()
+        self._meta["duration_s"] = round(time.monotonic() - self._started, 3)
+        self._meta["exit_code"] = exit_code_for(self.records)
+        self._write_meta()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_run(path: Path) -> list[Record]:
+    """Every complete record of a run folder; a torn last line (a crash mid-write) is ignored."""
+    records = []
+    results = path / "results.jsonl" if path.is_dir() else path
+    with results.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(Record.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, ValueError):
+                continue
+    return records
