@@ -1,0 +1,190 @@
+"""Fan-out: one connection per host per run, a bounded pool, throttled handshakes, one outcome per host.
+
+Fabric's ``ThreadingGroup`` starts a thread per host at once and joins without a timeout; with hundreds of hosts
+that is a thundering herd of handshakes that sshd's ``MaxStartups`` (10:30:100 by default) answers by dropping
+connections, which paramiko reports as "Error reading SSH protocol banner". Here a pool of ``forks`` workers does
+the work, at most ``handshakes`` connections are being set up at any moment, and a banner or reset error is
+retried with backoff. Every host gets an :class:`Outcome`, value or error, and a bad host never stops the others.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import paramiko
+
+from .connection import DEFAULT_CONNECT_TIMEOUT, SSHTransport, Transport, transport_for
+from .errors import AccelstackError, CommandTimeout, HostError, HostUnreachable
+from .inventory import Host
+
+T = TypeVar("T")
+
+DEFAULT_FORKS = 64
+DEFAULT_HANDSHAKES = 8
+DEFAULT_HOST_DEADLINE = 900.0
+
+
+@dataclass
+class FanoutOptions:
+    forks: int = DEFAULT_FORKS
+    handshakes: int = DEFAULT_HANDSHAKES
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    host_deadline: float = DEFAULT_HOST_DEADLINE
+    connect_attempts: int = 5
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """What happened on one host: a value, or the error that stopped it (never both)."""
+
+    host: Host
+    value: T | None = None
+    error: AccelstackError | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Errors that sshd's MaxStartups throttling or a busy accept queue produce, worth another try."""
+    if isinstance(exc, (ConnectionResetError, EOFError, ConnectionAbortedError)):
+        return True
+    if isinstance(exc, paramiko.SSHException) and not isinstance(
+        exc, (paramiko.AuthenticationException, paramiko.BadHostKeyException)
+    ):
+        text = str(exc).lower()
+        return "banner" in text or "reset" in text or "eof" in text or "no existing session" in text
+    return False
+
+
+def _describe_connect_error(exc: BaseException) -> str:
+    if isinstance(exc, paramiko.AuthenticationException):
+        return f"authentication failed: {exc}"
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        return "connection refused (is sshd running?)"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "connect timed out (host down, or the link to it?)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
+
+
+class Fleet:
+    """The connections of one run: opened on first use, reused by every phase, closed at the end.
+
+    ``fleet.map(hosts, work)`` calls ``work(transport)`` for each host in the pool and yields outcomes as they
+    finish (so records can be written as they arrive).
+    """
+
+    def __init__(self, options: FanoutOptions | None = None) -> None:
+        self.options = options or FanoutOptions()
+        self._transports: dict[str, Transport] = {}
+        self._lock = threading.Lock()
+        self._handshakes = threading.BoundedSemaphore(max(1, self.options.handshakes))
+        self._began: dict[str, float] = {}
+
+    def connect(self, host: Host, deadline: float | None = None) -> Transport:
+        """The host's transport, connecting (throttled, retried) on first use."""
+        with self._lock:
+            existing = self._transports.get(host.name)
+        if existing is not None:
+            return existing
+        transport = transport_for(host, connect_timeout=self.options.connect_timeout, deadline=deadline)
+        if isinstance(transport, SSHTransport):
+            self._open_with_retry(transport, host)
+        with self._lock:
+            self._transports[host.name] = transport
+        return transport
+
+    def _open_with_retry(self, transport: SSHTransport, host: Host) -> None:
+        attempts = max(1, self.options.connect_attempts)
+        delay = 0.2
+        for attempt in range(1, attempts + 1):
+            with self._handshakes:
+                try:
+                    transport.open()
+                    return
+                except HostError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+                    if attempt < attempts and _is_transient(exc):
+                        last = exc
+                    else:
+                        raise HostUnreachable(_describe_connect_error(exc), host=host.name,
+                                              command=f"ssh {host.user or 'root'}@{host.address}:{host.port}",
+                                              hint="check the host is up and sshd runs; `inv facts --limit "
+                                                   f"{host.name}` retries just this host") from None
+            # Jitter so retries do not arrive at sshd in lockstep.
+            time.sleep(delay + random.uniform(0, delay))
+            delay = min(delay * 2, 3.0)
+        raise HostUnreachable(f"gave up after {attempts} tries: {last}", host=host.name)
+
+    def map(self, hosts: Iterable[Host], work: Callable[[Transport], T]) -> Iterator[Outcome[T]]:
+        hosts = list(hosts)
+        if not hosts:
+            return
+        forks = max(1, min(self.options.forks, len(hosts)))
+        grace = self.options.connect_timeout + 5
+        with ThreadPoolExecutor(max_workers=forks, thread_name_prefix="accelstack-host") as pool:
+            started: dict[Future[Outcome[T]], Host] = {}
+            for host in hosts:
+                started[pool.submit(self._work_one, host, work)] = host
+            pending = set(started)
+            while pending:
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+                stragglers = [f for f in pending if self._overdue(started[f], grace)]
+                for future in stragglers:
+                    # A worker stuck past its deadline (a connect that ignores its timeout): report it, move on.
+                    pending.discard(future)
+                    host = started[future]
+                    yield Outcome(host, error=CommandTimeout(
+                        f"no result within the per-host deadline of {self.options.host_deadline:.0f} s",
+                        host=host.name), duration_s=self.options.host_deadline)
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _overdue(self, host: Host, grace: float) -> bool:
+        begun = self._began.get(host.name)
+        return begun is not None and time.monotonic() - begun > self.options.host_deadline + grace
+
+    def _work_one(self, host: Host, work: Callable[[Transport], T]) -> Outcome[T]:
+        began = time.monotonic()
+        self._began[host.name] = began
+        deadline = began + self.options.host_deadline
+        try:
+            transport = self.connect(host, deadline)
+            transport.set_deadline(deadline)  # each phase of a run gets its own per-host deadline
+            value = work(transport)
+            return Outcome(host, value=value, duration_s=time.monotonic() - began)
+        except AccelstackError as err:
+            return Outcome(host, error=err, duration_s=time.monotonic() - began)
+        except Exception as exc:  # noqa: BLE001 - a bug on one host must not lose the others' results
+            err = HostError(f"{type(exc).__name__}: {exc}", host=host.name)
+            return Outcome(host, error=err, duration_s=time.monotonic() - began)
+
+    def close(self) -> None:
+        with self._lock:
+            transports = list(self._transports.values())
+            self._transports.clear()
+        for transport in transports:
+            try:
+                transport.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
