@@ -1,0 +1,42 @@
+"""Facts in one round trip: a self-contained probe runs on the host and prints JSON; pure parsers turn it
+into typed :class:`Facts`.
+
+    cmd = probe_command(ProbeOptions(python="/opt/venv/bin/python"))
+    facts = parse_probe_output(conn.run(cmd, hide=True).stdout)
+"""
+
+from __future__ import annotations
+
+from accelstack.facts.assemble import parse_probe_output, parse_sections
+from accelstack.facts.model import (
+    COMPONENT_KEYS,
+    Address,
+    AscendFacts,
+    Facts,
+    Interface,
+    NpuChip,
+    NpuProcess,
+    NvidiaFacts,
+    NvidiaGpu,
+    PciDevice,
+    TorchFacts,
+)
+from accelstack.facts.probe import ProbeOptions, probe_command
+
+__all__ = [
+    "COMPONENT_KEYS",
+    "Address",
+    "AscendFacts",
+    "Facts",
+    "Interface",
+    "NpuChip",
+    "NpuProcess",
+    "NvidiaFacts",
+    "NvidiaGpu",
+    "PciDevice",
+    "ProbeOptions",
+    "TorchFacts",
+    "parse_probe_output",
+    "parse_sections",
+    "probe_command",
+]

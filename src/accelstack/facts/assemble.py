@@ -1,0 +1,276 @@
+"""From raw gathered text to :class:`Facts`: the probe's JSON, or a support bundle's saved outputs.
+
+Pure: no I/O. A parser that rejects its input costs that one fact, which is recorded in ``probe_errors``;
+the rest of the host's facts still come back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from accelstack.facts import parsers as p
+from accelstack.facts.model import AscendFacts, Facts, NvidiaFacts
+
+T = TypeVar("T")
+
+# A failed section whose fallback succeeded is not an error.
+FALLBACKS = {"ip_addr": "ip_addr_text"}
+# The tool behind a section, for documents whose missing sections do not name it (hand-made bundles).
+TOOL_SECTIONS = {"nvidia_smi": "nvidia-smi", "nvcc": "nvcc", "npu_smi": "npu-smi", "ip_addr": "ip"}
+
+
+class _Collector:
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+
+    def attempt(self, what: str, func: Callable[[str], T], text: str) -> T | None:
+        try:
+            return func(text)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            self.facts.probe_errors.append(f"{what}: {exc}")
+            return None
+
+
+def _file(files: dict[str, str | None], *suffixes: str) -> str | None:
+    """The first present file whose path ends with one of ``suffixes``, in the order the suffixes are given.
+
+    Matching by suffix lets the same code read the probe's absolute paths, any ``ascend_root``, and a
+    bundle's relative copies.
+    """
+    for suffix in suffixes:
+        for path in sorted(files):
+            content = files[path]
+            if content is not None and (path == suffix or path.endswith("/" + suffix.lstrip("/"))):
+                return content
+    return None
+
+
+def _files_matching(files: dict[str, str | None], pattern: str) -> list[tuple[str, str]]:
+    regex = re.compile(pattern)
+    return [(path, text) for path, text in sorted(files.items()) if text is not None and regex.search(path)]
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{what}: not valid JSON: {text[:200]!r}") from None
+
+
+def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Facts:
+    """Facts from section outputs (name -> stdout text) and files (path -> content, None when absent).
+
+    Names are the probe's (see ``accelstack/data/facts_probe.py``); a support bundle that saves outputs
+    under the same names is parsed by the same code.
+    """
+    facts = Facts()
+    c = _Collector(facts)
+
+    def section(name: str) -> str | None:
+        text = sections.get(name)
+        return text if text is not None and text.strip() else None
+
+    _basics(facts, c, section, files)
+    _network(facts, c, section)
+    facts.nvidia = _nvidia(facts, c, section, files)
+    facts.ascend = _ascend(facts, c, section, files)
+    text = section("stack_python")
+    if text is not None:
+        stack = c.attempt("stack_python", p.parse_stack_python, text)
+        if stack is not None:
+            facts.stack_python_version = stack.version
+            facts.stack_python = stack.executable
+            facts.torch = stack.torch
+    return facts
+
+
+def _basics(
+    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
+) -> None:
+    if (text := section("hostname")) is not None:
+        facts.hostname = text.strip()
+    if (text := section("uname")) is not None:
+        uname = c.attempt("uname", lambda t: _json(t, "uname"), text)
+        if isinstance(uname, dict):
+            facts.kernel, facts.arch = uname.get("release"), uname.get("machine")
+    os_release = _file(files, "/etc/os-release") or section("os_release")
+    if os_release is not None:
+        info = p.parse_os_release(os_release)
+        facts.os_name, facts.os_id, facts.os_version = info.name, info.id, info.version_id
+    meminfo = _file(files, "/proc/meminfo") or section("meminfo")
+    if meminfo is not None:
+        facts.mem_total_kib = p.parse_meminfo(meminfo).total_kib
+    if (text := section("cpu_count")) is not None:
+        facts.cpus = c.attempt("cpu_count", lambda t: int(t.strip()), text)
+    if (text := section("numa_nodes")) is not None:
+        nodes = c.attempt("numa_nodes", lambda t: _json(t, "numa_nodes"), text) or []
+        facts.numa_nodes = sorted(int(n[4:]) for n in nodes if isinstance(n, str) and n[4:].isdigit())
+    if (text := section("probe_python")) is not None:
+        facts.python_version = text.strip()
+    if (text := section("pci")) is not None:
+        facts.accelerators = c.attempt("pci", p.parse_pci_devices, text) or []
+    if (text := section("shm")) is not None:
+        shm = c.attempt("shm", lambda t: _json(t, "shm"), text)
+        if isinstance(shm, dict):
+            facts.shm_bytes = shm.get("total")
+    if (text := section("memlock")) is not None:
+        limit = c.attempt("memlock", lambda t: _json(t, "memlock"), text)
+        if isinstance(limit, dict) and "soft" in limit:
+            soft = limit["soft"]
+            facts.memlock = None if soft == "unlimited" else int(soft)
+            facts.memlock_known = True
+    if (text := section("disk_free")) is not None:
+        free = c.attempt("disk_free", lambda t: _json(t, "disk_free"), text)
+        if isinstance(free, dict):
+            facts.disk_free = {str(k): (int(v) if v is not None else None) for k, v in free.items()}
+
+
+def _network(facts: Facts, c: _Collector, section: Callable[[str], str | None]) -> None:
+    text = section("ip_addr")
+    if text is not None and text.lstrip().startswith("["):
+        facts.interfaces = c.attempt("ip_addr", p.parse_ip_json, text) or []
+    elif (addr := section("ip_addr_text")) is not None:
+        facts.interfaces = p.parse_ip_oneline(addr, section("ip_link_text") or "")
+
+
+def _nvidia(
+    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
+) -> NvidiaFacts | None:
+    nv = NvidiaFacts()
+    proc = _file(files, "/proc/driver/nvidia/version")
+    if proc is not None:
+        nv.driver_version = p.parse_nvidia_proc_version(proc)
+    if (text := section("nvidia_smi")) is not None:
+        nv.gpus = p.parse_nvidia_smi_csv(text)
+        if nv.driver_version is None:
+            nv.driver_version = next((g.driver_version for g in nv.gpus if g.driver_version), None)
+    version_json = _file(files, "/usr/local/cuda/version.json")
+    if version_json is not None:
+        nv.cuda = c.attempt("cuda version.json", p.parse_cuda_version_json, version_json)
+    if nv.cuda is None and (version_txt := _file(files, "/usr/local/cuda/version.txt")) is not None:
+        nv.cuda = p.parse_cuda_version_txt(version_txt)
+    if nv.cuda is None and (text := section("nvcc")) is not None:
+        nv.cuda = p.parse_nvcc_version(text)
+    for _path, header in _files_matching(files, r"(^|/)nccl\.h$"):
+        nv.nccl = p.parse_nccl_header(header)
+        if nv.nccl:
+            break
+    if (text := section("nccl_libs")) is not None:
+        libs = c.attempt("nccl_libs", lambda t: _json(t, "nccl_libs"), text) or []
+        nv.nccl_libraries = [str(x) for x in libs]
+        if nv.nccl is None:
+            nv.nccl = next((v for v in map(p.parse_nccl_library_name, nv.nccl_libraries) if v), None)
+    has_device = any(d.vendor == "nvidia" for d in facts.accelerators)
+    if not (nv.driver_version or nv.gpus or nv.cuda or nv.nccl or nv.nccl_libraries or has_device):
+        return None
+    return nv
+
+
+def _pick(candidates: Iterable[str | None]) -> str | None:
+    return next((x for x in candidates if x), None)
+
+
+def _ascend(
+    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
+) -> AscendFacts | None:
+    asc = AscendFacts()
+    driver_text = _file(files, "driver/version.info")
+    if driver_text is not None:
+        driver = p.parse_ascend_version_info(driver_text)
+        asc.driver = driver.release
+        asc.driver_ascendhal = driver.ascendhal_version
+        asc.driver_compatible_cann = driver.compatible_version
+    firmware_text = _file(files, "firmware/version.info")
+    if firmware_text is not None:
+        asc.firmware = p.parse_ascend_version_info(firmware_text).version
+
+    # CANN <= 8.3 lives under ascend-toolkit/latest, 8.5+ under cann/; a host can have both during an
+    # upgrade, and set_env.sh of the older layout is what most launch scripts still source, so it wins.
+    install = [
+        p.parse_ascend_install_info(text)
+        for _, text in _files_matching(
+            files, r"ascend-toolkit/latest/[^/]+-linux/ascend_toolkit_install\.info$"
+        )
+        + _files_matching(files, r"cann/[^/]+-linux/ascend_toolkit_install\.info$")
+    ]
+    cfg_text = _file(files, "ascend-toolkit/latest/version.cfg", "cann/version.cfg")
+    cfg = p.parse_cann_version_cfg(cfg_text) if cfg_text is not None else p.CannVersionCfg()
+    runtime_text = _file(files, "ascend-toolkit/latest/runtime/version.info")
+    runtime = p.parse_key_values(runtime_text) if runtime_text is not None else {}
+    toolkit_cfg = cfg.running("toolkit") or cfg.running("runtime")
+    asc.cann_toolkit = _pick([i.version for i in install] + [toolkit_cfg.release if toolkit_cfg else None])
+    asc.cann_internal = _pick([toolkit_cfg.internal if toolkit_cfg else None, runtime.get("Version")])
+    asc.cann_innerversion = _pick(i.innerversion for i in install)
+
+    # [I] which file names the kernels (opp_kernel) package is inferred from the 8.1.RC1 tree and the 8.5+
+    # docs, not from an installer's own statement: version.cfg's opp_kernel entry, else opp_kernel's
+    # version.info version_dir, else the 8.5+ ascend_ops_install.info.
+    kernel_cfg = cfg.running("opp_kernel")
+    kernel_info_text = _file(files, "ascend-toolkit/latest/opp_kernel/version.info")
+    kernel_info = p.parse_key_values(kernel_info_text) if kernel_info_text is not None else {}
+    ops = [p.parse_ascend_install_info(t) for _, t in _files_matching(files, r"ascend_ops_install\.info$")]
+    asc.cann_kernels = _pick(
+        [kernel_cfg.release if kernel_cfg else None, kernel_info.get("version_dir")]
+        + [o.version for o in ops]
+    )
+
+    nnal_files = _files_matching(files, r"nnal/atb/[^/]+/version\.info$")
+    # "latest" is what set_env.sh activates; otherwise the last versioned folder in sort order.
+    nnal_files.sort(key=lambda item: (item[0].endswith("/latest/version.info"), item[0]))
+    if nnal_files:
+        asc.nnal = p.parse_nnal_version_info(nnal_files[-1][1]).version
+
+    if (text := section("npu_smi")) is not None:
+        info = p.parse_npu_smi_info(text)
+        asc.npu_smi_version, asc.npus, asc.processes = info.version, info.chips, info.processes
+
+    has_device = any(d.vendor == "huawei" for d in facts.accelerators)
+    if not (asc.driver or asc.firmware or asc.cann_toolkit or asc.nnal or asc.npus or has_device):
+        return None
+    return asc
+
+
+def parse_probe_output(text: str) -> Facts:
+    """The probe's JSON document -> Facts.
+
+    Raises ValueError (with the first 200 characters) when ``text`` is not the probe's JSON. A document with
+    ``fatal`` (no python3 on the host) gives Facts carrying that in ``probe_errors``: the caller decides. A
+    section that failed is recorded in ``probe_errors``; a tool that is not installed in ``missing_tools``.
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ValueError(f"facts probe output is not JSON: {text[:200]!r}") from None
+    if not isinstance(doc, dict) or "probe" not in doc:
+        raise ValueError(f"facts probe output is not a probe document: {text[:200]!r}")
+    raw_sections = doc.get("sections") or {}
+    files = {str(k): v for k, v in (doc.get("files") or {}).items()}
+    texts: dict[str, str] = {}
+    missing: list[str] = []
+    errors: list[str] = []
+    for name, sec in sorted(raw_sections.items()):
+        if not isinstance(sec, dict):
+            continue
+        if sec.get("missing"):
+            missing.append(str(sec.get("tool") or TOOL_SECTIONS.get(name) or name))
+        elif sec.get("timeout"):
+            errors.append(f"{name}: `{sec.get('cmd')}` timed out")
+        elif sec.get("rc") != 0:
+            fallback = raw_sections.get(FALLBACKS.get(name, ""))
+            if isinstance(fallback, dict) and fallback.get("rc") == 0:
+                continue  # e.g. iproute2 without -j: expected on old distributions, and covered
+            detail = (sec.get("err") or sec.get("out") or "").strip().splitlines()
+            errors.append(
+                f"{name}: `{sec.get('cmd')}` exited {sec.get('rc')}" + (f": {detail[0]}" if detail else "")
+            )
+        else:
+            texts[name] = str(sec.get("out") or "")
+    facts = parse_sections(texts, files)
+    facts.missing_tools = sorted(set(missing))
+    facts.probe_errors = [str(e) for e in doc.get("errors") or []] + errors + facts.probe_errors
+    if doc.get("fatal"):
+        facts.probe_errors.insert(0, str(doc["fatal"]))
+    return facts

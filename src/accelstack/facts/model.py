@@ -1,0 +1,249 @@
+"""Typed facts about one host, as the plan and the validators consume them.
+
+Everything here is plain data: ``to_dict()`` gives JSON-able dicts (stored in result records and history) and
+``from_dict()`` reads them back, so facts gathered on one run can be compared with facts from another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+COMPONENT_KEYS = (
+    "python",
+    "torch",
+    "torch_npu",
+    "torch_cuda",
+    "ascend_driver",
+    "ascend_firmware",
+    "cann_toolkit",
+    "cann_kernels",
+    "nnal",
+    "nvidia_driver",
+    "cuda",
+    "nccl",
+)
+
+
+class _Record:
+    """to_dict/from_dict for the dataclasses below; nested types are read from the annotations."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return typing.cast("Self", _build(cls, data))
+
+
+def _build(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], value) if len(args) == 1 else value
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_build(item, v) for v in value]
+    if origin is dict:
+        _key, item = typing.get_args(tp)
+        return {k: _build(item, v) for k, v in value.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"{tp.__name__}: expected a mapping, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        # Unknown keys are ignored so facts stored by a newer accelstack still load.
+        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in names})
+    return value
+
+
+@dataclass
+class Address(_Record):
+    family: str  # "inet" or "inet6"
+    address: str
+    prefixlen: int | None = None
+    scope: str | None = None
+
+
+@dataclass
+class Interface(_Record):
+    name: str
+    state: str | None = None  # operstate: UP, DOWN, UNKNOWN (loopback and many virtual links)
+    mtu: int | None = None
+    up: bool = (
+        False  # the administrative UP flag, which is what "can carry traffic" needs alongside an address
+    )
+    addresses: list[Address] = field(default_factory=list)
+
+
+@dataclass
+class PciDevice(_Record):
+    bus_id: str  # 0000:c1:00.0, lower case as sysfs writes it
+    vendor: str  # "nvidia", "huawei" or "other"
+    vendor_id: str  # 0x10de
+    device_id: str | None = None  # 0xd802
+    pci_class: str | None = None  # 0x120000 (processing accelerator) or 0x030200 (3D controller)
+    numa_node: int | None = None  # None when the platform reports -1 (no affinity)
+
+
+@dataclass
+class NvidiaGpu(_Record):
+    index: int | None = None
+    name: str | None = None
+    uuid: str | None = None
+    bus_id: str | None = None  # as nvidia-smi prints it: 8-hex-digit domain, 00000000:00:09.0
+    driver_version: str | None = None
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    temperature_c: float | None = None
+    utilization_pct: float | None = None
+
+
+@dataclass
+class NvidiaFacts(_Record):
+    driver_version: str | None = None
+    gpus: list[NvidiaGpu] = field(default_factory=list)
+    cuda: str | None = (
+        None  # the installed toolkit (version.json, version.txt, else nvcc), not the driver's max
+    )
+    nccl: str | None = None  # system NCCL from nccl.h or libnccl.so.X.Y.Z; torch wheels carry their own
+    nccl_libraries: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NpuChip(_Record):
+    """One row pair of ``npu-smi info``: an NPU's chip (A3 boards show two chips per NPU id)."""
+
+    npu_id: int
+    chip_id: int | None = None
+    phy_id: int | None = None
+    name: str | None = None
+    health: str | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    bus_id: str | None = None
+    aicore_pct: float | None = None
+    memory_used_mb: int | None = None
+    memory_total_mb: int | None = None
+    hbm_used_mb: int | None = None
+    hbm_total_mb: int | None = None
+    hugepages_used: int | None = None
+    hugepages_total: int | None = None
+
+
+@dataclass
+class NpuProcess(_Record):
+    npu_id: int
+    chip_id: int | None
+    pid: int
+    name: str = ""
+    memory_mb: int | None = None
+
+
+@dataclass
+class AscendFacts(_Record):
+    driver: str | None = None  # driver version.info package_version, else Version
+    driver_ascendhal: str | None = None
+    driver_compatible_cann: list[str] = field(default_factory=list)  # innerversion families, V100R001C21
+    firmware: str | None = None  # firmware version.info Version, e.g. 7.7.0.1.231
+    cann_toolkit: str | None = None  # release name, 8.1.RC1
+    cann_internal: str | None = None  # internal number from version.cfg, 7.7.0.1.238
+    cann_innerversion: str | None = None  # V100R001C21SPC001B238
+    cann_kernels: str | None = None
+    nnal: str | None = None
+    npu_smi_version: str | None = None
+    npus: list[NpuChip] = field(default_factory=list)
+    processes: list[NpuProcess] = field(default_factory=list)
+
+
+@dataclass
+class TorchFacts(_Record):
+    version: str | None = None
+    cuda: str | None = None  # CUDA torch was built with; None for CPU and NPU builds
+    git_version: str | None = None
+    hip: str | None = None
+    location: str | None = None
+    torch_npu: str | None = None
+    torch_npu_git_version: str | None = None
+    torch_npu_location: str | None = None
+
+
+@dataclass
+class Facts(_Record):
+    hostname: str | None = None
+    os_name: str | None = None  # os-release NAME
+    os_id: str | None = None  # os-release ID: debian, openEuler, kylin
+    os_version: str | None = None  # os-release VERSION_ID
+    kernel: str | None = None
+    arch: str | None = None
+    cpus: int | None = None
+    mem_total_kib: int | None = None
+    numa_nodes: list[int] = field(default_factory=list)
+    python_version: str | None = None  # the python that ran the probe (the host's python3)
+    stack_python: str | None = None  # the configured python that torch lives in
+    stack_python_version: str | None = None
+    interfaces: list[Interface] = field(default_factory=list)
+    accelerators: list[PciDevice] = field(default_factory=list)
+    shm_bytes: int | None = None
+    memlock: int | None = None  # soft RLIMIT_MEMLOCK in bytes; None means unlimited (see memlock_known)
+    memlock_known: bool = False  # False when the probe could not read the limit, so None is not "unlimited"
+    disk_free: dict[str, int | None] = field(default_factory=dict)
+    nvidia: NvidiaFacts | None = None
+    ascend: AscendFacts | None = None
+    torch: TorchFacts | None = None
+    missing_tools: list[str] = field(default_factory=list)
+    probe_errors: list[str] = field(default_factory=list)
+
+    def components(self) -> dict[str, str | None]:
+        """Installed versions under the keys the stack layer compares against (None: not installed/unknown)."""
+        torch = self.torch or TorchFacts()
+        ascend = self.ascend or AscendFacts()
+        nvidia = self.nvidia or NvidiaFacts()
+        return {
+            "python": self.stack_python_version or self.python_version,
+            "torch": torch.version,
+            "torch_npu": torch.torch_npu,
+            "torch_cuda": torch.cuda,
+            "ascend_driver": ascend.driver,
+            "ascend_firmware": ascend.firmware,
+            "cann_toolkit": ascend.cann_toolkit,
+            "cann_kernels": ascend.cann_kernels,
+            "nnal": ascend.nnal,
+            "nvidia_driver": nvidia.driver_version,
+            "cuda": nvidia.cuda,
+            "nccl": nvidia.nccl,
+        }
+
+    def summary(self) -> str:
+        """One line for a result record."""
+        parts = []
+        os_name = (self.os_name or "unknown OS").replace(" GNU/Linux", "")
+        parts.append(f"{os_name} {self.os_version}" if self.os_version else os_name)
+        parts.append(" ".join(p for p in (self.kernel, self.arch) if p) or "unknown kernel")
+        parts.append(f"{self.cpus} CPUs" if self.cpus is not None else "? CPUs")
+        if self.mem_total_kib is not None:
+            parts.append(f"{self.mem_total_kib / 1024 / 1024:.1f} GiB")
+        parts.append(f"{len(self.accelerators)} accelerators")
+        if self.nvidia and self.nvidia.driver_version:
+            parts.append(f"NVIDIA driver {self.nvidia.driver_version}, {len(self.nvidia.gpus)} GPUs")
+        if self.ascend and (self.ascend.driver or self.ascend.npus):
+            parts.append(f"Ascend driver {self.ascend.driver}, {len(self.ascend.npus)} NPU chips")
+            if self.ascend.cann_toolkit:
+                parts.append(f"CANN {self.ascend.cann_toolkit}")
+        if self.torch and self.torch.version:
+            parts.append(f"torch {self.torch.version}")
+            if self.torch.torch_npu:
+                parts.append(f"torch_npu {self.torch.torch_npu}")
+        else:
+            parts.append("no torch")
+        if self.probe_errors:
+            parts.append(f"{len(self.probe_errors)} probe errors")
+        return ", ".join(parts)
