@@ -1,0 +1,247 @@
+"""Pinned stacks: ``stacks/<name>.yml`` read into a :class:`Stack`, checked for shape with ``file:line`` errors.
+
+Component keys are a fixed vocabulary shared with the facts layer, which reports installed versions under the same
+keys; a key outside it is a typo until proven otherwise, so it is refused. Versions must be quoted strings:
+YAML reads ``python: 3.10`` as the number 3.1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from .. import paths as project_paths
+from ..errors import StackError
+from ._yaml import MarkedDict, MarkedList, load_marked
+from .versions import MATCH_MODES, MatchMode, VersionError, parse_version
+
+Vendor = Literal["ascend", "nvidia", "cpu"]
+Backend = Literal["hccl", "nccl", "gloo"]
+
+COMPONENTS: tuple[str, ...] = (
+    "python", "torch", "torch_npu", "torch_cuda",
+    "ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal",
+    "nvidia_driver", "cuda", "nccl",
+)
+VENDORS: tuple[Vendor, ...] = ("ascend", "nvidia", "cpu")
+BACKEND_OF: dict[str, Backend] = {"ascend": "hccl", "nvidia": "nccl", "cpu": "gloo"}
+
+# Which components a vendor may pin, and which it must: a stack without them is not "pinned".
+VENDOR_COMPONENTS: dict[str, frozenset[str]] = {
+    "ascend": frozenset({"python", "torch", "torch_npu", "ascend_driver", "ascend_firmware",
+                         "cann_toolkit", "cann_kernels", "nnal"}),
+    "nvidia": frozenset({"python", "torch", "torch_cuda", "nvidia_driver", "cuda", "nccl"}),
+    "cpu": frozenset({"python", "torch"}),
+}
+REQUIRED_COMPONENTS: dict[str, frozenset[str]] = {
+    "ascend": VENDOR_COMPONENTS["ascend"] - {"nnal"},
+    "nvidia": VENDOR_COMPONENTS["nvidia"],
+    "cpu": VENDOR_COMPONENTS["cpu"],
+}
+
+# python is pinned as a series (3.11 means any 3.11.x); NCCL reports a "+cudaX.Y" build suffix that says how it
+# was built, not which release it is. Everything else must match exactly unless the stack says otherwise.
+DEFAULT_MATCH: dict[str, MatchMode] = {"python": "prefix", "nccl": "release"}
+
+REQUIRED_FIELDS = ("name", "vendor", "backend", "description", "components", "paths", "devices")
+OPTIONAL_FIELDS = ("env", "nvidia_driver_branch")
+REQUIRED_PATHS = ("venv", "python")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned component: ``version`` and how an installed version is matched against it."""
+
+    component: str
+    version: str
+    match: MatchMode = "exact"
+
+
+@dataclass
+class Stack:
+    name: str
+    vendor: Vendor
+    backend: Backend
+    description: str
+    pins: dict[str, Pin]
+    paths: dict[str, str]
+    devices: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    nvidia_driver_branch: str | None = None
+    source: Path | None = None
+    lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def components(self) -> dict[str, str]:
+        """Component -> pinned version text, in the vocabulary's order."""
+        return {key: self.pins[key].version for key in COMPONENTS if key in self.pins}
+
+    def where(self, key: str | None = None) -> str:
+        """``stacks/name.yml:LINE`` for a field or component key (``components.torch``), for messages."""
+        origin = str(self.source) if self.source else f"stack {self.name}"
+        line = self.lines.get(key or "", 0)
+        return f"{origin}:{line}" if line else origin
+
+
+def stacks_dir(root: Path | None = None) -> Path:
+    return (root or project_paths.project_root()) / "stacks"
+
+
+def _fail(path: Path, line: int, message: str, hint: str | None = None) -> StackError:
+    return StackError(message, where=f"{path}:{line}" if line else str(path), hint=hint)
+
+
+def _require_str(path: Path, line: int, what: str, value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise _fail(path, line, f"{what} must be a quoted string, not the number {value!r}",
+                    hint=f'write {what.split()[-1]}: "{value}" (YAML reads 3.10 as 3.1)')
+    raise _fail(path, line, f"{what} must be a non-empty string, got {value!r}")
+
+
+def _parse_pin(path: Path, line: int, key: str, value: Any) -> Pin:
+    default = DEFAULT_MATCH.get(key, "exact")
+    if isinstance(value, MarkedDict):
+        unknown = set(value) - {"version", "match"}
+        if unknown:
+            raise _fail(path, value.line_of(min(unknown, key=str)),
+                        f"components.{key}: unknown field(s) {', '.join(sorted(map(str, unknown)))}",
+                        hint="a component is a version string or {version: ..., match: exact|release|prefix}")
+        if "version" not in value:
+            raise _fail(path, line, f"components.{key}: missing 'version'")
+        version = _require_str(path, value.line_of("version"), f"components.{key}.version", value["version"])
+        match = value.get("match", default)
+        if match not in MATCH_MODES:
+            raise _fail(path, value.line_of("match"),
+                        f"components.{key}.match: {match!r} is not one of {', '.join(MATCH_MODES)}")
+    else:
+        version = _require_str(path, line, f"components.{key}", value)
+        match = default
+    try:
+        parse_version(version)
+    except VersionError as err:
+        raise _fail(path, line, f"components.{key}: {err}") from None
+    return Pin(component=key, version=version, match=cast(MatchMode, match))
+
+
+def _string_map(path: Path, data: MarkedDict, field_name: str, *, numbers_ok: bool) -> dict[str, str]:
+    value = data[field_name]
+    if not isinstance(value, MarkedDict):
+        raise _fail(path, data.line_of(field_name), f"{field_name} must be a mapping")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise _fail(path, value.line_of(key), f"{field_name}: key {key!r} must be a string")
+        if numbers_ok and isinstance(item, int) and not isinstance(item, bool):
+            item = str(item)
+        out[key] = _require_str(path, value.line_of(key), f"{field_name}.{key}", item)
+    return out
+
+
+def parse_stack(data: Any, path: Path) -> Stack:
+    """Validate the shape of one parsed stack file; every error names ``path:line``."""
+    if not isinstance(data, MarkedDict):
+        raise _fail(path, getattr(data, "line", 1), "a stack file must be a mapping of fields",
+                    hint=f"required fields: {', '.join(REQUIRED_FIELDS)}")
+    lines: dict[str, int] = {}
+    unknown = [key for key in data if key not in REQUIRED_FIELDS + OPTIONAL_FIELDS]
+    if unknown:
+        key = unknown[0]
+        raise _fail(path, data.line_of(key), f"unknown field {key!r}",
+                    hint=f"fields: {', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}")
+    missing = [key for key in REQUIRED_FIELDS if key not in data]
+    if missing:
+        raise _fail(path, data.line, f"missing required field(s): {', '.join(missing)}")
+    for key in data:
+        lines[key] = data.line_of(key)
+
+    name = _require_str(path, data.line_of("name"), "name", data["name"])
+    if name != path.stem:
+        raise _fail(path, data.line_of("name"), f"name {name!r} differs from the file name {path.stem!r}",
+                    hint="a stack is found by its file name; keep the two the same")
+    vendor = data["vendor"]
+    if vendor not in VENDORS:
+        raise _fail(path, data.line_of("vendor"), f"vendor {vendor!r} is not one of {', '.join(VENDORS)}")
+    backend = data["backend"]
+    if backend != BACKEND_OF[vendor]:
+        raise _fail(path, data.line_of("backend"),
+                    f"backend {backend!r} does not fit vendor {vendor!r}; it must be {BACKEND_OF[vendor]!r}")
+    description = _require_str(path, data.line_of("description"), "description", data["description"])
+
+    components = data["components"]
+    if not isinstance(components, MarkedDict) or not components:
+        raise _fail(path, data.line_of("components"), "components must be a non-empty mapping")
+    pins: dict[str, Pin] = {}
+    for key, value in components.items():
+        line = components.line_of(key)
+        if key not in COMPONENTS:
+            raise _fail(path, line, f"unknown component key {key!r}", hint=f"known keys: {', '.join(COMPONENTS)}")
+        if key not in VENDOR_COMPONENTS[vendor]:
+            raise _fail(path, line, f"component {key!r} does not apply to a {vendor} stack",
+                        hint=f"{vendor} components: {', '.join(sorted(VENDOR_COMPONENTS[vendor]))}")
+        pins[key] = _parse_pin(path, line, key, value)
+        lines[f"components.{key}"] = line
+    absent = sorted(REQUIRED_COMPONENTS[vendor] - set(pins))
+    if absent:
+        raise _fail(path, data.line_of("components"),
+                    f"a {vendor} stack must pin: {', '.join(absent)}")
+
+    stack_paths = _string_map(path, data, "paths", numbers_ok=False)
+    absent_paths = [key for key in REQUIRED_PATHS if key not in stack_paths]
+    if absent_paths:
+        raise _fail(path, data.line_of("paths"), f"paths: missing {', '.join(absent_paths)}",
+                    hint="venv: /opt/accelstack/venv, python: /opt/accelstack/venv/bin/python")
+    for key, value in stack_paths.items():
+        if not value.startswith("/"):
+            raise _fail(path, data["paths"].line_of(key), f"paths.{key} must be absolute, got {value!r}")
+
+    devices = data["devices"]
+    if not isinstance(devices, MarkedList) or not devices or not all(isinstance(d, str) for d in devices):
+        raise _fail(path, data.line_of("devices"), "devices must be a non-empty list of device types")
+
+    env = _string_map(path, data, "env", numbers_ok=True) if "env" in data else {}
+
+    branch = data.get("nvidia_driver_branch")
+    if vendor == "nvidia":
+        if branch is None:
+            raise _fail(path, data.line_of("components"), "an nvidia stack must name nvidia_driver_branch (e.g. R580)")
+        branch = _require_str(path, data.line_of("nvidia_driver_branch"), "nvidia_driver_branch", branch)
+    elif branch is not None:
+        raise _fail(path, data.line_of("nvidia_driver_branch"), f"nvidia_driver_branch does not apply to {vendor}")
+
+    return Stack(
+        name=name, vendor=vendor, backend=backend, description=description.strip(), pins=pins,
+        paths=stack_paths, devices=list(devices), env=env, nvidia_driver_branch=branch, source=path, lines=lines,
+    )
+
+
+def _resolve(name_or_path: str | Path, root: Path | None) -> Path:
+    text = str(name_or_path)
+    candidate = Path(text)
+    if candidate.suffix in (".yml", ".yaml") or "/" in text:
+        if not candidate.is_file():
+            raise StackError("no such stack file", where=text)
+        return candidate
+    path = stacks_dir(root) / f"{text}.yml"
+    if not path.is_file():
+        known = ", ".join(stack_names(root)) or "none"
+        raise StackError(f"unknown stack {text!r}", where=str(stacks_dir(root)), hint=f"shipped stacks: {known}")
+    return path
+
+
+def load_stack(name_or_path: str | Path, root: Path | None = None) -> Stack:
+    """A stack by name (``stacks/<name>.yml`` under the project root) or by path."""
+    path = _resolve(name_or_path, root)
+    return parse_stack(load_marked(path), path)
+
+
+def stack_names(root: Path | None = None) -> list[str]:
+    folder = stacks_dir(root)
+    return sorted(p.stem for p in folder.glob("*.yml")) if folder.is_dir() else []
+
+
+def list_stacks(root: Path | None = None) -> list[Stack]:
+    """Every shipped stack, by name; one bad file stops the listing with its file:line."""
+    return [load_stack(stacks_dir(root) / f"{name}.yml") for name in stack_names(root)]

@@ -1,0 +1,71 @@
+"""Tasks on pinned stacks: ``stack.check`` (preflight, no host touched) and ``stack.list``."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from invoke.collection import Collection
+from invoke.context import Context
+from invoke.tasks import Task, task
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import EXIT_OK, StackError
+from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight
+from ..stacks.model import Stack
+from .common import boundary
+
+_KEY_COMPONENTS = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "cuda", "nvidia_driver", "nccl", "python")
+
+
+@task(positional=["name"], help={"name": "stack name (stacks/NAME.yml) or path to a stack file"})
+@boundary
+def check(c: Context, name: str) -> int:
+    """Check a stack against the compatibility matrices before any host is touched (exit 0 OK, 3 refused).
+
+    Prints OK, or every broken rule with its source, the nearest compatible choices and the symptom the
+    combination would cause at training time. `inv stack.list` shows the verdict for every shipped stack.
+    """
+    console = Console(highlight=False, soft_wrap=True)
+    stack = load_stack(name)
+    warnings = preflight(stack, load_matrix())
+    console.print(f"OK  {stack.name}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    for warning in warnings:
+        console.print(warning.describe(), markup=False)
+    return EXIT_OK
+
+
+def _summary(stack: Stack) -> str:
+    pins = stack.components
+    return ", ".join(f"{key} {pins[key]}" for key in _KEY_COMPONENTS if key in pins)
+
+
+@task
+@boundary
+def list_(c: Context) -> int:
+    """List the shipped stacks with their key pins and preflight verdict (exit 3 if any is refused)."""
+    table = Table(title="stacks")
+    table.add_column("name", no_wrap=True)
+    for column in ("vendor", "backend", "pins", "preflight", "description"):
+        table.add_column(column, overflow="fold")
+    matrix = load_matrix()
+    refused = 0
+    for stack in list_stacks():
+        errors = [v for v in check_stack(stack, matrix) if v.severity == "error"]
+        refused += bool(errors)
+        verdict = Text("OK", style="green") if not errors else Text(
+            "refused: " + ", ".join(sorted({v.rule for v in errors})), style="bold red")
+        table.add_row(stack.name, stack.vendor, stack.backend, _summary(stack), verdict, stack.description)
+    Console().print(table)
+    if refused:
+        # A shipped stack that fails its own matrix is a configuration error, whichever stack it is.
+        raise StackError(f"{refused} shipped stack(s) break the compatibility matrices",
+                         hint="inv stack.check NAME shows the rules, sources and nearest choices")
+    return EXIT_OK
+
+
+ns = Collection("stack")
+# boundary() keeps the body's signature for invoke, but mypy only sees the decorator's Callable type.
+ns.add_task(cast("Task[Any]", check))
+ns.add_task(cast("Task[Any]", list_), name="list")
