@@ -31,6 +31,7 @@ def lab(lab_root: Path) -> Iterator[object]:
     from accelstack.lab import Lab
 
     the_lab = Lab(lab_root, tag=TEST_TAG, subnet=TEST_SUBNET)
+    the_lab.down()  # a lab left by an interrupted earlier session
     the_lab.up(4)
     yield the_lab
     the_lab.down()

@@ -68,13 +68,16 @@ class Lab:
     suite's lab (another tag and subnet) never touches a lab a developer has up.
     """
 
-    def __init__(self, root: Path | None = None, *, tag: str = DEFAULT_TAG, subnet: str = DEFAULT_SUBNET) -> None:
+    def __init__(self, root: Path | None = None, *, tag: str = DEFAULT_TAG, subnet: str = DEFAULT_SUBNET,
+                 state_dir: Path | None = None) -> None:
         self.project = root or project_root()
         self.tag = tag
         self.subnet = subnet
         self.bridge = f"{tag}br0"
         self.bridge_address = f"{subnet}.0.1"
-        self.dir = self.project / ".lab"
+        # Outside every folder a lab host shadows (/tmp, /root, ...): sshd inside the host must still see its
+        # config and keys after the private mounts are in place.
+        self.dir = state_dir or Path("/var/lib/accelstack-lab") / tag
         self.state_file = self.dir / "state.json"
         self.key = self.dir / "id_ed25519"
         self.known_hosts = self.dir / "known_hosts"
@@ -110,6 +113,10 @@ class Lab:
         if not 1 <= count <= MAX_HOSTS:
             raise ConfigError(f"--hosts must be between 1 and {MAX_HOSTS}, not {count}")
         self.require_root()
+        shadowed = [t for t in PRIVATE_DIRS.values() if self.dir.resolve().is_relative_to(t)]
+        if shadowed:
+            raise ConfigError(f"the lab's state folder {self.dir} lies under {shadowed[0]}, which every lab host "
+                              "replaces with its own; choose a folder elsewhere")
         hosts = self.load()
         for name in [n for n, h in hosts.items() if h.index > count]:
             self._remove_host(hosts.pop(name))
@@ -251,15 +258,14 @@ class Lab:
 
     def _write_inventory(self, hosts: dict[str, LabHost], stack: str) -> None:
         ordered = sorted(hosts.values(), key=lambda h: h.index)
-        rel = os.path.relpath(self.dir, self.inventory.parent)
         lines = [
             "# Written by `inv lab.up`: real sshd hosts in network namespaces on this machine.",
             "# Regenerated on every lab.up; removed by lab.down. Not an example to edit.",
             "vars:",
             f"  stack: {stack}",
             "  user: root",
-            f"  key: {rel}/id_ed25519",
-            f"  known_hosts: {rel}/known_hosts",
+            f"  key: {self.key}",
+            f"  known_hosts: {self.known_hosts}",
             "  expect_devices: 0",
             "  accelerator: cpu",
             "  checkpoint_dir: /data/checkpoints",

@@ -1,0 +1,66 @@
+"""Gathering facts across hosts: one probe per host, one round trip, one record per host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from .connection import Transport
+from .errors import HostError
+from .facts import Facts, ProbeOptions, parse_probe_output, probe_command
+from .fanout import Fleet, Outcome
+from .inventory import Host
+from .records import Record, error_record
+
+DEFAULT_STACK_PYTHON = "/opt/accelstack/venv/bin/python"
+PROBE_TIMEOUT = 60.0
+
+
+def probe_options_for(host: Host, stack_python: str | None = None, extra_paths: Iterable[str] = ()) -> ProbeOptions:
+    """What the probe looks at on this host: the stack's python and the paths whose free space matters."""
+    python = str(host.vars.get("stack_python") or stack_python or DEFAULT_STACK_PYTHON)
+    paths = ["/", "/opt", "/usr/local", "/tmp"]
+    for key in ("checkpoint_dir", "artifact_cache"):
+        if host.vars.get(key):
+            paths.append(str(host.vars[key]))
+    paths.extend(extra_paths)
+    return ProbeOptions(python=python, disk_paths=list(dict.fromkeys(paths)))
+
+
+def probe(transport: Transport, options: ProbeOptions) -> Facts:
+    """Run the probe on one host and parse what it printed."""
+    command = probe_command(options)
+    result = transport.run(command, timeout=PROBE_TIMEOUT)
+    try:
+        return parse_probe_output(result.stdout)
+    except ValueError as exc:
+        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise HostError(f"the facts probe printed no usable JSON (exit {result.exit_status}): {exc}; "
+                        + " | ".join(detail), host=transport.host.name, command="facts probe",
+                        hint="the probe needs python3 (3.6 or newer) on the host") from None
+
+
+def facts_record(outcome: Outcome[Facts]) -> Record:
+    if outcome.error is not None or outcome.value is None:
+        assert outcome.error is not None
+        return error_record(outcome.host.name, "facts", outcome.error, outcome.duration_s)
+    facts = outcome.value
+    status = "pass"
+    summary = facts.summary()
+    if facts.probe_errors:
+        status = "warn"
+        summary += f"; probe notes: {len(facts.probe_errors)}"
+    data = facts.to_dict()
+    metrics = {
+        "cpus": data.get("cpus"), "mem_total_kib": data.get("mem_total_kib"),
+        "accelerators": len(data.get("accelerators") or []), "numa_nodes": data.get("numa_nodes"),
+    }
+    return Record(host=outcome.host.name, check="facts", status=status, summary=summary, metrics=metrics,
+                  evidence={"facts": data, "probe_errors": facts.probe_errors},
+                  duration_s=round(outcome.duration_s, 3))
+
+
+def gather_facts(fleet: Fleet, hosts: list[Host],
+                 options_for: Callable[[Host], ProbeOptions] = probe_options_for) -> Iterable[Outcome[Facts]]:
+    """Yield each host's facts (or its error) as it arrives."""
+    by_name = {host.name: host for host in hosts}
+    return fleet.map(hosts, lambda transport: probe(transport, options_for(by_name[transport.host.name])))

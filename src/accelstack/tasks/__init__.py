@@ -1,0 +1,20 @@
+"""The task collection: the same tasks behind ``inv`` in a checkout and the ``accelstack`` console script."""
+
+from __future__ import annotations
+
+from invoke import Collection
+
+from . import diagnose as diagnose_tasks
+from . import facts as facts_tasks
+from . import lab as lab_tasks
+
+
+def build_collection() -> Collection:
+    root = Collection()
+    root.add_task(facts_tasks.facts)
+    root.add_task(diagnose_tasks.diagnose)
+    root.add_collection(lab_tasks.ns)
+    return root
+
+
+ns = build_collection()

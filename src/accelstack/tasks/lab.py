@@ -1,0 +1,71 @@
+"""``inv lab.*``: real sshd hosts in network namespaces on this machine (needs root)."""
+
+from __future__ import annotations
+
+import json as jsonlib
+
+from invoke import Collection, task
+from rich.console import Console
+from rich.table import Table
+
+from ..lab import FAULT_KINDS, Lab
+from .common import boundary
+
+
+@task(help={"hosts": "how many hosts (1-256)", "stack": "stack the lab inventory names (default cpu)"})
+@boundary
+def up(c, hosts=4, stack="cpu"):
+    """Bring up N lab hosts (idempotent: existing healthy hosts are kept) and write inventories/lab.yml."""
+    lab = Lab()
+    made = lab.up(int(hosts), stack=stack)
+    Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory}")
+    return 0
+
+
+@task
+@boundary
+def down(c):
+    """Remove every lab host, the bridge, the lab's keys and inventories/lab.yml."""
+    removed = Lab().down()
+    Console().print(f"lab: {removed} host(s) removed")
+    return 0
+
+
+@task(help={"json": "print one JSON object per host"})
+@boundary
+def status(c, json=False):
+    """Show each lab host: namespace, sshd, link state and injected faults."""
+    rows = Lab().status()
+    if json:
+        for row in rows:
+            print(jsonlib.dumps(row))
+        return 0
+    table = Table(title="lab")
+    for column in ("host", "address", "netns", "anchor", "sshd", "link", "faults"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(", ".join(v) if isinstance(v, list) else str(v) for v in row.values()))
+    Console().print(table)
+    return 0 if all(r["netns"] and r["anchor"] for r in rows) else 2
+
+
+@task(help={"host": "lab host name (lab1, lab2, ...)", "kind": f"one of: {', '.join(FAULT_KINDS)}",
+            "delay": "link-slow: added one-way delay (tc netem syntax)", "rate": "link-slow: rate limit"})
+@boundary
+def fault(c, host, kind, delay="40ms", rate="20mbit"):
+    """Inject a real fault into one lab host: sshd-stop, link-down, link-slow (tc netem), disk-full."""
+    Lab().fault(host, kind, delay=delay, rate=rate)
+    Console().print(f"lab: {kind} injected on {host}")
+    return 0
+
+
+@task(help={"host": "lab host name"})
+@boundary
+def heal(c, host):
+    """Undo every fault on one lab host and wait until its sshd answers."""
+    Lab().heal(host)
+    Console().print(f"lab: {host} healed")
+    return 0
+
+
+ns = Collection("lab", up, down, status, fault, heal)

@@ -1,0 +1,187 @@
+"""Facts over real SSH from lab hosts, with real faults: a stopped sshd, a downed link, a killed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.fanout import FanoutOptions, Fleet
+from accelstack.inventory import Host, load_inventory
+from accelstack.records import read_run
+
+from .conftest import REPO, run_cli
+
+pytestmark = pytest.mark.lab
+
+
+def inventory_path(lab: object) -> Path:
+    return lab.inventory  # type: ignore[attr-defined,no-any-return]
+
+
+def records_of(stdout: str) -> dict[str, dict]:
+    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    return {r["host"]: r for r in records}
+
+
+def test_facts_from_four_hosts_over_ssh(healthy_lab: object, tmp_path: Path) -> None:
+    proc = run_cli("facts", "--inventory", str(inventory_path(healthy_lab)), "--json",
+                   env={"ACCELSTACK_RUNS": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    by_host = records_of(proc.stdout)
+    assert sorted(by_host) == ["lab1", "lab2", "lab3", "lab4"]
+    for name, record in by_host.items():
+        assert record["status"] == "pass", record
+        facts = record["evidence"]["facts"]
+        # Each host really is its own machine: its own hostname and its own address on eth0.
+        assert facts["hostname"] == name
+        addresses = [a["address"] for i in facts["interfaces"] for a in i["addresses"]
+                     if i["name"] == "eth0" and a["family"] == "inet"]
+        assert addresses == [healthy_lab.status()[int(name[3:]) - 1]["address"]]  # type: ignore[attr-defined]
+        assert facts["cpus"] == os.cpu_count()
+    run = next(tmp_path.iterdir())
+    assert len(read_run(run)) == 4
+
+
+def test_stopped_sshd_is_an_error_for_that_host_only(healthy_lab: object, tmp_path: Path) -> None:
+    healthy_lab.fault("lab2", "sshd-stop")  # type: ignore[attr-defined]
+    proc = run_cli("facts", "--inventory", str(inventory_path(healthy_lab)), "--json",
+                   env={"ACCELSTACK_RUNS": str(tmp_path)})
+    assert proc.returncode == 2, proc.stderr
+    by_host = records_of(proc.stdout)
+    assert by_host["lab2"]["status"] == "error"
+    assert "refused" in by_host["lab2"]["summary"]
+    assert {h: r["status"] for h, r in by_host.items() if h != "lab2"} == {"lab1": "pass", "lab3": "pass",
+                                                                         "lab4": "pass"}
+    # Nothing lost: the run folder holds the same four records.
+    assert len(read_run(next(tmp_path.iterdir()))) == 4
+
+
+def test_downed_link_is_an_error_within_the_connect_timeout(healthy_lab: object, tmp_path: Path) -> None:
+    healthy_lab.fault("lab3", "link-down")  # type: ignore[attr-defined]
+    started = time.monotonic()
+    proc = run_cli("facts", "--inventory", str(inventory_path(healthy_lab)), "--json", "--connect-timeout", "3",
+                   env={"ACCELSTACK_RUNS": str(tmp_path)})
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr
+    by_host = records_of(proc.stdout)
+    assert by_host["lab3"]["status"] == "error"
+    assert [h for h, r in by_host.items() if r["status"] == "pass"] == ["lab1", "lab2", "lab4"] or \
+        sorted(h for h, r in by_host.items() if r["status"] == "pass") == ["lab1", "lab2", "lab4"]
+    # Bounded by the connect timeout (with retries for transient errors), never by paramiko's hour-long default.
+    assert elapsed < 120
+
+
+def test_a_killed_run_keeps_every_finished_record(healthy_lab: object, tmp_path: Path) -> None:
+    # lab4 unreachable with a long connect timeout keeps the run going while the others finish.
+    healthy_lab.fault("lab4", "link-down")  # type: ignore[attr-defined]
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "facts", "--inventory",
+                             str(inventory_path(healthy_lab)), "--json", "--connect-timeout", "60"],
+                            cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(tmp_path)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    results = None
+    while time.monotonic() < deadline:
+        found = list(tmp_path.glob("*/results.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= 3:
+            results = found[0]
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert results is not None, "the three reachable hosts never reported"
+    records = read_run(results.parent)
+    assert sorted(r.host for r in records) == ["lab1", "lab2", "lab3"]
+    assert all(r.status == "pass" for r in records)
+    meta = json.loads((results.parent / "meta.json").read_text())
+    assert "finished" not in meta  # the run is known to be interrupted
+
+
+def test_inventory_values_reach_the_shell_as_data(healthy_lab: object, tmp_path: Path) -> None:
+    doc = yaml.safe_load(inventory_path(healthy_lab).read_text())
+    marker = f"/tmp/pwned-{os.getpid()}"
+    doc["vars"]["stack_python"] = f"python3; touch {marker}"
+    doc["vars"]["checkpoint_dir"] = f"$(touch {marker}) `touch {marker}`"
+    doc["vars"]["key"] = str(healthy_lab.key)  # type: ignore[attr-defined]
+    doc["vars"]["known_hosts"] = str(healthy_lab.known_hosts)  # type: ignore[attr-defined]
+    hostile = tmp_path / "hostile.yml"
+    hostile.write_text(yaml.safe_dump(doc))
+    proc = run_cli("facts", "--inventory", str(hostile), "--json", "--limit", "lab1",
+                   env={"ACCELSTACK_RUNS": str(tmp_path / "runs")})
+    assert proc.returncode in (0, 1), proc.stderr
+    assert not Path(marker).exists()
+    check = run_cli("facts", "--inventory", str(hostile), "--json", "--limit", "lab1")
+    host = load_inventory(str(hostile)).select("lab1")[0]
+    with Fleet() as fleet:
+        transport = fleet.connect(host)
+        assert transport.run(f"test -e {marker}").exit_status == 1
+    assert check.returncode in (0, 1)
+
+
+def test_unknown_host_key_is_refused_unless_accepting_is_asked_for(healthy_lab: object, tmp_path: Path) -> None:
+    host = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
+    empty = tmp_path / "known_hosts"
+    strict = Host(name="lab1", address=host.address, user="root", key_file=host.key_file,
+                  known_hosts=str(empty))
+    with Fleet(FanoutOptions(connect_attempts=1)) as fleet:
+        outcome = next(iter(fleet.map([strict], lambda t: t.run("true"))))
+    assert outcome.error is not None and "not in" in str(outcome.error)
+    assert not empty.exists() or empty.read_text() == ""
+
+    accepting = Host(name="lab1", address=host.address, user="root", key_file=host.key_file,
+                     known_hosts=str(empty), accept_new_host_keys=True)
+    with Fleet() as fleet:
+        outcome = next(iter(fleet.map([accepting], lambda t: t.run("hostname").stdout.strip())))
+    assert outcome.value == "lab1"
+    assert host.address in empty.read_text()
+
+
+def test_many_connections_to_one_stock_sshd_without_a_spurious_error(healthy_lab: object) -> None:
+    # 48 connections to one sshd with MaxStartups at its default 10:30:100: the handshake cap and retries
+    # must make every one succeed.
+    base = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
+    clones = [Host(name=f"clone{i}", address=base.address, user="root", key_file=base.key_file,
+                   known_hosts=base.known_hosts) for i in range(48)]
+    with Fleet(FanoutOptions(forks=48)) as fleet:
+        outcomes = list(fleet.map(clones, lambda t: t.run("hostname").stdout.strip()))
+    assert [o.error for o in outcomes if o.error] == []
+    assert {o.value for o in outcomes} == {"lab1"}
+
+
+def test_lab_up_is_idempotent_and_down_leaves_nothing(tmp_path: Path) -> None:
+    from accelstack.lab import Lab
+
+    (tmp_path / "inventories").mkdir()
+    lab = Lab(tmp_path, tag="acz", subnet="10.215")
+    try:
+        lab.up(2)
+        pids = [(r["host"], r["sshd"]) for r in lab.status()]
+        first = lab.load()
+        lab.up(2)
+        assert {n: h.sshd_pid for n, h in lab.load().items()} == {n: h.sshd_pid for n, h in first.items()}
+        assert all(alive for _, alive in pids)
+        lab.up(1)  # shrinking removes lab2
+        assert [r["host"] for r in lab.status()] == ["lab1"]
+    finally:
+        lab.down()
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "acz-" not in netns
+    assert not Path("/sys/class/net/aczbr0").exists()
+    assert not lab.dir.exists() and not (tmp_path / "inventories" / "lab.yml").exists()
+
+
+def test_lab_without_root_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from accelstack.cli import program
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit) as exit_info:
+        program.run(["accelstack", "lab.up", "--hosts", "1"], exit=True)
+    assert exit_info.value.code == 3
+    assert "needs root" in capsys.readouterr().err
