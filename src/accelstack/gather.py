@@ -9,20 +9,37 @@ from .errors import HostError
 from .facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from .fanout import Fleet, Outcome
 from .inventory import Host
+from .context import DEFAULT_STACK_PYTHON, HostContext
+from .errors import ConfigError
 from .records import Record, error_record
+from .stacks import load_stack
 
-DEFAULT_STACK_PYTHON = "/opt/accelstack/venv/bin/python"
 PROBE_TIMEOUT = 60.0
 
 
-def probe_options_for(host: Host, stack_python: str | None = None, extra_paths: Iterable[str] = ()) -> ProbeOptions:
-    """What the probe looks at on this host: the stack's python and the paths whose free space matters."""
-    python = str(host.vars.get("stack_python") or stack_python or DEFAULT_STACK_PYTHON)
+def probe_options_for(host: Host, context: HostContext | None = None) -> ProbeOptions:
+    """What the probe looks at on this host: the stack's python and the paths whose free space matters.
+
+    Facts never require a stack: without a context, the host's named stack is used if it loads, else defaults.
+    """
+    python = str(host.vars.get("stack_python") or DEFAULT_STACK_PYTHON)
+    extra_paths: list[str] = []
+    if context is not None:
+        python = context.python
+        extra_paths = list(context.stack.paths.values())
+    elif host.vars.get("stack"):
+        try:
+            stack = load_stack(str(host.vars["stack"]))
+            python = str(host.vars.get("stack_python") or stack.paths.get("python") or python)
+            extra_paths = list(stack.paths.values())
+        except ConfigError:
+            pass
     paths = ["/", "/opt", "/usr/local", "/tmp"]
     for key in ("checkpoint_dir", "artifact_cache"):
         if host.vars.get(key):
             paths.append(str(host.vars[key]))
-    paths.extend(extra_paths)
+    # Only folders: the stack's paths include files (the python binary).
+    paths.extend(p for p in extra_paths if not p.endswith(("/python", "/python3")))
     return ProbeOptions(python=python, disk_paths=list(dict.fromkeys(paths)))
 
 

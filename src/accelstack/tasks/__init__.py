@@ -5,7 +5,9 @@ from __future__ import annotations
 from invoke import Collection
 
 from . import diagnose as diagnose_tasks
+from . import drift as drift_tasks
 from . import facts as facts_tasks
+from . import stack as stack_tasks
 from . import lab as lab_tasks
 
 
@@ -13,7 +15,9 @@ def build_collection() -> Collection:
     root = Collection()
     root.add_task(facts_tasks.facts)
     root.add_task(diagnose_tasks.diagnose)
+    root.add_task(drift_tasks.drift)
     root.add_collection(lab_tasks.ns)
+    root.add_collection(stack_tasks.ns)
     return root
 
 
