@@ -240,7 +240,7 @@ class SSHTransport:
             out, err = self._drain(channel, deadline, command)
             status = channel.recv_exit_status()
             channel.close()
-        except (paramiko.SSHException, socket.error, EOFError) as exc:
+        except (OSError, paramiko.SSHException, EOFError) as exc:
             if isinstance(exc, socket.timeout):
                 raise CommandTimeout(f"no answer within {limit:.0f} s", host=self.host.name,
                                      command=command) from None
@@ -262,7 +262,7 @@ class SSHTransport:
             channel.settimeout(min(left, 1.0))
             try:
                 chunk = channel.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 chunk = None
             while channel.recv_stderr_ready():
                 err.append(channel.recv_stderr(1 << 16))
@@ -274,7 +274,7 @@ class SSHTransport:
         while True:
             try:
                 piece = channel.recv_stderr(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 raise CommandTimeout("the command closed its output but did not exit in time",
                                      host=self.host.name, command=command) from None
             if not piece:

@@ -115,7 +115,7 @@ class Fleet:
                     return
                 except HostError:
                     raise
-                except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+                except Exception as exc:
                     if attempt < attempts and _is_transient(exc):
                         last = exc
                     else:
@@ -168,9 +168,9 @@ class Fleet:
             return Outcome(host, value=value, duration_s=time.monotonic() - began)
         except AccelstackError as err:
             return Outcome(host, error=err, duration_s=time.monotonic() - began)
-        except Exception as exc:  # noqa: BLE001 - a bug on one host must not lose the others' results
-            err = HostError(f"{type(exc).__name__}: {exc}", host=host.name)
-            return Outcome(host, error=err, duration_s=time.monotonic() - began)
+        except Exception as exc:  # a bug on one host must not lose the others' results
+            wrapped = HostError(f"{type(exc).__name__}: {exc}", host=host.name)
+            return Outcome(host, error=wrapped, duration_s=time.monotonic() - began)
 
     def close(self) -> None:
         with self._lock:
@@ -179,7 +179,7 @@ class Fleet:
         for transport in transports:
             try:
                 transport.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:
                 pass
 
     def __enter__(self) -> Fleet:

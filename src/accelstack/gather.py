@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .connection import Transport
-from .errors import HostError
+from .context import DEFAULT_STACK_PYTHON, HostContext
+from .errors import ConfigError, HostError
 from .facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from .fanout import Fleet, Outcome
 from .inventory import Host
-from .context import DEFAULT_STACK_PYTHON, HostContext
-from .errors import ConfigError
-from .records import Record, error_record
+from .records import Record, Status, error_record
 from .stacks import load_stack
 
 PROBE_TIMEOUT = 60.0
@@ -61,7 +60,7 @@ def facts_record(outcome: Outcome[Facts]) -> Record:
         assert outcome.error is not None
         return error_record(outcome.host.name, "facts", outcome.error, outcome.duration_s)
     facts = outcome.value
-    status = "pass"
+    status: Status = "pass"
     summary = facts.summary()
     if facts.probe_errors:
         status = "warn"

@@ -7,6 +7,7 @@ stderr and a rich table at the end. Tests render to a string with :func:`render_
 
 from __future__ import annotations
 
+import io
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -50,17 +51,9 @@ def totals_line(records: list[Record]) -> Text:
 
 
 def render_to_text(renderable: RenderableType, width: int = 160) -> str:
-    console = Console(width=width, record=True, file=_NullWriter(), color_system=None)
+    console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(renderable)
-    return console.export_text()
-
-
-class _NullWriter:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        return None
+    return console.file.getvalue()  # type: ignore[attr-defined]
 
 
 class Reporter:

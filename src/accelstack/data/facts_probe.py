@@ -15,7 +15,6 @@
 #   timeout, runs in its own process group so the whole group can be killed, and nothing here may raise.
 # The control side's lint rules assume Python 3.10 and code that may fail loudly; this script targets 3.6 and
 # must swallow every error into its JSON document, so blind excepts and %-formatting are deliberate here.
-# ruff: noqa: BLE001, S110, UP031
 import glob
 import json
 import os
@@ -164,7 +163,7 @@ def run_tool(name, args, timeout, extra_dirs=None):
 
 def native(cmd, func):
     """A section computed in this python (no child process); its out is text, JSON where structured."""
-    section = {"cmd": cmd, "rc": None, "out": "", "err": ""}  # type: dict
+    section = {"cmd": cmd, "rc": None, "out": "", "err": "", "native": True}  # type: dict
     try:
         value = func()
         section["out"] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -124,7 +124,7 @@ def parse_ip_json(text: str) -> list[Interface]:
     """``ip -j addr``. Raises ValueError on text that is not the JSON list iproute2 prints."""
     data = _load_json(text, "ip -j addr")
     if not isinstance(data, list):
-        raise ValueError(f"ip -j addr: expected a JSON list: {_snippet(text)}")  # noqa: TRY004
+        raise ValueError(f"ip -j addr: expected a JSON list: {_snippet(text)}")
     interfaces = []
     for item in data:
         if not isinstance(item, dict) or "ifname" not in item:
@@ -201,7 +201,7 @@ def parse_pci_devices(text: str) -> list[PciDevice]:
     """The probe's ``pci`` section: a JSON list of sysfs values. Raises ValueError on malformed JSON."""
     data = _load_json(text, "pci")
     if not isinstance(data, list):
-        raise ValueError(f"pci: expected a JSON list: {_snippet(text)}")  # noqa: TRY004
+        raise ValueError(f"pci: expected a JSON list: {_snippet(text)}")
     devices = []
     for item in data:
         if not isinstance(item, dict) or not item.get("slot"):
@@ -262,7 +262,7 @@ def parse_nvidia_smi_csv(text: str) -> list[NvidiaGpu]:
     for row in rows:
         if len(row) < min(4, len(columns)):
             continue
-        values = dict(zip(columns, (v.strip() for v in row)))
+        values = dict(zip(columns, (v.strip() for v in row), strict=False))
 
         def text_of(key: str, values: dict[str, str] = values) -> str | None:
             value = values.get(key)
@@ -423,10 +423,10 @@ def parse_nvidia_topo(text: str) -> TopoMatrix:
         if not tokens or not _DEVICE_LABEL.match(tokens[0]) or len(tokens) < len(topo.devices) + 1:
             continue
         label = tokens[0]
-        topo.links[label] = dict(zip(topo.devices, tokens[1 : len(topo.devices) + 1]))
+        topo.links[label] = dict(zip(topo.devices, tokens[1 : len(topo.devices) + 1], strict=False))
         rest = tokens[len(topo.devices) + 1 :]
         if label.startswith("GPU") and rest:
-            values = dict(zip(extra, rest))
+            values = dict(zip(extra, rest, strict=False))
             topo.cpu_affinity[label] = values.get("CPU Affinity")
             numa = values.get("NUMA Affinity")
             topo.numa_affinity[label] = None if numa is None or numa.lower() in _NA else numa
@@ -671,7 +671,7 @@ def _npu_values(cell: str) -> list[tuple[str, str | None]]:
 
 
 def _apply_npu_columns(chip: NpuChip, names: list[str], cell: str) -> None:
-    for name, (value, total) in zip(names, _npu_values(cell)):
+    for name, (value, total) in zip(names, _npu_values(cell), strict=False):
         if name == "power":
             chip.power_w = _num(value)
         elif name == "temp":
@@ -834,7 +834,7 @@ def parse_stack_python(text: str) -> StackPython:
     """The probe's ``stack_python`` JSON. Raises ValueError on malformed JSON."""
     data = _load_json(text, "stack_python")
     if not isinstance(data, dict):
-        raise ValueError(f"stack_python: expected a JSON object: {_snippet(text)}")  # noqa: TRY004
+        raise ValueError(f"stack_python: expected a JSON object: {_snippet(text)}")
     packages = data.get("packages") or {}
     torch = packages.get("torch") or {}
     npu = packages.get("torch_npu") or {}

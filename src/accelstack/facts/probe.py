@@ -48,10 +48,26 @@ def probe_script() -> str:
     return package_data(PROBE_SCRIPT).read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=1)
-def _encoded_script() -> str:
+@functools.lru_cache(maxsize=8)
+def _encoded_script(name: str) -> str:
     # base64's alphabet holds no quote, space or shell metacharacter, so it can sit inside single quotes.
-    return base64.b64encode(zlib.compress(probe_script().encode("utf-8"), 9)).decode("ascii")
+    source = package_data(name).read_text(encoding="utf-8")
+    return base64.b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii")
+
+
+def embedded_script_command(script: str, argument: str, missing_doc: str) -> str:
+    """One shell line that runs a stdlib script from ``accelstack/data`` with the host's python3.
+
+    ``argument`` (one JSON document) reaches the script as ``sys.argv[1]`` through ``shlex.quote``. Without a
+    python3 on the host the line prints ``missing_doc``, so the caller always gets JSON to parse.
+    """
+    loader = (
+        "import base64,zlib;"
+        f'exec(compile(zlib.decompress(base64.b64decode("{_encoded_script(script)}")),"{script}","exec"))'
+    )
+    run = f"python3 -c {shlex.quote(loader)} {shlex.quote(argument)}"
+    missing = f"printf '%s\\n' {shlex.quote(missing_doc)}"
+    return f"if command -v python3 >/dev/null 2>&1; then {run}; else {missing}; fi"
 
 
 def probe_command(options: ProbeOptions | None = None) -> str:
@@ -61,10 +77,4 @@ def probe_command(options: ProbeOptions | None = None) -> str:
     ``python3`` the line still prints a JSON document, with ``fatal`` set, so the caller always parses JSON.
     """
     opts = options or ProbeOptions()
-    loader = (
-        "import base64,zlib;"
-        f'exec(compile(zlib.decompress(base64.b64decode("{_encoded_script()}")),"{PROBE_SCRIPT}","exec"))'
-    )
-    run = f"python3 -c {shlex.quote(loader)} {shlex.quote(opts.to_json())}"
-    missing = f"printf '%s\\n' {shlex.quote(PYTHON_MISSING_DOC)}"
-    return f"if command -v python3 >/dev/null 2>&1; then {run}; else {missing}; fi"
+    return embedded_script_command(PROBE_SCRIPT, opts.to_json(), PYTHON_MISSING_DOC)

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from invoke import Collection
 
+from . import bundle as bundle_tasks
 from . import diagnose as diagnose_tasks
 from . import drift as drift_tasks
 from . import facts as facts_tasks
-from . import stack as stack_tasks
 from . import lab as lab_tasks
+from . import stack as stack_tasks
 
 
 def build_collection() -> Collection:
     root = Collection()
     root.add_task(facts_tasks.facts)
     root.add_task(diagnose_tasks.diagnose)
+    root.add_task(bundle_tasks.collect_bundles, name="collect")
+    root.add_task(bundle_tasks.analyze)
     root.add_task(drift_tasks.drift)
     root.add_collection(lab_tasks.ns)
     root.add_collection(stack_tasks.ns)

@@ -1,0 +1,70 @@
+"""``inv collect`` and ``inv analyze``: support bundles, gathered in one round trip and read offline."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+
+from invoke import task
+from rich.console import Console
+
+from ..bundle import analyze_bundle, collect
+from ..diagnose import render_diagnosis
+from ..fanout import FanoutOptions, Fleet
+from ..gather import probe_options_for
+from ..inventory import load_inventory
+from ..output import Reporter, records_table
+from ..records import Record, RunWriter, exit_code_for, utc_now
+from .common import HELP_COMMON, boundary
+
+
+@task(help={**HELP_COMMON, "output": "folder for the bundles (default bundles/<timestamp>)"})
+@boundary
+def collect_bundles(c, inventory=None, limit=None, output=None, json=False, forks=64):
+    """Gather a support bundle per host (one round trip): npu-smi, hccn_tool, nvidia-smi -q -x and topo -m,
+    lspci, ip addr, version files, the environment (secrets masked), pip list and dmesg; folder and .tar.gz."""
+    inv = load_inventory(inventory)
+    hosts = inv.select(limit)
+    dest = Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}")
+    dest.mkdir(parents=True, exist_ok=True)
+    writer = RunWriter("collect", meta={"inventory": str(inv.path), "output": str(dest)})
+    reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="collect")
+    by_name = {h.name: h for h in hosts}
+
+    def work(transport):
+        host = by_name[transport.host.name]
+        return collect(transport, probe_options_for(host), dest, stack=host.vars.get("stack"))
+
+    with Fleet(FanoutOptions(forks=int(forks))) as fleet:
+        for outcome in fleet.map(hosts, work):
+            if outcome.error is not None or outcome.value is None:
+                from ..records import error_record
+                reporter.add(error_record(outcome.host.name, "collect", outcome.error or Exception("no bundle")))
+                continue
+            bundle = outcome.value
+            reporter.add(Record(bundle.host, "collect", "pass", f"bundle in {bundle.path} (+ .tar.gz)",
+                                evidence={"path": str(bundle.path), "tarball": f"{bundle.path}.tar.gz"},
+                                duration_s=round(outcome.duration_s, 3)))
+    return reporter.finish()
+
+
+
+
+@task(help={"bundle": "bundle folder or .tar.gz from `inv collect`",
+            "expect_devices": "accelerators the host should have (default: not checked)",
+            "json": "print {\"records\": [...], \"findings\": [...]} instead of tables"})
+@boundary
+def analyze(c, bundle, expect_devices=None, json=False):
+    """Run the fact parsers, the offline checks and the log diagnosis on a bundle, as if the host were there."""
+    facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=None if expect_devices is None
+                                               else int(expect_devices))
+    failing = [r for r in records if r.status in ("fail", "error")]
+    if json:
+        print(jsonlib.dumps({"facts": facts.to_dict(), "records": [r.to_dict() for r in records],
+                             **diagnosis.to_dict()}))
+    else:
+        console = Console()
+        console.print(records_table(records, title=f"bundle {bundle}"))
+        console.print(render_diagnosis(diagnosis))
+    code = exit_code_for(records)
+    return 1 if diagnosis.findings and code == 0 and not failing else code
