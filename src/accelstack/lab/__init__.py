@@ -287,6 +287,8 @@ class Lab:
         """Remove every lab host, the bridge, the state and the inventory. Returns how many hosts went."""
         self.require_root()
         hosts = self.load()
+        # Signal every process first and wait once: one host at a time takes minutes at 256 hosts.
+        _kill_all([pid for h in hosts.values() for pid in (h.sshd_pid, h.anchor_pid)])
         for host in hosts.values():
             self._remove_host(host)
         # Namespaces left by a crashed lab.up that never reached the state file.
@@ -409,6 +411,24 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _kill_all(pids: list[int]) -> None:
+    alive = [pid for pid in pids if _alive(pid)]
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and any(_alive(pid) for pid in alive):
+        time.sleep(0.02)
+    for pid in alive:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def _netns_exists(name: str) -> bool:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from invoke import task
 
+from ..facts.render import facts_table
 from ..fanout import FanoutOptions, Fleet
 from ..gather import facts_record, gather_facts
 from ..inventory import load_inventory
-from ..output import Reporter, dict_table
+from ..output import Reporter
 from ..records import RunWriter
 from .common import HELP_COMMON, boundary
 
@@ -27,22 +28,9 @@ def facts(c, inventory=None, limit=None, json=False, forks=64, connect_timeout=1
             record = facts_record(outcome)
             reporter.add(record)
             if outcome.value is not None and not json:
-                tables.append(dict_table(f"{outcome.host.name}", _flatten(outcome.value.to_dict())))
+                tables.append(facts_table(outcome.host.name, outcome.value))
     if not json:
         for table in sorted(tables, key=lambda t: str(t.title)):
             reporter.console.print(table)
     return reporter.finish()
 
-
-def _flatten(data: dict, prefix: str = "") -> dict:
-    flat: dict = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and len(value) <= 12:
-            flat.update(_flatten(value, name + "."))
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            flat[name] = "; ".join(", ".join(f"{k}={v}" for k, v in item.items() if v not in (None, [], {}))
-                                   for item in value)
-        else:
-            flat[name] = value
-    return flat
