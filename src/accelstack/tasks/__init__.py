@@ -9,6 +9,7 @@ from . import diagnose as diagnose_tasks
 from . import drift as drift_tasks
 from . import facts as facts_tasks
 from . import lab as lab_tasks
+from . import report as report_tasks
 from . import stack as stack_tasks
 
 
@@ -20,6 +21,9 @@ def build_collection() -> Collection:
     root.add_task(bundle_tasks.analyze)
     root.add_task(drift_tasks.drift)
     root.add_collection(lab_tasks.ns)
+    for report_task in (report_tasks.report, report_tasks.baseline, report_tasks.history,
+                        report_tasks.fleet_check):
+        root.add_task(report_task)
     root.add_collection(stack_tasks.ns)
     return root
 

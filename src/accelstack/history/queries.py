@@ -1,0 +1,72 @@
+"""Read-only queries over the history index; the SQL lives here, the syncing in :mod:`.index`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..records import Record
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    run_id: str
+    run_kind: str
+    run_started: str
+    record: Record
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.record.to_dict(), "run_kind": self.run_kind, "run_started": self.run_started}
+
+
+@dataclass(frozen=True)
+class BusbwPoint:
+    run_id: str
+    run_started: str
+    started_epoch: float
+    host: str
+    check: str
+    busbw_gbps: float
+
+
+def _filters(host: str | None, check: str | None, since: datetime | None, until: datetime | None,
+             run_id: str | None = None, status: str | None = None) -> tuple[str, list[Any]]:
+    clauses = []
+    params: list[Any] = []
+    pairs = (("r.host", host), ("r.check_name", check), ("r.run_id", run_id), ("r.status", status))
+    for column, value in pairs:
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        clauses.append("r.ts_epoch >= ?")
+        params.append(since.timestamp())
+    if until is not None:
+        clauses.append("r.ts_epoch <= ?")
+        params.append(until.timestamp())
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params
+
+
+def query_records(conn: sqlite3.Connection, *, host: str | None, check: str | None, since: datetime | None,
+                  until: datetime | None, run_id: str | None, status: str | None) -> list[HistoryEntry]:
+    where, params = _filters(host, check, since, until, run_id, status)
+    rows = conn.execute(
+        "SELECT r.run_id, u.kind, u.started, r.record_json FROM records r JOIN runs u ON u.run_id = r.run_id"
+        f" WHERE 1=1{where} ORDER BY r.ts_epoch, u.started_epoch, r.run_id, r.seq", params)
+    return [HistoryEntry(run_id, kind, started, Record.from_dict(json.loads(blob)))
+            for run_id, kind, started, blob in rows]
+
+
+def query_busbw(conn: sqlite3.Connection, *, host: str | None, check: str | None,
+                since: datetime | None) -> list[BusbwPoint]:
+    where, params = _filters(host, check, since, None)
+    rows = conn.execute(
+        "SELECT r.run_id, u.started, u.started_epoch, r.host, r.check_name, MAX(r.busbw_gbps)"
+        " FROM records r JOIN runs u ON u.run_id = r.run_id"
+        f" WHERE r.busbw_gbps IS NOT NULL{where}"
+        " GROUP BY r.run_id, r.host, r.check_name ORDER BY u.started_epoch, r.run_id, r.host, r.check_name",
+        params)
+    return [BusbwPoint(*row) for row in rows]

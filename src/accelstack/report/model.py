@@ -1,0 +1,157 @@
+"""What every report format renders from: one run's records, its regressions, and the history around it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..baseline import Regression, baseline_path, find_regressions, load_baseline
+from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
+from ..history import BusbwPoint, History
+from ..history.metrics import CLUSTER_HOST
+from ..records import SEVERITY, STATUSES, Record, read_run, runs_dir, utc_now
+
+
+@dataclass
+class ReportData:
+    run_id: str
+    records: list[Record]
+    meta: dict[str, Any] = field(default_factory=dict)
+    regressions: list[Regression] = field(default_factory=list)
+    baseline_run: str | None = None
+    busbw_history: list[BusbwPoint] = field(default_factory=list)
+    generated: str = field(default_factory=utc_now)
+    # Whatever the caller adds to the summary (fleet check: inventories, drained hosts).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hosts(self) -> list[str]:
+        """Worst host first, then by name; the cluster aggregate last among equals."""
+        worst = host_status(self.records)
+        return sorted(worst, key=lambda host: (-SEVERITY.get(worst[host], 0), host == CLUSTER_HOST, host))
+
+    @property
+    def checks(self) -> list[str]:
+        """Checks that failed somewhere first, then by name."""
+        worst: dict[str, int] = {}
+        for record in self.records:
+            worst[record.check] = max(worst.get(record.check, 0), SEVERITY.get(record.status, 0))
+        return sorted(worst, key=lambda check: (-worst[check], check))
+
+    def regressions_for(self, host: str, check: str) -> list[Regression]:
+        return [r for r in self.regressions if r.host == host and r.check == check]
+
+
+def host_status(records: Iterable[Record]) -> dict[str, str]:
+    """Each host's worst status."""
+    worst: dict[str, str] = {}
+    for record in records:
+        current = worst.get(record.host)
+        if current is None or SEVERITY.get(record.status, 0) > SEVERITY.get(current, 0):
+            worst[record.host] = record.status
+    return worst
+
+
+def actionable(regressions: Iterable[Regression]) -> list[Regression]:
+    """Regressions that say a host is bad; one whose check now errors says it could not be checked."""
+    return [r for r in regressions if r.now_status != "error"]
+
+
+def verdict(records: list[Record], regressions: list[Regression]) -> int:
+    """0 healthy; 1 a failure or a regression; 2 hosts could not be checked (or nothing was)."""
+    statuses = {record.status for record in records}
+    if "fail" in statuses or actionable(regressions):
+        return EXIT_FAIL
+    if "error" in statuses or not records:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def summary(data: ReportData) -> dict[str, Any]:
+    counts = Counter(record.status for record in data.records)
+    worst = host_status(data.records)
+    by_status: dict[str, list[str]] = {status: [] for status in STATUSES}
+    for host in data.hosts:
+        by_status[worst[host]].append(host)
+    failing = [record.to_dict() for record in sorted(data.records, key=lambda r: (-SEVERITY[r.status], r.host,
+                                                                                    r.check))
+               if record.status in ("fail", "error")]
+    return {
+        "run_id": data.run_id,
+        "kind": data.meta.get("kind"),
+        "started": data.meta.get("started"),
+        "finished": data.meta.get("finished"),
+        "interrupted": bool(data.meta) and not data.meta.get("finished"),
+        "generated": data.generated,
+        "exit_code": verdict(data.records, data.regressions),
+        "hosts": len(worst),
+        "records": len(data.records),
+        "counts": {status: counts.get(status, 0) for status in STATUSES},
+        "hosts_by_status": {status: hosts for status, hosts in by_status.items() if hosts},
+        "failing": failing,
+        "baseline_run": data.baseline_run,
+        "regressions": [r.to_dict() for r in data.regressions],
+        **data.extra,
+    }
+
+
+def resolve_run(run: str | None, base: Path | None = None) -> Path:
+    """A run folder from a run id (or a unique part of it), a folder or its results.jsonl; ``None``: the
+    newest run."""
+    root = runs_dir(base)
+    if run:
+        for candidate in (Path(run), root / run):
+            folder = candidate.parent if candidate.name == "results.jsonl" else candidate
+            if (folder / "results.jsonl").is_file():
+                return folder
+        matches = sorted(p for p in root.glob(f"*{run}*") if (p / "results.jsonl").is_file())
+        if len(matches) == 1:
+            return matches[0]
+        hint = "`inv history` lists runs"
+        if matches:
+            hint = "matches " + ", ".join(p.name for p in matches[:5])
+        raise ConfigError(f"no single run {run!r} under {root}", hint=hint)
+    with History(base) as history:
+        latest = history.latest_run()
+    if latest is None:
+        raise ConfigError(f"no runs under {root}", hint="run `inv validate` first, or set ACCELSTACK_RUNS")
+    return root / latest.run_id
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_pct: float = 10.0,
+                baseline_file: Path | None = None) -> ReportData:
+    """Everything a report of one run shows: its records, regressions against the baseline, busbw history."""
+    folder = resolve_run(run, base)
+    records = read_run(folder)
+    baseline = load_baseline(baseline_file or baseline_path(base))
+    regressions: list[Regression] = []
+    baseline_run = None
+    if baseline is not None and baseline.source_run != folder.name:
+        regressions = find_regressions(records, baseline, busbw_drop_pct)
+        baseline_run = baseline.source_run
+    with History(base) as history:
+        points = history.busbw_history()
+    return ReportData(run_id=folder.name, records=records, meta=read_meta(folder), regressions=regressions,
+                      baseline_run=baseline_run, busbw_history=points)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Readers (node_exporter, a CI upload) never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
