@@ -14,7 +14,7 @@ from ..fanout import FanoutOptions, Fleet
 from ..gather import probe_options_for
 from ..inventory import load_inventory
 from ..output import Reporter, records_table
-from ..records import Record, RunWriter, exit_code_for, utc_now
+from ..records import Record, RunWriter, error_record, exit_code_for, utc_now
 from .common import HELP_COMMON, boundary
 
 
@@ -38,7 +38,6 @@ def collect_bundles(c, inventory=None, limit=None, output=None, json=False, fork
     with Fleet(FanoutOptions(forks=int(forks))) as fleet:
         for outcome in fleet.map(hosts, work):
             if outcome.error is not None or outcome.value is None:
-                from ..records import error_record
                 reporter.add(error_record(outcome.host.name, "collect", outcome.error or Exception("no bundle")))
                 continue
             bundle = outcome.value
