@@ -1,5 +1,5 @@
-"""JUnit XML in the dialect of the Jenkins xUnit plugin's ``junit-10.xsd``, which Jenkins, GitLab and most
-CI systems read.
+"""JUnit XML in the dialect Jenkins, GitLab and most CI systems read (checked in the tests against
+``tests/data/junit/junit.xsd``, a schema written for accelstack from that documented format).
 
 One ``testsuite`` per host and one ``testcase`` per host and check (``classname`` = host, ``name`` =
 check). The schema allows no ``properties`` inside a testcase, so metrics go to the host's suite as

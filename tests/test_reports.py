@@ -1,0 +1,346 @@
+"""Reports of one run: JUnit validated with xmllint against accelstack's own JUnit schema, the HTML rendered in
+headless Chromium, the Prometheus textfile parsed line by line against the exposition format, JSON, rich."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelstack.baseline import baseline_from_records, baseline_path, save_baseline
+from accelstack.records import SEVERITY, Record
+from accelstack.report import FORMATS, load_report, render, render_html, render_junit, render_prom
+from accelstack.report.prom import escape_label
+from accelstack.tasks.report import baseline as baseline_task
+from accelstack.tasks.report import history as history_task
+from accelstack.tasks.report import report as report_task
+
+from .test_history import fleet_records, write_run
+
+XSD = Path(__file__).parent / "data" / "junit" / "junit.xsd"
+ODD_HOST = 'rack 7;"odd"\\host\n<b>'
+
+
+def unreachable(host: str) -> Record:
+    return Record(host=host, check="devices", status="error", summary="cannot connect: no route to host",
+                  remedy="check the host is up and sshd listens", duration_s=10.0)
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three nightly runs: two healthy (the first is the baseline), the last one with a busbw regression on
+    node01, a device failure on node02, node03 unreachable, a skipped check and an oddly named host."""
+    base = tmp_path / "runs"
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(base))
+    healthy = {"node01": 180.0, "node02": 181.0, "node03": 179.0}
+    first = fleet_records(healthy, ts="2026-11-20T01:00:00.000Z")
+    write_run(base, first, run_id="20261120T010000Z-validate-aaaa", started="2026-11-20T01:00:00.000Z")
+    write_run(base, fleet_records({"node01": 176.0, "node02": 183.0, "node03": 180.0},
+                                  ts="2026-11-21T01:00:00.000Z"),
+              run_id="20261121T010000Z-validate-bbbb", started="2026-11-21T01:00:00.000Z")
+    held = baseline_from_records(first, source_run="20261120T010000Z-validate-aaaa")
+    save_baseline(held, baseline_path(base))
+    last = [r for r in fleet_records({"node01": 120.0, "node02": 182.0}, failing={"node02": "fail"},
+                                     ts="2026-11-22T01:00:00.000Z")]
+    last += [unreachable("node03"),
+             Record(host="node01", check="storage", status="skip", summary="no ckpt dir"),
+             Record(host="node02", check="memory", status="warn", summary="/dev/shm 60% used",
+                    remedy="clean /dev/shm", metrics={"shm_used_pct": 60}),
+             Record(host=ODD_HOST, check="devices", status="pass", summary="a & b < c", metrics={"count": 8})]
+    write_run(base, last, run_id="20261122T010000Z-validate-cccc", started="2026-11-22T01:00:00.000Z")
+    return base
+
+
+# -- JUnit -------------------------------------------------------------------------------------------------
+
+
+def _xmllint_schema(document: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Validate ``document`` against the JUnit schema; CI installs xmllint, so its absence is a failure."""
+    xmllint = shutil.which("xmllint")
+    if xmllint is None:
+        pytest.fail("xmllint missing: apt-get install libxml2-utils")
+    path = tmp_path / "junit.xml"
+    path.write_text(document, encoding="utf-8")
+    return subprocess.run([xmllint, "--noout", "--schema", str(XSD), str(path)], capture_output=True,
+                          text=True, check=False)
+
+
+def test_junit_validates_against_the_ci_schema(runs: Path, tmp_path: Path) -> None:
+    done = _xmllint_schema(render_junit(load_report()), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "validates" in done.stderr
+
+
+_GOOD_SUITE = '<testsuite name="s" tests="1"><testcase name="c" time="0.5"/></testsuite>'
+
+
+@pytest.mark.parametrize("broken", [
+    '<testsuites><testsuite name="s" tests="1"><testcase classname="h"/></testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="x"><testcase name="c"/></testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="-1"><testcase name="c"/></testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="1"><testcase name="c" time="soon"/></testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="1"><testcase name="c"><failure/><error/></testcase>'
+    '</testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="1"><testcase name="c"/><properties/></testsuite></testsuites>',
+    '<testsuites><testsuite name="s" tests="1" timestamp="yesterday"><testcase name="c"/></testsuite>'
+    '</testsuites>',
+    f'<testsuite-list>{_GOOD_SUITE}</testsuite-list>',
+], ids=["testcase-without-name", "tests-not-a-number", "tests-negative", "time-not-decimal",
+        "two-outcomes", "properties-after-testcase", "bad-timestamp", "wrong-root"])
+def test_junit_schema_rejects_broken_documents(broken: str, tmp_path: Path) -> None:
+    # The schema must be able to fail, or the validation test above proves nothing.
+    assert _xmllint_schema(f"<testsuites>{_GOOD_SUITE}</testsuites>", tmp_path).returncode == 0
+    done = _xmllint_schema(broken, tmp_path)
+    assert done.returncode != 0, f"xmllint accepted a broken document: {broken}"
+    assert "fails to validate" in done.stderr
+
+
+def test_junit_one_testcase_per_host_and_check(runs: Path) -> None:
+    data = load_report()
+    root = ET.fromstring(render_junit(data))
+    cases = {(case.get("classname"), case.get("name")): case for case in root.iter("testcase")}
+    assert len(cases) == len(data.records)
+    assert cases[("node02", "devices")].find("failure") is not None
+    assert cases[("node03", "devices")].find("error") is not None
+    assert cases[("node01", "storage")].find("skipped") is not None
+    regression = cases[("node01", "allreduce.single")].find("failure")
+    assert regression is not None and regression.get("type") == "regression"
+    assert "180" in regression.get("message", "") and "120" in regression.get("message", "")
+    assert cases[("node01", "devices")].find("failure") is None
+    assert (ODD_HOST, "devices") in cases  # escaped on the way out, intact on the way in
+    suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
+    props = {p.get("name"): p.get("value") for p in suites["node01"].iter("property")}
+    assert props["allreduce.single.busbw_gbps"] == "120"
+    assert (suites["node02"].get("failures"), suites["node03"].get("errors")) == ("1", "1")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(len(data.records)), "2", "1")
+
+
+# -- Prometheus --------------------------------------------------------------------------------------------
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_LABEL_VALUE = r'"(?:[^"\\\n]|\\[\\"n])*"'
+_LABEL = rf"[a-zA-Z_][a-zA-Z0-9_]*={_LABEL_VALUE}"
+_SAMPLE = re.compile(rf"^({_NAME})(\{{(?:{_LABEL}(?:,{_LABEL})*)?\}})? (\S+)( -?\d+)?$")
+_FLOAT = re.compile(r"^(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|NaN|[+-]Inf)$")
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), value[1:-1])
+
+
+def parse_exposition(text: str) -> dict[str, Any]:
+    """A strict reader of the text exposition format (0.0.4); an AssertionError on any deviation."""
+    assert text.endswith("\n"), "the last line must end with a line feed"
+    families: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for number, line in enumerate(text[:-1].split("\n"), 1):
+        where = f"line {number}: {line!r}"
+        assert line.strip(), f"{where}: empty line"
+        if line.startswith("#"):
+            match = re.match(rf"^# (HELP|TYPE) ({_NAME}) (.*)$", line)
+            assert match, f"{where}: malformed comment"
+            keyword, name, rest = match.groups()
+            family = families.setdefault(name, {"samples": []})
+            if name not in order:
+                order.append(name)
+            assert order[-1] == name, f"{where}: metric family {name} is not contiguous"
+            assert keyword not in family, f"{where}: second {keyword} for {name}"
+            assert not family["samples"], f"{where}: {keyword} after samples of {name}"
+            if keyword == "TYPE":
+                assert rest in ("counter", "gauge", "histogram", "summary", "untyped"), where
+            else:
+                assert re.fullmatch(r"(?:[^\\\n]|\\[\\n])*", rest), f"{where}: bad HELP escaping"
+            family[keyword] = rest
+            continue
+        match = _SAMPLE.match(line)
+        assert match, f"{where}: malformed sample"
+        name, labels_text, value, _ = match.groups()
+        assert _FLOAT.match(value), f"{where}: bad value {value!r}"
+        assert name in families and "TYPE" in families[name], f"{where}: sample before its TYPE"
+        assert order[-1] == name, f"{where}: metric family {name} is not contiguous"
+        labels = tuple((k, _unescape(v)) for k, v in re.findall(rf"([a-zA-Z_][a-zA-Z0-9_]*)=({_LABEL_VALUE})",
+                                                                 labels_text or ""))
+        assert len({k for k, _ in labels}) == len(labels), f"{where}: repeated label"
+        assert (name, labels) not in series, f"{where}: duplicate series"
+        series.add((name, labels))
+        families[name]["samples"].append((dict(labels), float(value)))
+    return families
+
+
+def test_prometheus_textfile_is_valid_exposition_format(runs: Path) -> None:
+    families = parse_exposition(render_prom(load_report()))
+    for name in ("accelstack_check_status", "accelstack_busbw_gbps", "accelstack_run_timestamp_seconds"):
+        assert families[name]["TYPE"] == "gauge" and families[name]["HELP"]
+    status = {(labels["host"], labels["check"]): value
+              for labels, value in families["accelstack_check_status"]["samples"]}
+    assert status[("node02", "devices")] == SEVERITY["fail"] == 4
+    assert status[("node03", "devices")] == SEVERITY["error"] == 3
+    assert status[("node01", "devices")] == 0
+    assert status[(ODD_HOST, "devices")] == 0  # quote, backslash and newline survive escaping
+    assert set(status.values()) <= {0, 1, 2, 3, 4}
+    busbw = {(labels["host"], labels["check"]): value
+             for labels, value in families["accelstack_busbw_gbps"]["samples"]}
+    assert busbw[("node01", "allreduce.single")] == 120.0 and busbw[("cluster", "allreduce.multi")] == 95.0
+    [(labels, stamp)] = families["accelstack_run_timestamp_seconds"]["samples"]
+    assert labels == {} and stamp == datetime(2026, 11, 22, 1, tzinfo=timezone.utc).timestamp()
+    regressions = families["accelstack_regression"]["samples"]
+    assert ({"host": "node01", "check": "allreduce.single", "kind": "busbw_drop"}, 1.0) in regressions
+
+
+def test_prometheus_label_escaping() -> None:
+    assert escape_label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    with pytest.raises(AssertionError):
+        parse_exposition('# TYPE x gauge\nx{host="a"b"} 1\n')
+    with pytest.raises(AssertionError):
+        parse_exposition("x 1\n")
+
+
+# -- HTML --------------------------------------------------------------------------------------------------
+
+
+def test_html_is_self_contained_and_escaped(runs: Path) -> None:
+    page = render_html(load_report())
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    assert ODD_HOST not in page and html.escape(ODD_HOST) in page
+
+
+class _DomCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.fleet_rows: list[str] = []
+        self.cells: list[tuple[str, str, str]] = []
+        self.plots: list[tuple[str, str]] = []
+        self.svgs = 0
+        self.polylines = 0
+        self._row_host = ""
+        self._in_fleet = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = {k: v or "" for k, v in attrs}
+        if tag == "table" and attr.get("id") == "fleet":
+            self._in_fleet = True
+        if self._in_fleet and tag == "tr" and "data-host" in attr:
+            self._row_host = attr["data-host"]
+            self.fleet_rows.append(self._row_host)
+        if self._in_fleet and tag == "td" and attr.get("data-status") not in (None, "none"):
+            self.cells.append((self._row_host, attr.get("data-check", ""), attr["data-status"]))
+        if tag == "figure" and attr.get("data-plot"):
+            self.plots.append((attr["data-plot"], attr.get("data-check", "")))
+        self.svgs += tag == "svg"
+        self.polylines += tag == "polyline"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._in_fleet = False
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("headless Chromium missing: apt-get install chromium")
+
+
+def _chromium_args(profile: Path) -> list[str]:
+    return [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", f"--user-data-dir={profile}"]
+
+
+def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(render_html(load_report()), encoding="utf-8")
+    args = _chromium_args(tmp_path / "profile")
+    done = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, check=False,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = _DomCollector()
+    dom.feed(done.stdout)
+    # Worst host first: node02 failed, node03 could not be checked.
+    assert dom.fleet_rows[:2] == ["node02", "node03"]
+    assert set(dom.fleet_rows) == {"node01", "node02", "node03", "cluster", ODD_HOST}
+    assert ("node02", "devices", "fail") in dom.cells and ("node03", "devices", "error") in dom.cells
+    assert ("node01", "allreduce.single", "pass") in dom.cells
+    sweep_checks = {check for kind, check in dom.plots if kind == "sweep"}
+    history_checks = {check for kind, check in dom.plots if kind == "history"}
+    assert sweep_checks == {"allreduce.single", "allreduce.multi"} == history_checks
+    assert dom.svgs == 4 and dom.polylines >= 2 + 1 + 3 + 1
+    assert "what to do" in done.stdout and "npu-smi info" in done.stdout
+    shot = tmp_path / "report.png"
+    done = subprocess.run([*args, "--hide-scrollbars", "--window-size=1400,2200", f"--screenshot={shot}",
+                           page.as_uri()], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    keep = Path(str(__import__("os").environ.get("ACCELSTACK_KEEP_SCREENSHOT", "")))
+    if keep.name:
+        shutil.copy(shot, keep)
+
+
+# -- JSON, rich, the tasks ---------------------------------------------------------------------------------
+
+
+def test_json_report_has_summary_and_records(runs: Path) -> None:
+    document = json.loads(render(load_report(), "json"))
+    summary = document["summary"]
+    assert summary["exit_code"] == 1 and summary["run_id"] == "20261122T010000Z-validate-cccc"
+    assert summary["hosts_by_status"]["fail"] == ["node02"]
+    assert summary["hosts_by_status"]["error"] == ["node03"]
+    assert summary["counts"]["fail"] == 1 and summary["baseline_run"] == "20261120T010000Z-validate-aaaa"
+    assert [r["kind"] for r in summary["regressions"]] == ["busbw_drop", "new_failure", "new_failure"]
+    assert [f["host"] for f in summary["failing"]] == ["node02", "node03"]
+    assert len(document["records"]) == 11
+
+
+def test_rich_report_lists_failing_checks_first_with_remedies(runs: Path) -> None:
+    text = render(load_report(), "rich")
+    assert text.index("node02") < text.index("node03") < text.index("storage")
+    assert "npu-smi info" in text and "busbw_drop" in text and "180" in text
+    assert set(FORMATS) == {"rich", "junit", "html", "prom", "json"}
+
+
+def test_report_task_writes_file_and_exits_with_verdict(runs: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from invoke import Context
+    from invoke.exceptions import Exit
+
+    out = tmp_path / "out" / "r.prom"
+    with pytest.raises(Exit) as exited:
+        report_task(Context(), format="prom", output=str(out))
+    assert exited.value.code == 1 and out.read_text().startswith("# HELP")
+    report_task(Context(), run="bbbb", format="json")  # a healthy run exits 0 (the regression is vs aaaa)
+    assert json.loads(capsys.readouterr().out)["summary"]["exit_code"] == 0
+    with pytest.raises(Exit) as exited:
+        report_task(Context(), run="nope", format="json")
+    assert exited.value.code == 3
+    with pytest.raises(Exit) as exited:
+        report_task(Context(), format="pdf")
+    assert exited.value.code == 3
+
+
+def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from invoke import Context
+
+    baseline_task(Context())  # the newest good validation run
+    assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261121T010000Z-validate-bbbb"
+    baseline_task(Context(), from_="cccc")
+    assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261122T010000Z-validate-cccc"
+    capsys.readouterr()
+    history_task(Context(), host="node01", check="allreduce.single", since="2026-11-21", json=True)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["metrics"]["busbw_gbps"] for line in lines] == [176.0, 120.0]
+    history_task(Context(), status="error")
+    assert "node03" in capsys.readouterr().out
