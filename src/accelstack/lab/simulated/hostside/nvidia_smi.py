@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""SIMULATED nvidia-smi for the accelstack lab (installed by the simulated NVIDIA driver package, in
+/usr/local/bin because a lab host shares /usr/bin with the machine). Not NVIDIA's tool.
+
+Formats follow reference nvidia.md 2.1-2.3: ``--query-gpu`` CSV (header units in brackets, ``noheader``,
+``nounits``), ``-q -x`` XML, ``topo -m``, ``-L``, ``--version`` and the default table. Devices come from
+``devices.json`` next to the driver's state; a device marked ``present: false`` has fallen off the bus.
+Exit codes as documented for nvidia-smi: 2 bad arguments, 6 no devices.
+"""
+
+import json
+import sys
+import time
+from xml.sax.saxutils import escape
+
+DEVICES_FILE = "@@DEVICES_FILE@@"
+
+# field -> (header unit, value function)
+FIELDS = {
+    "index": ("", lambda d, doc: str(d["index"])),
+    "name": ("", lambda d, doc: d["name"]),
+    "uuid": ("", lambda d, doc: d["uuid"]),
+    "serial": ("", lambda d, doc: d["serial"]),
+    "pci.bus_id": ("", lambda d, doc: d["bus_id"]),
+    "driver_version": ("", lambda d, doc: doc["driver_version"]),
+    "vbios_version": ("", lambda d, doc: d["vbios"]),
+    "count": ("", lambda d, doc: str(len(present(doc)))),
+    "memory.total": ("MiB", lambda d, doc: str(d["memory_total_mib"])),
+    "memory.used": ("MiB", lambda d, doc: str(d["memory_used_mib"])),
+    "memory.free": ("MiB", lambda d, doc: str(d["memory_total_mib"] - d["memory_used_mib"])),
+    "temperature.gpu": ("", lambda d, doc: str(d["temperature_c"])),
+    "utilization.gpu": ("%", lambda d, doc: str(d["utilization_pct"])),
+    "power.draw": ("W", lambda d, doc: "%.2f" % d["power_draw_w"]),
+    "power.limit": ("W", lambda d, doc: "%.2f" % d["power_limit_w"]),
+    "compute_cap": ("", lambda d, doc: "9.0"),
+    "persistence_mode": ("", lambda d, doc: "Enabled"),
+    "pstate": ("", lambda d, doc: "P0"),
+    "ecc.mode.current": ("", lambda d, doc: "Enabled"),
+    "mig.mode.current": ("", lambda d, doc: "Disabled"),
+    "ecc.errors.uncorrected.volatile.total": ("", lambda d, doc: str(d["ecc_dram_uncorrectable"])),
+}
+ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id", "gpu_serial": "serial"}
+
+
+def usage_error(message="Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."):
+    # type: (str) -> None
+    sys.stdout.write(message + "\n")
+    sys.exit(2)
+
+
+def load():  # type: () -> dict
+    try:
+        with open(DEVICES_FILE) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        sys.stdout.write("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                         "that the latest NVIDIA driver is installed and running.\n\n")
+        sys.exit(9)
+
+
+def present(doc):  # type: (dict) -> list
+    return [d for d in doc["devices"] if d.get("present", True)]
+
+
+def require_devices(doc):  # type: (dict) -> list
+    devices = present(doc)
+    if not devices:
+        sys.stdout.write("No devices were found\n")
+        sys.exit(6)
+    return devices
+
+
+def query(doc, fields, fmt, ids):  # type: (dict, str, str, object) -> str
+    names = [ALIASES.get(f.strip(), f.strip()) for f in fields.split(",") if f.strip()]
+    for name in names:
+        if name not in FIELDS:
+            usage_error('Field "%s" is not a valid field to query.' % name)
+    options = [o.strip() for o in fmt.split(",")]
+    if not options or options[0] != "csv" or any(o not in ("csv", "noheader", "nounits") for o in options):
+        usage_error('"%s" is not a valid format.' % fmt)
+    lines = []
+    if "noheader" not in options:
+        header = []
+        for name in names:
+            unit = FIELDS[name][0]
+            header.append("%s [%s]" % (name, unit) if unit else name)
+        lines.append(", ".join(header))
+    for d in select(require_devices(doc), ids):
+        values = []
+        for name in names:
+            unit, get = FIELDS[name]
+            value = get(d, doc)
+            values.append(value if not unit or "nounits" in options else "%s %s" % (value, unit))
+        lines.append(", ".join(values))
+    return "\n".join(lines) + "\n"
+
+
+def select(devices, ids):  # type: (list, object) -> list
+    if ids is None:
+        return devices
+    wanted = [i.strip() for i in str(ids).split(",")]
+    chosen = [d for d in devices if str(d["index"]) in wanted or d["uuid"] in wanted or d["bus_id"] in wanted]
+    if not chosen:
+        sys.stdout.write("No devices were found\n")
+        sys.exit(6)
+    return chosen
+
+
+def list_gpus(doc):  # type: (dict) -> str
+    return "".join("GPU %d: %s (UUID: %s)\n" % (d["index"], d["name"], d["uuid"]) for d in require_devices(doc))
+
+
+def version_text(doc):  # type: (dict) -> str
+    driver = doc["driver_version"]
+    return ("NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n"
+            % (driver, driver.rsplit(".", 1)[0], driver, doc["cuda_version"]))
+
+
+def xml_log(doc):  # type: (dict) -> str
+    devices = present(doc)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">',
+           "<nvidia_smi_log>",
+           "\t<timestamp>%s</timestamp>" % time.strftime("%a %b %d %H:%M:%S %Y"),
+           "\t<driver_version>%s</driver_version>" % doc["driver_version"],
+           "\t<cuda_version>%s</cuda_version>" % doc["cuda_version"],
+           "\t<attached_gpus>%d</attached_gpus>" % len(devices)]
+    for d in devices:
+        bus = d["bus_id"]
+        domain, busno, rest = bus.split(":")
+        out += [
+            '\t<gpu id="%s">' % bus,
+            "\t\t<product_name>%s</product_name>" % escape(d["name"]),
+            "\t\t<product_brand>NVIDIA</product_brand>",
+            "\t\t<product_architecture>Hopper</product_architecture>",
+            "\t\t<mig_mode>\n\t\t\t<current_mig>Disabled</current_mig>\n\t\t\t<pending_mig>Disabled</pending_mig>"
+            "\n\t\t</mig_mode>",
+            "\t\t<serial>%s</serial>" % d["serial"],
+            "\t\t<uuid>%s</uuid>" % d["uuid"],
+            "\t\t<minor_number>%d</minor_number>" % d["index"],
+            "\t\t<vbios_version>%s</vbios_version>" % d["vbios"],
+            "\t\t<gpu_reset_status>\n\t\t\t<reset_required>%s</reset_required>\n"
+            "\t\t\t<drain_and_reset_recommended>No</drain_and_reset_recommended>\n\t\t</gpu_reset_status>"
+            % d["reset_required"],
+            "\t\t<pci>",
+            "\t\t\t<pci_bus>%s</pci_bus>" % busno,
+            "\t\t\t<pci_device>%s</pci_device>" % rest.split(".")[0],
+            "\t\t\t<pci_domain>%s</pci_domain>" % domain[-4:],
+            "\t\t\t<pci_device_id>233010DE</pci_device_id>",
+            "\t\t\t<pci_bus_id>%s</pci_bus_id>" % bus,
+            "\t\t\t<pci_gpu_link_info>",
+            "\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
+            "\t\t\t\t\t<current_link_gen>5</current_link_gen>\n\t\t\t\t</pcie_gen>",
+            "\t\t\t\t<link_widths>\n\t\t\t\t\t<max_link_width>16x</max_link_width>\n"
+            "\t\t\t\t\t<current_link_width>16x</current_link_width>\n\t\t\t\t</link_widths>",
+            "\t\t\t</pci_gpu_link_info>",
+            "\t\t</pci>",
+            "\t\t<fb_memory_usage>",
+            "\t\t\t<total>%d MiB</total>" % d["memory_total_mib"],
+            "\t\t\t<reserved>0 MiB</reserved>",
+            "\t\t\t<used>%d MiB</used>" % d["memory_used_mib"],
+            "\t\t\t<free>%d MiB</free>" % (d["memory_total_mib"] - d["memory_used_mib"]),
+            "\t\t</fb_memory_usage>",
+            "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t\t<pending_ecc>Enabled</pending_ecc>"
+            "\n\t\t</ecc_mode>",
+            "\t\t<ecc_errors>\n\t\t\t<volatile>\n\t\t\t\t<dram_correctable>0</dram_correctable>\n"
+            "\t\t\t\t<dram_uncorrectable>%d</dram_uncorrectable>\n\t\t\t</volatile>\n\t\t</ecc_errors>"
+            % d["ecc_dram_uncorrectable"],
+            "\t\t<temperature>\n\t\t\t<gpu_temp>%d C</gpu_temp>\n\t\t</temperature>" % d["temperature_c"],
+            "\t\t<gpu_power_readings>",
+            "\t\t\t<power_state>P0</power_state>",
+            "\t\t\t<power_draw>%.2f W</power_draw>" % d["power_draw_w"],
+            "\t\t\t<current_power_limit>%.2f W</current_power_limit>" % d["power_limit_w"],
+            "\t\t</gpu_power_readings>",
+            "\t</gpu>",
+        ]
+    out.append("</nvidia_smi_log>")
+    return "\n".join(out) + "\n"
+
+
+def topo(doc):  # type: (dict) -> str
+    devices = require_devices(doc)
+    labels = ["GPU%d" % d["index"] for d in devices]
+    lines = ["\t" + "\t".join(labels + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])]
+    for position, d in enumerate(devices):  # zip(strict=) is 3.10+; this runs on 3.6
+        label = labels[position]
+        links = [" X " if other is d else "NV%d" % doc.get("nvlinks", 18) for other in devices]
+        lines.append("\t".join([label] + links + [d["cpu_affinity"], str(d["numa"]), "\tN/A"]))
+    lines += [
+        "",
+        "Legend:",
+        "",
+        "  X    = Self",
+        "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)",
+        "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node",
+        "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)",
+        "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+        "  PIX  = Connection traversing at most a single PCIe bridge",
+        "  NV#  = Connection traversing a bonded set of # NVLinks",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def table(doc):  # type: (dict) -> str
+    devices = require_devices(doc)
+    rule = "+-----------------------------------------+------------------------+----------------------+"
+    lines = [time.strftime("%a %b %d %H:%M:%S %Y").ljust(31),
+             "+" + "-" * 89 + "+",
+             "| " + ("NVIDIA-SMI " + doc["driver_version"]).ljust(34)
+             + ("Driver Version: " + doc["driver_version"]).ljust(31)
+             + ("CUDA Version: " + doc["cuda_version"]).ljust(23) + "|",
+             "|-----------------------------------------+------------------------+----------------------+",
+             "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+             "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+             "|                                         |                        |               MIG M. |",
+             "|=========================================+========================+======================|"]
+    for d in devices:
+        lines.append("|" + ("%4d  %s" % (d["index"], d["name"][:24])).ljust(37) + "On  | "
+                     + ("%s Off" % d["bus_id"]).rjust(22) + " | " + str(d["ecc_dram_uncorrectable"]).rjust(20) + " |")
+        usage = "%dW / %4dW" % (d["power_draw_w"], d["power_limit_w"])
+        memory = "%dMiB / %6dMiB" % (d["memory_used_mib"], d["memory_total_mib"])
+        lines.append("| N/A   %2dC    P0" % d["temperature_c"] + usage.rjust(24) + " | " + memory.rjust(22) + " | "
+                     + ("%d%%" % d["utilization_pct"]).rjust(7) + "      Default |")
+        lines.append("|                                         |                        |             Disabled |")
+        lines.append(rule)
+    lines += ["", "+" + "-" * 89 + "+",
+              "| Processes:".ljust(90) + "|",
+              "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
+              "|        ID   ID                                                               Usage      |",
+              "|" + "=" * 89 + "|",
+              "|  No running processes found".ljust(90) + "|",
+              "+" + "-" * 89 + "+"]
+    return "\n".join(lines) + "\n"
+
+
+def main(args):  # type: (list) -> int
+    doc = load()
+    if not args:
+        sys.stdout.write(table(doc))
+        return 0
+    if args in (["-L"], ["--list-gpus"]):
+        sys.stdout.write(list_gpus(doc))
+        return 0
+    if args == ["--version"]:
+        sys.stdout.write(version_text(doc))
+        return 0
+    if args == ["topo", "-m"]:
+        sys.stdout.write(topo(doc))
+        return 0
+    if sorted(args) == ["-q", "-x"] or args == ["-x", "-q"] or args == ["-qx"]:
+        sys.stdout.write(xml_log(doc))
+        return 0
+    fields = fmt = ids = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, sep, value = arg.partition("=")
+        if arg == "-i" and i + 1 < len(args):
+            ids = args[i + 1]
+            i += 2
+            continue
+        if sep and name == "--query-gpu":
+            fields = value
+        elif sep and name == "--format":
+            fmt = value
+        elif sep and name in ("--id", "-i"):
+            ids = value
+        else:
+            usage_error()
+        i += 1
+    if fields is None:
+        usage_error()
+    if fmt is None:
+        usage_error('Must specify "--format" when using "--query-gpu".')
+    sys.stdout.write(query(doc, str(fields), str(fmt), ids))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
