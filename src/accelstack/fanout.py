@@ -134,7 +134,8 @@ class Fleet:
             return
         forks = max(1, min(self.options.forks, len(hosts)))
         grace = self.options.connect_timeout + 5
-        with ThreadPoolExecutor(max_workers=forks, thread_name_prefix="accelstack-host") as pool:
+        pool = ThreadPoolExecutor(max_workers=forks, thread_name_prefix="accelstack-host")
+        try:
             started: dict[Future[Outcome[T]], Host] = {}
             for host in hosts:
                 started[pool.submit(self._work_one, host, work)] = host
@@ -151,6 +152,8 @@ class Fleet:
                     yield Outcome(host, error=CommandTimeout(
                         f"no result within the per-host deadline of {self.options.host_deadline:.0f} s",
                         host=host.name), duration_s=self.options.host_deadline)
+        finally:
+            # Never wait here for a stuck worker: the run reports it and goes on; its own timeouts end it.
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _overdue(self, host: Host, grace: float) -> bool:
