@@ -1,0 +1,94 @@
+"""No-op re-provision vs ``inv facts`` on 32 lab hosts (tag acq, subnet 10.220).
+
+The stack is SMALL on purpose, so 32 hosts do not each install torch: the lab-only Ascend stack (simulated HDK
+driver + firmware) with roles ``ascend_driver,env`` only: the simulated driver and firmware installers, the env
+file, hostfile, launcher and HCCL rank table. One provision converges the fleet; then each figure is the best of
+``--rounds`` wall times of the CLI, as a user runs it. Target: no-op provision <= 1.5x facts, 0 bytes uploaded.
+
+    sudo python bench/provision.py [--hosts 32] [--rounds 3] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.test_provision_lab import LAB_ASCEND, PROGRAM  # noqa: E402
+
+
+def cli(args: list[str], runs: Path) -> tuple[float, list[dict], int]:
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", PROGRAM, *args, "--json"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "ACCELSTACK_RUNS": str(runs)})
+    elapsed = time.monotonic() - began
+    return elapsed, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")], proc.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
+    args = parser.parse_args()
+
+    from accelstack.lab import Lab
+    from accelstack.lab.simulated import build_lab_repository
+
+    root = Path(tempfile.mkdtemp(prefix="acq-"))
+    (root / "inventories").mkdir()
+    (root / "stacks").mkdir()
+    stack = root / "stacks" / "lab-ascend.yml"
+    stack.write_text(LAB_ASCEND)
+    repo = build_lab_repository(root / "repo", torch_wheel=None, stacks=[str(stack)], fault_fixtures=False)
+    lab = Lab(root, tag="acq", subnet="10.220")
+    lab.down()
+    try:
+        lab.up(args.hosts)
+        doc = yaml.safe_load(lab.inventory.read_text())
+        doc["vars"].update({"stack": str(stack), "artifact_repo": str(repo), "provision_roles": ["ascend_driver", "env"],
+                            "ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": [],
+                            "hccl_socket_ifname": "eth0"})
+        inventory = root / "bench.yml"
+        inventory.write_text(yaml.safe_dump(doc))
+        runs = root / "runs"
+        first_s, first, rc = cli(["provision", "--inventory", str(inventory)], runs)
+        hosts = [r for r in first if r["check"] == "provision"]
+        assert rc == 0 and len(hosts) == args.hosts, (rc, [r for r in first if r["status"] != "pass"][:3])
+        uploaded = sum(r["metrics"]["bytes_uploaded"] for r in hosts)
+        print(f"first provision: {args.hosts} hosts in {first_s:.2f} s, {uploaded} bytes uploaded, "
+              f"{sum(r['metrics']['changed'] for r in hosts)} steps changed")
+        facts_times, noop_times, noop_bytes, noop_changed = [], [], 0, 0
+        for _ in range(args.rounds):
+            elapsed, _, rc = cli(["facts", "--inventory", str(inventory)], runs)
+            assert rc == 0
+            facts_times.append(elapsed)
+            elapsed, recs, rc = cli(["provision", "--inventory", str(inventory)], runs)
+            assert rc == 0
+            noop_times.append(elapsed)
+            hosts = [r for r in recs if r["check"] == "provision"]
+            noop_bytes += sum(r["metrics"]["bytes_uploaded"] for r in hosts)
+            noop_changed += sum(r["metrics"]["changed"] for r in hosts)
+        facts_s, noop_s = min(facts_times), min(noop_times)
+        print(f"{'':28}{'wall s (best of ' + str(args.rounds) + ')':>22}")
+        print(f"{'inv facts':28}{facts_s:>22.2f}")
+        print(f"{'inv provision (no-op)':28}{noop_s:>22.2f}")
+        print(f"ratio no-op provision / facts: {noop_s / facts_s:.2f}  (target <= 1.5)")
+        print(f"bytes uploaded by the no-op runs: {noop_bytes}  (target 0); steps changed: {noop_changed}")
+    finally:
+        if not args.keep:
+            lab.down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

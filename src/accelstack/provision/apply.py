@@ -1,0 +1,406 @@
+"""Provisioning a fleet: gather (facts + one state command per host), plan (pure), apply, reboot.
+
+Round trips per host on a converged fleet: the probe and the state command, nothing else. A host with changes
+gets its artifacts uploaded (only those whose remote sha256 differs), all of them verified on the host in one
+command before any step runs, then its steps in role order. Every host gets a ``provision`` record; every step
+that changed something gets a ``provision.<role>.<step>`` record.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..connection import Transport
+from ..context import HostContext, resolve_contexts
+from ..errors import AccelstackError, ConfigError, HostError
+from ..facts import Facts
+from ..fanout import Fleet
+from ..gather import probe, probe_options_for
+from ..inventory import Host
+from ..records import Record, error_record, runs_dir
+from ..stacks.versions import VersionError, versions_match
+from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
+from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles
+from .reboot import RebootSettings, rolling_reboot
+from .roles import Role, load_roles, merged_defaults, select_roles
+from .state import REBOOT_MARKER, RemoteState, parse_state, state_command
+from .steps import STEP_KINDS, Change, HostView, mark_reboot_command
+
+CHECK = "provision"
+
+
+@dataclass
+class ProvisionOptions:
+    check_only: bool = False
+    reboot: bool = False
+    batch: int = 1
+    repo: str | None = None
+    roles: list[str] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    roles_root: Path | None = None
+    templates_dir: Path | None = None
+
+
+@dataclass
+class Gathered:
+    facts: Facts
+    state: RemoteState
+    state_s: float
+
+
+@dataclass
+class Prepared:
+    """Everything decided before any host is touched."""
+
+    contexts: dict[str, HostContext]
+    planners: dict[str, Planner]
+    repos: dict[str, ArtifactRepository | None]
+
+    def view(self, name: str, facts: Facts, state: RemoteState | None = None,
+             extra: dict[str, Any] | None = None) -> HostView:
+        ctx = self.contexts[name]
+        repo = self.repos[name]
+        return HostView(host=name, facts=facts, state=state or RemoteState(), stack=ctx.stack, vars=ctx.vars,
+                        artifacts=repo.artifacts if repo else [], extra=extra or {})
+
+
+def prepare(hosts: list[Host], options: ProvisionOptions) -> Prepared:
+    """Roles, contexts, planners and repositories; every error here is exit 3, and no host was touched."""
+    all_roles = load_roles(options.roles_root)
+    contexts = resolve_contexts(hosts, overrides=options.overrides, role_defaults=merged_defaults(list(all_roles.values())))
+    planners: dict[str, Planner] = {}
+    by_roles: dict[tuple[str, ...], Planner] = {}
+    repos: dict[str, ArtifactRepository | None] = {}
+    opened: dict[str, ArtifactRepository] = {}
+    for name, ctx in contexts.items():
+        wanted = options.roles or _listed(ctx.vars.get("provision_roles"))
+        selected: list[Role] = select_roles(all_roles, ctx.stack.vendor, wanted)
+        require_roles(selected)
+        key = tuple(r.name for r in selected)
+        if key not in by_roles:
+            by_roles[key] = Planner(selected, templates_dir=options.templates_dir)
+        planners[name] = by_roles[key]
+        location = options.repo or ctx.vars.get("artifact_repo")
+        if location:
+            location = str(location)
+            if location not in opened:
+                opened[location] = ArtifactRepository.open(location)
+            repos[name] = opened[location]
+        else:
+            repos[name] = None
+    return Prepared(contexts, planners, repos)
+
+
+def _listed(value: Any) -> list[str] | None:
+    if not value:
+        return None
+    return [str(v) for v in value] if isinstance(value, list) else [v.strip() for v in str(value).split(",")]
+
+
+def gather(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Gathered | AccelstackError]:
+    """Facts and state for every host: the probe, then one batched state command, on one connection."""
+
+    def work(transport: Transport) -> Gathered:
+        name = transport.host.name
+        ctx = prepared.contexts[name]
+        facts = probe(transport, probe_options_for(transport.host, ctx))
+        query = prepared.planners[name].query_for_host(prepared.view(name, facts))
+        began = time.monotonic()
+        result = transport.run(state_command(query), timeout=60)
+        return Gathered(facts, parse_state(result.stdout), time.monotonic() - began)
+
+    out: dict[str, Gathered | AccelstackError] = {}
+    for outcome in fleet.map(hosts, work):
+        if outcome.value is not None:
+            out[outcome.host.name] = outcome.value
+        else:
+            out[outcome.host.name] = outcome.error or HostError("no result", host=outcome.host.name)
+    return out
+
+
+def plan_all(hosts: list[Host], prepared: Prepared, gathered: dict[str, Gathered | AccelstackError]
+             ) -> dict[str, HostPlan]:
+    """Pure: the cluster context from everyone's facts and state, then each host's plan."""
+    members = []
+    for host in hosts:
+        got = gathered.get(host.name)
+        if isinstance(got, Gathered):
+            ctx = prepared.contexts[host.name]
+            members.append(ClusterMember(host.name, host.address, ctx.stack.vendor, got.facts, got.state, ctx.vars))
+    cluster = cluster_context(members)
+    plans: dict[str, HostPlan] = {}
+    for member in members:
+        view = prepared.view(member.name, member.facts, member.state, cluster[member.name])
+        try:
+            plans[member.name] = prepared.planners[member.name].plan_host(view)
+        except ConfigError as err:  # a template that does not render for this host's data
+            plans[member.name] = HostPlan(member.name, problems=[str(err)])
+    return plans
+
+
+def check_record(plan: HostPlan, gathered: Gathered) -> Record:
+    if plan.problems:
+        return Record(host=plan.host, check=CHECK, status="error", summary="; ".join(plan.problems),
+                      evidence={"plan": plan.to_dict()},
+                      remedy="fix the inventory vars or the artifact repository; nothing was touched")
+    lines = [c.summary for c in plan.changes]
+    summary = (f"{len(lines)} change(s), {plan.bytes_to_transfer} bytes to transfer, reboot: {plan.reboot}"
+               if lines else "no change")
+    return Record(host=plan.host, check=CHECK, status="pass", summary=summary,
+                  metrics={"changes": len(plan.changes), "bytes_to_transfer": plan.bytes_to_transfer,
+                           "reboot": plan.reboot},
+                  evidence={"plan": plan.to_dict(), "state_s": round(gathered.state_s, 3)})
+
+
+# ----- apply ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HostOutcome:
+    changed: int = 0
+    bytes_uploaded: int = 0
+    reboot_needed: bool = False
+    steps: list[Record] = field(default_factory=list)
+
+
+def _component_ok(facts: Facts, change: Change, prepared: Prepared, name: str) -> bool:
+    if change.component is None or change.target is None:
+        return True
+    pin = prepared.contexts[name].stack.pins.get(change.component)
+    installed = facts.components().get(change.component)
+    if installed is None:
+        return False
+    try:
+        return versions_match(change.target, installed, pin.match if pin else "exact")
+    except (VersionError, ValueError):
+        return installed == change.target
+
+
+def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
+               on_step: Callable[[Record], None]) -> HostOutcome:
+    name = transport.host.name
+    outcome = HostOutcome()
+    repo = prepared.repos[name]
+    uploads = [u for c in plan.changes for u in c.uploads]
+    # 1. Every artifact checked against the manifest here before anything leaves this machine.
+    locals_: dict[str, Path] = {}
+    if uploads:
+        if repo is None:
+            raise ArtifactError("steps need artifacts but no artifact repository is configured",
+                                hint="set artifact_repo in the inventory, or pass --repo")
+        for upload in uploads:
+            locals_[upload.remote] = repo.local_path(upload.artifact)
+    # 2. Upload what differs, then verify every artifact on the host in one command before any step runs.
+    folders = sorted({str(Path(u.remote).parent) for u in uploads if u.transfer})
+    if folders:
+        transport.run("umask 077 && mkdir -p " + " ".join(shlex.quote(f) for f in folders), check=True)
+    for upload in uploads:
+        if upload.transfer:
+            transport.put(locals_[upload.remote], upload.remote, mode=0o600)
+            outcome.bytes_uploaded += upload.artifact.size
+    if uploads:
+        expected = {u.remote: u.artifact.sha256 for u in uploads}
+        verify = transport.run(remote_verify_command(expected), timeout=600)
+        if not verify.ok:
+            bad = [line.split(" ", 1)[1] for line in verify.stdout.splitlines() if line.startswith("mismatch ")]
+            transport.run("rm -f -- " + " ".join(bad), timeout=30)
+            raise HostError(f"artifact checksum mismatch on the host: {', '.join(bad)}; nothing was installed",
+                            host=name, command="sha256sum",
+                            hint="the transfer or the host's disk corrupted the file; re-run to upload it again")
+    # 3. The steps, in role order.
+    reboot_steps: list[str] = []
+    notified: dict[str, set[str]] = {}
+    for change in plan.changes:
+        began = time.monotonic()
+        result = STEP_KINDS[change.kind].apply(transport, change)
+        status, summary = "pass", change.summary
+        if change.kind == "installer":
+            facts = probe(transport, probe_options_for(transport.host, prepared.contexts[name]))
+            if not _component_ok(facts, change, prepared, name):
+                have = facts.components().get(change.component or "")
+                if result.reboot_needed:
+                    status, summary = "warn", f"{change.summary} (reads {have} until the reboot)"
+                else:
+                    outcome.changed += 1
+                    record = Record(host=name, check=f"{CHECK}.{change.step}", status="fail",
+                                    summary=f"{change.summary}, but the version file reads {have}",
+                                    remedy="read the installer's log on the host", evidence={"output": result.output_tail},
+                                    duration_s=round(time.monotonic() - began, 3))
+                    on_step(record)
+                    outcome.steps.append(record)
+                    raise HostError(f"{change.component} did not reach {change.target} (reads {have})", host=name,
+                                    command=change.step)
+        if result.reboot_needed:
+            reboot_steps.append(change.step)
+        for handler in change.notify:
+            notified.setdefault(handler, set()).add(change.step)
+        outcome.changed += 1
+        record = Record(host=name, check=f"{CHECK}.{change.step}", status=status, summary=summary,  # type: ignore[arg-type]
+                        metrics={"bytes_uploaded": sum(u.bytes for u in change.uploads),
+                                 "reboot_needed": result.reboot_needed},
+                        evidence={"change": change.describe(), "output": result.output_tail},
+                        duration_s=round(time.monotonic() - began, 3))
+        on_step(record)
+        outcome.steps.append(record)
+    # 4. Handlers: a reboot is recorded on the host (done by --reboot, in rolling batches); commands run once.
+    if reboot_steps:
+        transport.run(mark_reboot_command(reboot_steps), check=True, timeout=30)
+        outcome.reboot_needed = True
+    for handler_name in notified:
+        spec = plan.handlers.get(handler_name)
+        if spec is not None and spec.kind == "command":
+            transport.run(str(spec.spec["command"]), check=True, timeout=600)
+    return outcome
+
+
+def host_record(name: str, plan: HostPlan, outcome: HostOutcome, duration: float) -> Record:
+    reboot = outcome.reboot_needed or bool(plan.reboot_pending)
+    summary = (f"{outcome.changed} step(s) changed, {outcome.bytes_uploaded} bytes uploaded"
+               if outcome.changed else "no change")
+    if reboot:
+        summary += "; reboot required (inv provision --reboot)"
+    return Record(host=name, check=CHECK, status="pass", summary=summary,
+                  metrics={"changed": outcome.changed, "bytes_uploaded": outcome.bytes_uploaded,
+                           "reboot_required": reboot},
+                  evidence={"steps": [r.check for r in outcome.steps]}, duration_s=round(duration, 3))
+
+
+def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
+              on_record: Callable[[Record], None], *, prepared: Prepared | None = None) -> dict[str, HostPlan]:
+    """The whole run. Records go to ``on_record`` as they happen; returns the plans (for --check output)."""
+    prepared = prepared or prepare(hosts, options)
+    started = time.monotonic()
+    gathered = gather(fleet, hosts, prepared)
+    plans = plan_all(hosts, prepared, gathered)
+    by_name = {h.name: h for h in hosts}
+    for name, got in gathered.items():
+        if not isinstance(got, Gathered):
+            on_record(error_record(name, CHECK, got, time.monotonic() - started))
+    if options.check_only:
+        for name in (h.name for h in hosts):
+            if name in plans:
+                on_record(check_record(plans[name], gathered[name]))  # type: ignore[arg-type]
+        return plans
+    outcomes: dict[str, HostOutcome] = {}
+    durations: dict[str, float] = {}
+    failed: set[str] = set()
+    to_apply = []
+    for host in hosts:
+        plan = plans.get(host.name)
+        if plan is None:
+            continue
+        if plan.problems:
+            on_record(check_record(plan, gathered[host.name]))  # type: ignore[arg-type]
+            failed.add(host.name)
+        else:
+            outcomes[host.name] = HostOutcome()
+            if plan.changes:
+                to_apply.append(host)
+    _apply_pass(fleet, to_apply, plans, prepared, outcomes, durations, failed, on_record)
+    # Installers change the facts the cluster files are rendered from (device count, hccn device IPs): once
+    # anything was installed, gather again and bring the rendered files up to date, so the next run is a no-op.
+    installed = any(c.kind in ("installer", "pip") for h in to_apply if h.name not in failed
+                    for c in plans[h.name].changes)
+    if installed:
+        healthy = [h for h in hosts if h.name in outcomes and h.name not in failed]
+        regathered = gather(fleet, healthy, prepared)
+        replans = plan_all(healthy, prepared, regathered)
+        again = [h for h in healthy if h.name in replans and replans[h.name].changes
+                 and not replans[h.name].problems]
+        _apply_pass(fleet, again, replans, prepared, outcomes, durations, failed, on_record)
+        for name, plan in replans.items():
+            plans[name].reboot_pending = plans[name].reboot_pending or plan.reboot_pending
+    for host in hosts:
+        if host.name in outcomes and host.name not in failed:
+            on_record(host_record(host.name, plans[host.name], outcomes[host.name], durations.get(host.name, 0.0)))
+    if options.reboot:
+        # The marker on the host decides: it covers reboots asked for by this run and by earlier ones.
+        candidates = [by_name[name] for name, plan in plans.items() if not plan.problems]
+        _reboot(fleet, candidates, prepared, options, on_record)
+    return plans
+
+
+def _apply_pass(fleet: Fleet, hosts: list[Host], plans: dict[str, HostPlan], prepared: Prepared,
+                outcomes: dict[str, HostOutcome], durations: dict[str, float], failed: set[str],
+                on_record: Callable[[Record], None]) -> None:
+    def work(transport: Transport) -> HostOutcome:
+        return apply_host(transport, plans[transport.host.name], prepared, on_record)
+
+    for result in fleet.map(hosts, work):
+        name = result.host.name
+        durations[name] = durations.get(name, 0.0) + result.duration_s
+        if result.value is not None:
+            total = outcomes.setdefault(name, HostOutcome())
+            total.changed += result.value.changed
+            total.bytes_uploaded += result.value.bytes_uploaded
+            total.reboot_needed = total.reboot_needed or result.value.reboot_needed
+            total.steps.extend(result.value.steps)
+        else:
+            assert result.error is not None
+            failed.add(name)
+            on_record(error_record(name, CHECK, result.error, durations[name]))
+
+
+def _reboot(fleet: Fleet, marked: list[Host], prepared: Prepared, options: ProvisionOptions,
+            on_record: Callable[[Record], None]) -> None:
+    if not marked:
+        return
+    check = fleet.map(marked, lambda t: t.run(f"test -e {REBOOT_MARKER}", timeout=15).ok)
+    order = {h.name: i for i, h in enumerate(marked)}
+    confirmed = sorted((o.host for o in check if o.value), key=lambda h: order[h.name])
+    transports = [fleet.connect(h) for h in confirmed]
+
+    def settings_for(host: Host) -> RebootSettings:
+        vars_ = prepared.contexts[host.name].vars
+        return RebootSettings(command=str(vars_.get("reboot_command") or RebootSettings.command),
+                              timeout=float(vars_.get("reboot_timeout", 900)),
+                              settle=float(vars_.get("reboot_settle", 10)),
+                              expect_new_boot=bool(vars_.get("reboot_expect_new_boot", True)))
+
+    rolling_reboot(transports, settings_for, options.batch, on_record)
+
+
+def failed_hosts_of_last_run(base: Path | None = None) -> list[str] | None:
+    """Hosts whose ``provision`` record was error or fail in the newest applying provision run; None if none."""
+    folder = runs_dir(base)
+    if not folder.is_dir():
+        return None
+    for run in sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True):
+        meta_path = run / "meta.json"
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if meta.get("kind") != CHECK or meta.get("check_only"):
+            continue
+        failed: set[str] = set()
+        results = run / "results.jsonl"
+        if results.exists():
+            for line in results.read_text().splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("check") == CHECK and record.get("status") in ("error", "fail"):
+                    failed.add(record["host"])
+        planned = meta.get("hosts") or []
+        if "finished" not in meta:
+            # An interrupted run: every host without a final record counts as failed.
+            done = set()
+            if results.exists():
+                for line in results.read_text().splitlines():
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if record.get("check") == CHECK and record.get("status") in ("pass", "warn"):
+                        done.add(record["host"])
+            failed |= {h for h in planned if h not in done}
+        return [h for h in planned if h in failed] or sorted(failed)
+    return None

@@ -1,0 +1,258 @@
+"""Provisioning real lab hosts over SSH: the cpu stack and a simulated Ascend stack end to end, idempotence,
+a run killed mid-way, a corrupt artifact, --check touching nothing, rolling reboots and --retry-failed.
+
+The lab here is this module's own (tag ``acp``, subnet 10.218), three hosts, torn down at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.provision.artifacts import add_dependency_wheels
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.lab
+
+TAG, SUBNET = "acp", "10.218"
+DEPS_CACHE = Path("/var/tmp/accelstack-test-deps")
+LAB_ASCEND = """\
+name: lab-ascend
+vendor: ascend
+backend: hccl
+description: LAB ONLY - simulated Ascend HDK 25.0.RC1.1 and CANN 8.2.RC1, the real torch CPU wheel, a simulated torch_npu.
+components:
+  python: "3.11"
+  torch: {version: "2.13.0+cpu", match: release}
+  torch_npu: "2.13.0"
+  ascend_driver: "25.0.rc1.1"
+  ascend_firmware: "7.7.0.1.231"
+  cann_toolkit: "8.2.RC1"
+  cann_kernels: "8.2.RC1"
+paths:
+  ascend_home: /usr/local/Ascend
+  driver: /usr/local/Ascend/driver
+  firmware: /usr/local/Ascend/firmware
+  cann_toolkit: /usr/local/Ascend/ascend-toolkit
+  cann_set_env: /usr/local/Ascend/ascend-toolkit/set_env.sh
+  venv: /opt/accelstack/venv
+  python: /opt/accelstack/venv/bin/python
+devices: [910B3]
+"""
+PROGRAM = ("import sys; from invoke import Collection, Program; "
+           "from accelstack.tasks.provision import provision, repo_ns; "
+           "from accelstack.tasks.facts import facts; "
+           "Program(namespace=Collection(provision, facts, repo_ns), name='accelstack').run(sys.argv)")
+
+
+@pytest.fixture(scope="module")
+def plab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    if os.geteuid() != 0:
+        pytest.fail("the lab tests need root (network namespaces and sshd)")
+    from accelstack.lab import Lab
+    from accelstack.lab.simulated import build_lab_repository
+
+    root = tmp_path_factory.mktemp("acp")
+    (root / "inventories").mkdir()
+    (root / "stacks").mkdir()
+    (root / "stacks" / "lab-ascend.yml").write_text(LAB_ASCEND)
+    repo = build_lab_repository(root / "repo", torch_wheel=None,
+                                stacks=["cpu", str(root / "stacks" / "lab-ascend.yml")], fault_fixtures=False)
+    if not DEPS_CACHE.exists() or not list(DEPS_CACHE.glob("*.whl")):
+        torch = next((repo / "wheels").glob("torch-*.whl"))
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(DEPS_CACHE), str(torch)], check=True)
+    add_dependency_wheels(repo, download=DEPS_CACHE)
+    lab = Lab(root, tag=TAG, subnet=SUBNET)
+    lab.down()
+    lab.up(3)
+    base = yaml.safe_load(lab.inventory.read_text())
+    base["vars"].update({
+        "artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0, "reboot_expect_new_boot": False,
+        # Lab hosts share /etc/passwd and /usr with this machine: no useradd, no apt-get on it.
+        "ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": [],
+    })
+    cpu_inv = root / "cpu.yml"
+    cpu_inv.write_text(yaml.safe_dump(base))
+    ascend = json.loads(json.dumps(base))
+    ascend["vars"]["stack"] = str(root / "stacks" / "lab-ascend.yml")
+    ascend["vars"]["hccl_socket_ifname"] = "eth0"
+    ascend_inv = root / "ascend.yml"
+    ascend_inv.write_text(yaml.safe_dump(ascend))
+    yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
+    lab.down()
+
+
+def cli(*args: str, runs: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", PROGRAM, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "ACCELSTACK_RUNS": str(runs)})
+
+
+def records(proc: subprocess.CompletedProcess[str]) -> list[dict]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def host_records(proc: subprocess.CompletedProcess[str], check: str = "provision") -> dict[str, dict]:
+    return {r["host"]: r for r in records(proc) if r["check"] == check}
+
+
+def host_root(plab: dict, host: str) -> Path:
+    return plab["lab"].dir / "hosts" / host / "root"  # type: ignore[attr-defined,no-any-return]
+
+
+def snapshot(plab: dict, host: str) -> str:
+    """Every path, size, mode, mtime and content hash under the host's /opt, /usr/local and /etc/profile.d."""
+    digest = hashlib.sha256()
+    for sub in ("opt", "usr_local", "profile.d"):
+        for path in sorted((host_root(plab, host) / sub).rglob("*")):
+            st = path.lstat()
+            digest.update(f"{path} {st.st_size} {st.st_mode} {st.st_mtime_ns}\n".encode())
+            if path.is_file() and not path.is_symlink():
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) -> None:
+    before = {h: snapshot(plab, h) for h in ("lab1", "lab2", "lab3")}
+    proc = cli("provision", "--inventory", str(plab["cpu"]), "--check", "--json", runs=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    by_host = host_records(proc)
+    assert sorted(by_host) == ["lab1", "lab2", "lab3"]
+    for record in by_host.values():
+        assert record["metrics"]["changes"] == 4
+        assert record["metrics"]["bytes_to_transfer"] > 100_000_000  # the torch wheel
+        assert "torch: absent -> 2.13.0+cpu" in json.dumps(record["evidence"])
+    assert {h: snapshot(plab, h) for h in before} == before
+
+
+def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -> None:
+    proc = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = host_records(proc)
+    for name in ("lab1", "lab2"):
+        assert first[name]["status"] == "pass", first[name]
+        assert first[name]["metrics"]["changed"] == 4
+        assert first[name]["metrics"]["bytes_uploaded"] > 100_000_000
+    assert "provision.python_env.venv" in {r["check"] for r in records(proc)}
+
+    facts = cli("facts", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    for record in records(facts):
+        torch = record["evidence"]["facts"]["torch"]
+        assert torch["version"] == "2.13.0+cpu", record
+
+    # A login shell on the host sources the rendered env file.
+    env = host_root(plab, "lab1") / "profile.d" / "accelstack.sh"
+    assert "export GLOO_SOCKET_IFNAME=eth0" in env.read_text()
+    assert oct(env.stat().st_mode & 0o777) == "0o644"
+
+    again = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    assert again.returncode == 0, again.stderr
+    for record in host_records(again).values():
+        assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}, record
+    assert [r["check"] for r in records(again)] == ["provision", "provision"]
+
+
+def _file_is_whole(path: Path, marker: str) -> bool:
+    """A version file or env file that exists holds its whole content (ends with its last expected key)."""
+    if not path.exists():
+        return True
+    return marker in path.read_text(errors="replace")
+
+
+def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict, tmp_path: Path) -> None:
+    usr_local = host_root(plab, "lab3") / "usr_local"
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-c", PROGRAM, "provision", "--inventory", str(plab["ascend"]),
+                             "--limit", "lab3", "--json"], cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    # Kill the control side once the driver is in and the next packages are on their way.
+    while time.monotonic() < deadline and not (usr_local / "Ascend" / "driver" / "version.info").exists():
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (usr_local / "Ascend" / "driver" / "version.info").exists(), "the driver install never started"
+    for path, marker in ((usr_local / "Ascend" / "driver" / "version.info", "package_version="),
+                         (usr_local / "Ascend" / "firmware" / "version.info", "compatible_version_drv="),
+                         (host_root(plab, "lab3") / "profile.d" / "accelstack.sh", "HCCL_SOCKET_IFNAME")):
+        assert _file_is_whole(path, marker), path
+
+    # The killed run counts as failed for lab3: --retry-failed picks it up, with a reboot in batches of 1.
+    again = cli("provision", "--inventory", str(plab["ascend"]), "--retry-failed", "--reboot", "--batch", "1",
+                "--json", runs=runs)
+    assert again.returncode == 0, again.stdout + again.stderr
+    by_host = host_records(again)
+    assert list(by_host) == ["lab3"] and by_host["lab3"]["status"] == "pass"
+    assert by_host["lab3"]["metrics"]["changed"] >= 1
+    assert host_records(again, "provision.reboot")["lab3"]["status"] == "pass"
+
+    facts = records(cli("facts", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs))[0]
+    components = facts["evidence"]["facts"]
+    assert components["ascend"]["driver"] == "25.0.rc1.1"
+    assert components["ascend"]["firmware"] == "7.7.0.1.231"
+    assert components["ascend"]["cann_toolkit"] == "8.2.RC1"
+    assert components["torch"]["torch_npu"] == "2.13.0"
+    table = json.loads((host_root(plab, "lab3") / "opt" / "accelstack" / "etc" / "rank_table.json").read_text())
+    assert table["version"] == "1.0" and table["server_list"][0]["device"][0].get("device_ip")
+    env = (host_root(plab, "lab3") / "profile.d" / "accelstack.sh").read_text()
+    assert "/usr/local/Ascend/driver/lib64/driver" in env and "export HCCL_SOCKET_IFNAME=eth0" in env
+
+    third = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs)
+    assert host_records(third)["lab3"]["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}
+
+
+def test_bad_checksum_installs_nothing(plab: dict, tmp_path: Path) -> None:
+    bad = tmp_path / "bad-repo"
+    shutil.copytree(plab["repo"], bad, symlinks=True, ignore=shutil.ignore_patterns(".build-cache"))
+    driver = next(bad.glob("Ascend-hdk-910b-npu-driver_*.run"))
+    data = bytearray(driver.read_bytes())
+    data[-10] ^= 0xFF  # same size, different content
+    driver.unlink()
+    driver.write_bytes(bytes(data))
+    before = snapshot(plab, "lab1")
+    proc = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab1", "--repo", str(bad), "--json",
+               runs=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    record = host_records(proc)["lab1"]
+    assert record["status"] == "error" and "sha256" in record["summary"] and driver.name in record["summary"]
+    assert not (host_root(plab, "lab1") / "usr_local" / "Ascend").exists()
+    assert snapshot(plab, "lab1") == before
+
+
+def test_unreachable_host_is_an_error_and_the_rest_go_on(plab: dict, tmp_path: Path) -> None:
+    lab = plab["lab"]
+    lab.fault("lab2", "sshd-stop")  # type: ignore[attr-defined]
+    try:
+        proc = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    finally:
+        lab.heal("lab2")  # type: ignore[attr-defined]
+    assert proc.returncode == 2
+    by_host = host_records(proc)
+    assert by_host["lab2"]["status"] == "error" and by_host["lab1"]["status"] == "pass"
+    retry = cli("provision", "--inventory", str(plab["cpu"]), "--retry-failed", "--json", runs=tmp_path)
+    assert retry.returncode == 0, retry.stderr
+    assert list(host_records(retry)) == ["lab2"]
+
+
+def test_interface_missing_on_a_host_is_refused_before_touching_it(plab: dict, tmp_path: Path) -> None:
+    doc = yaml.safe_load(Path(plab["cpu"]).read_text())
+    doc["vars"]["gloo_socket_ifname"] = "ib0"
+    inv = tmp_path / "bad-ifname.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    before = snapshot(plab, "lab1")
+    proc = cli("provision", "--inventory", str(inv), "--limit", "lab1", "--json", runs=tmp_path)
+    assert proc.returncode == 2
+    record = host_records(proc)["lab1"]
+    assert record["status"] == "error" and "ib0" in record["summary"]
+    assert snapshot(plab, "lab1") == before

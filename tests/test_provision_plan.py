@@ -1,0 +1,237 @@
+"""The planner on hand-built facts: pure, no host. Fresh hosts get every step in role order, converged hosts
+get none, and bad settings stop a host before it is touched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accelstack.context import resolve_contexts
+from accelstack.errors import ConfigError
+from accelstack.facts import Address, AscendFacts, Facts, Interface, NpuChip, TorchFacts
+from accelstack.inventory import Host
+from accelstack.provision.artifacts import Artifact, parse_manifest
+from accelstack.provision.plan import ClusterMember, HostPlan, Planner, cluster_context
+from accelstack.provision.render import sha256_text
+from accelstack.provision.roles import load_role, load_roles, select_roles
+from accelstack.provision.state import RemoteState, StateQuery, parse_state, state_command
+from accelstack.provision.steps import HostView
+
+ASCEND_STACK = "ascend-910b-cann8.1.rc1"
+
+
+def art(component: str, version: str, file: str, size: int = 100) -> Artifact:
+    return Artifact(file=file, sha256=(component + version).encode().hex().ljust(64, "0")[:64], size=size,
+                    component=component, version=version)
+
+
+ARTIFACTS = [
+    art("torch", "2.13.0+cpu", "wheels/torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl", 1000),
+    art("python-dep", "1.14.0", "wheels/deps/sympy-1.14.0-py3-none-any.whl", 10),
+    art("torch", "2.5.1", "wheels/torch-2.5.1-cp311-cp311-linux_x86_64.whl", 900),
+    art("torch_npu", "2.5.1", "wheels/torch_npu-2.5.1-cp311-cp311-linux_x86_64.whl", 90),
+    art("ascend_driver", "24.1.rc2", "Ascend-hdk-910b-npu-driver_24.1.rc2_linux-x86-64.run", 500),
+    art("ascend_firmware", "7.3.0.1.231", "Ascend-hdk-910b-npu-firmware_7.3.0.1.231.run", 300),
+    art("cann_toolkit", "8.1.RC1", "Ascend-cann-toolkit_8.1.RC1_linux-x86_64.run", 700),
+    art("cann_kernels", "8.1.RC1", "Ascend-cann-kernels-910b_8.1.RC1_linux-x86_64.run", 600),
+    art("nnal", "8.1.RC1", "Ascend-cann-nnal_8.1.RC1_linux-x86_64.run", 200),
+]
+
+
+def host(name: str = "node1", stack: str = "cpu", **extra: object) -> Host:
+    return Host(name=name, address=f"10.0.0.{name[-1]}", vars={"stack": stack, **extra})
+
+
+def facts(*, torch: str | None = None, torch_npu: str | None = None, python: str | None = None,
+          ascend: AscendFacts | None = None, nics: tuple[str, ...] = ("lo", "eth0")) -> Facts:
+    return Facts(hostname="node1", stack_python_version=python,
+                 interfaces=[Interface(n, up=True, addresses=[Address("inet", "10.0.0.1", 16)]) for n in nics],
+                 torch=TorchFacts(version=torch, torch_npu=torch_npu) if torch else None, ascend=ascend)
+
+
+def plan_for(h: Host, f: Facts, state: RemoteState | None = None,
+             artifacts: list[Artifact] | None = None) -> tuple[HostPlan, Planner, HostView]:
+    roles = load_roles()
+    defaults: dict[str, object] = {}
+    for role in roles.values():
+        defaults.update(role.defaults)
+    ctx = resolve_contexts([h], role_defaults=defaults, run_preflight=False)[h.name]
+    planner = Planner(select_roles(roles, ctx.stack.vendor))
+    state = state or RemoteState()
+    cluster = cluster_context([ClusterMember(h.name, h.address, ctx.stack.vendor, f, state, ctx.vars)])
+    view = HostView(h.name, f, state, ctx.stack, ctx.vars, ARTIFACTS if artifacts is None else artifacts,
+                    cluster[h.name])
+    return planner.plan_host(view), planner, view
+
+
+def converge(plan: HostPlan, view: HostView) -> RemoteState:
+    """The remote state after the plan was applied: its files written, its uploads in place."""
+    state = RemoteState(checksums=dict(view.state.checksums), users=set(view.state.users),
+                        groups=set(view.state.groups), device_ips=dict(view.state.device_ips))
+    for change in plan.changes:
+        for write in change.writes:
+            state.checksums[write.path] = sha256_text(write.content)
+        for upload in change.uploads:
+            state.checksums[upload.remote] = upload.artifact.sha256
+    return state
+
+
+def test_fresh_cpu_host_gets_venv_then_env_files() -> None:
+    plan, _, _ = plan_for(host(), facts())
+    assert [c.step for c in plan.changes] == ["python_env.venv", "env.env-file", "env.hostfile", "env.launcher"]
+    venv = plan.changes[0]
+    assert "torch: absent -> 2.13.0+cpu" in venv.summary
+    # The pinned wheel and the dependency wheels travel; the other stack's torch does not.
+    assert sorted(u.artifact.name for u in venv.uploads) == [
+        "sympy-1.14.0-py3-none-any.whl", "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"]
+    assert "--no-index" in venv.commands[1] and venv.commands[1].endswith(" torch==2.13.0+cpu")
+    assert plan.bytes_to_transfer >= 1010
+    assert plan.reboot == "no"
+
+
+def test_converged_cpu_host_has_no_change_and_nothing_to_transfer() -> None:
+    first, _, view = plan_for(host(), facts())
+    state = converge(first, view)
+    plan, _, _ = plan_for(host(), facts(torch="2.13.0+cpu", python="3.11.2"), state)
+    assert plan.changes == [] and plan.problems == []
+    assert plan.bytes_to_transfer == 0
+
+
+def test_uploaded_wheel_is_not_sent_again_when_only_the_install_is_missing() -> None:
+    first, _, view = plan_for(host(), facts())
+    state = converge(first, view)
+    plan, _, _ = plan_for(host(), facts(python="3.11.2"), state)
+    assert [c.step for c in plan.changes] == ["python_env.venv"]
+    assert plan.bytes_to_transfer == 0
+
+
+def test_fresh_ascend_host_installs_driver_before_firmware_then_cann() -> None:
+    h = host(stack=ASCEND_STACK)
+    plan, _, _ = plan_for(h, facts(ascend=AscendFacts()))
+    steps = [c.step for c in plan.changes]
+    assert steps[:8] == ["ascend_driver.packages", "ascend_driver.run-user", "ascend_driver.driver",
+                         "ascend_driver.firmware", "cann.toolkit", "cann.kernels", "cann.nnal", "python_env.venv"]
+    assert "env.rank-table" in steps
+    driver = plan.changes[2]
+    assert "--full" in driver.commands[0] and "--install-username=HwHiAiUser" in driver.commands[0]
+    kernels = plan.changes[5]
+    assert kernels.commands[0].startswith("chmod 0700") and ". /usr/local/Ascend/ascend-toolkit/set_env.sh" in \
+        kernels.commands[0]
+    assert plan.reboot == "yes"  # the firmware notifies the reboot handler
+
+
+def test_ascend_upgrade_installs_firmware_before_driver() -> None:
+    h = host(stack=ASCEND_STACK, ascend_driver_packages=[])
+    old = AscendFacts(driver="24.1.rc1", firmware="7.1.0.6.220", cann_toolkit="8.1.RC1", cann_kernels="8.1.RC1",
+                      nnal="8.1.RC1")
+    plan, _, _ = plan_for(h, facts(ascend=old, torch="2.5.1", torch_npu="2.5.1", python="3.11.9"),
+                          RemoteState(users={"HwHiAiUser"}, groups={"HwHiAiUser"}))
+    installers = [c for c in plan.changes if c.kind == "installer"]
+    assert [c.step for c in installers] == ["ascend_driver.firmware-upgrade", "ascend_driver.driver"]
+    assert "--upgrade" in installers[0].commands[0] and "--upgrade" in installers[1].commands[0]
+    assert installers[0].summary == "ascend_firmware: 7.1.0.6.220 -> 7.3.0.1.231"
+
+
+def test_interface_missing_on_the_host_is_a_problem_before_anything_is_planned() -> None:
+    plan, _, _ = plan_for(host(gloo_socket_ifname="ib0"), facts(nics=("lo", "eth0")))
+    assert plan.changes == []
+    assert len(plan.problems) == 1 and "ib0" in plan.problems[0] and "eth0" in plan.problems[0]
+
+
+@pytest.mark.parametrize("value", ["eth", "=eth0", "^docker", "eth0,lo"])
+def test_interface_syntax_of_nccl_is_understood(value: str) -> None:
+    plan, _, _ = plan_for(host(nccl_socket_ifname=value), facts())
+    assert plan.problems == []
+
+
+def test_visible_devices_beyond_the_host_are_refused() -> None:
+    npus = AscendFacts(npus=[NpuChip(npu_id=i) for i in range(2)])
+    plan, _, _ = plan_for(host(stack=ASCEND_STACK, visible_devices="0,1,2"), facts(ascend=npus))
+    assert plan.problems and "2 device(s)" in plan.problems[0]
+
+
+def test_no_artifact_for_a_pin_is_a_problem_for_that_host() -> None:
+    plan, _, _ = plan_for(host(), facts(), artifacts=[])
+    assert plan.changes == [] and "no wheel for torch 2.13.0+cpu" in plan.problems[0]
+
+
+def test_env_file_holds_collective_settings_quoted_and_checksums_drive_the_write() -> None:
+    h = host(gloo_socket_ifname="eth0", nccl_ib_disable=True)
+    plan, _, view = plan_for(h, facts())
+    env = next(c for c in plan.changes if c.step == "env.env-file")
+    content = env.writes[0].content
+    assert "export GLOO_SOCKET_IFNAME=eth0\n" in content and "export NCCL_IB_DISABLE=1\n" in content
+    assert env.writes[0].mode == 0o644 and env.writes[0].path == "/etc/profile.d/accelstack.sh"
+    state = converge(plan, view)
+    again, _, _ = plan_for(h, facts(torch="2.13.0+cpu", python="3.11.2"), state)
+    assert again.changes == []
+    changed, _, _ = plan_for(host(gloo_socket_ifname="lo"), facts(torch="2.13.0+cpu", python="3.11.2"), state)
+    assert [c.step for c in changed.changes] == ["env.env-file"]
+
+
+def test_ascend_env_file_sources_set_env_and_adds_the_driver_libraries() -> None:
+    plan, _, _ = plan_for(host(stack=ASCEND_STACK), facts(ascend=AscendFacts()))
+    content = next(c for c in plan.changes if c.step == "env.env-file").writes[0].content
+    assert ". /usr/local/Ascend/ascend-toolkit/set_env.sh" in content
+    assert "/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/driver/lib64/common" in content
+    assert "--cxx_abi=1" in content  # NNAL is pinned by this stack
+    assert "export HCCL_CONNECT_TIMEOUT=600" in content  # from the stack's env
+
+
+def test_rank_table_v1_from_hccn_device_ips() -> None:
+    npus = [NpuChip(npu_id=i) for i in range(2)]
+    members = [ClusterMember(f"n{i}", f"10.0.0.{i}", "ascend", facts(ascend=AscendFacts(npus=npus)),
+                             RemoteState(device_ips={0: f"192.168.{i}.8", 1: f"192.168.{i}.9"}), {})
+               for i in (1, 2)]
+    table = cluster_context(members)["n2"]["rank_table"]
+    assert table["version"] == "1.0" and table["server_count"] == "2" and table["status"] == "completed"
+    assert table["server_list"][1] == {"server_id": "10.0.0.2", "device": [
+        {"device_id": "0", "device_ip": "192.168.2.8", "rank_id": "2"},
+        {"device_id": "1", "device_ip": "192.168.2.9", "rank_id": "3"}]}
+    assert cluster_context(members)["n2"]["node_rank"] == 1
+
+
+def test_state_command_and_parser_agree() -> None:
+    query = StateQuery(checksums={"/opt/a b"}, users={"HwHiAiUser"}, npu_count=2)
+    command = state_command(query)
+    assert "'/opt/a b'" in command and "for i in 0 1;" in command
+    text = "\n".join(["@@accelstack-state sha", "a" * 64 + "  /opt/a b", "@@accelstack-state exists",
+                      "@@accelstack-state users", "HwHiAiUser", "@@accelstack-state groups",
+                      "@@accelstack-state packages", "@@accelstack-state unless", "@@accelstack-state reboot",
+                      "ascend_driver.firmware", "@@accelstack-state hccn 0", "ipaddr:10.10.0.10",
+                      "netmask:255.255.255.0", "@@accelstack-state hccn 1"])
+    state = parse_state(text)
+    assert state.checksums == {"/opt/a b": "a" * 64}
+    assert state.users == {"HwHiAiUser"} and state.reboot_marker == "ascend_driver.firmware"
+    assert state.device_ips == {0: "10.10.0.10", 1: None}
+
+
+def test_roles_order_comes_from_meta_and_a_cycle_is_refused(tmp_path: Path) -> None:
+    roles = load_roles()
+    assert [r.name for r in select_roles(roles, "nvidia")] == ["nvidia_driver", "cuda_toolkit", "nccl",
+                                                              "python_env", "env"]
+    for name, after in (("a", "b"), ("b", "a")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "meta.yml").write_text(f"after: [{after}]\n")
+    cyclic = {n: load_role(tmp_path / n) for n in ("a", "b")}
+    with pytest.raises(ConfigError, match="cycle"):
+        select_roles(cyclic, "cpu")
+
+
+def test_a_notify_without_handler_names_the_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "tasks.yml").write_text("- name: x\n  kind: command\n  command: true\n  creates: /x\n"
+                                              "  notify: reboot\n")
+    with pytest.raises(ConfigError) as info:
+        load_role(tmp_path / "r")
+    assert "tasks.yml:1" in str(info.value)
+
+
+def test_manifest_entries_are_checked() -> None:
+    with pytest.raises(ConfigError, match="sha256"):
+        parse_manifest({"artifacts": [{"file": "a.run", "sha256": "xyz", "size": 1, "component": "c",
+                                       "version": "1"}]}, "manifest.yml")
+    with pytest.raises(ConfigError, match="relative"):
+        parse_manifest([{"file": "../a.run", "sha256": "a" * 64, "size": 1, "component": "c", "version": "1"}],
+                       "manifest.yml")
