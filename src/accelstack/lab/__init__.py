@@ -1,7 +1,7 @@
 """The lab: N real hosts on this machine, each a network namespace with a real sshd.
 
 A lab host is what a racked node is to accelstack: an address reached over SSH, its own hostname, and its own
-``/usr/local``, ``/opt``, ``/etc/profile.d``, ``/tmp`` and ``/root`` (a private mount namespace with bind mounts), plus a small
+``/usr/local``, ``/opt``, ``/etc/profile.d``, ``/tmp`` and ``/root`` (a private mount namespace with bind mounts), a copy-on-write ``/etc`` (overlayfs), plus a small
 ``/data`` filesystem (tmpfs) for checkpoints that ``disk-full`` can really fill. Hosts hang off one bridge, so
 they reach each other and this machine as a cluster would.
 
@@ -187,8 +187,15 @@ class Lab:
         ready.unlink(missing_ok=True)
         mounts = [f"mount --bind {shlex.quote(str(base / 'root' / sub))} {target}"
                   for sub, target in PRIVATE_DIRS.items()]
+        # /etc is copy-on-write per host (overlayfs): what an installer writes there (users, ascend_install.info,
+        # profile scripts) stays on that host and never reaches this machine or the other hosts.
+        upper, work = base / "etc-upper", base / "etc-work"
+        upper.mkdir(exist_ok=True)
+        work.mkdir(exist_ok=True)
+        etc = (f"mount -t overlay lab-etc -o lowerdir=/etc,upperdir={shlex.quote(str(upper))},"
+               f"workdir={shlex.quote(str(work))} /etc")
         script = "; ".join([
-            "set -e", f"hostname {host.name}", *mounts,
+            "set -e", f"hostname {host.name}", etc, f"echo {host.name} > /etc/hostname", *mounts,
             f"mount -t tmpfs -o size={DATA_SIZE},mode=0755 lab-data /data",
             f"touch {shlex.quote(str(ready))}", "exec sleep infinity",
         ])
