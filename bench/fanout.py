@@ -1,0 +1,125 @@
+"""Fan-out benchmark: `accelstack facts` next to `ansible -m setup` and `pyinfra ... fact` on the same lab hosts.
+
+    python bench/fanout.py [--hosts 32] [--repeat 5] [--big 256]
+
+Brings up a lab of its own (tag ``acb``, subnet 10.216), prints median wall times side by side with ratios, then
+brings up ``--big`` hosts and prints accelstack's wall time and error count there. Needs root. ansible-core and
+pyinfra are installed into ``bench/.venv`` on first use (never into the project's environment: pyinfra pins its
+own paramiko). Targets (issue 2): accelstack <= 0.5x pyinfra and <= 0.1x ansible-core on 32 hosts; 0 errors on 256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+VENV = HERE / ".venv"
+sys.path.insert(0, str(REPO / "src"))
+
+from accelstack.lab import Lab  # noqa: E402
+
+
+def ensure_peer_tools() -> Path:
+    bin_dir = VENV / "bin"
+    if not (bin_dir / "ansible").exists() or not (bin_dir / "pyinfra").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(bin_dir / "pip"), "install", "-q", "ansible-core", "pyinfra"], check=True)
+    return bin_dir
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, int, str]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd)
+    return time.perf_counter() - started, proc.returncode, proc.stdout + proc.stderr
+
+
+def accelstack_facts(lab: Lab, runs: Path) -> tuple[float, int, int]:
+    seconds, code, out = timed([sys.executable, "-m", "accelstack", "facts", "--inventory", str(lab.inventory),
+                                "--json"], env={"ACCELSTACK_RUNS": str(runs)})
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    errors = sum(1 for r in records if r["status"] == "error")
+    return seconds, code, errors
+
+
+def write_peer_inventories(lab: Lab, work: Path) -> tuple[Path, Path]:
+    hosts = lab.status()
+    ssh_args = f"-o UserKnownHostsFile={lab.known_hosts} -o StrictHostKeyChecking=yes"
+    ini = work / "hosts.ini"
+    ini.write_text("[lab]\n" + "".join(f"{h['host']} ansible_host={h['address']}\n" for h in hosts) +
+                   "[lab:vars]\nansible_user=root\n"
+                   f"ansible_ssh_private_key_file={lab.key}\n"
+                   f"ansible_ssh_common_args='{ssh_args}'\n"
+                   "ansible_python_interpreter=/usr/bin/python3\n")
+    py = work / "inventory.py"
+    entries = ",\n".join(
+        f"    ({h['address']!r}, {{'ssh_user': 'root', 'ssh_key': {str(lab.key)!r}, "
+        f"'ssh_known_hosts_file': {str(lab.known_hosts)!r}, 'ssh_strict_host_key_checking': 'yes'}})"
+        for h in hosts)
+    py.write_text(f"lab = [\n{entries}\n]\n")
+    return ini, py
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--big", type=int, default=256, help="host count for the scale run (0 to skip)")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("bench/fanout.py needs root (it brings up a lab)", file=sys.stderr)
+        return 3
+    bin_dir = ensure_peer_tools()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "inventories").mkdir()
+        lab = Lab(work, tag="acb", subnet="10.216")
+        try:
+            lab.up(args.hosts)
+            ini, py = write_peer_inventories(lab, work)
+            ansible_env = {"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "True",
+                           "ANSIBLE_FORKS": str(args.hosts), "ANSIBLE_LOCAL_TEMP": str(work / "ansible-tmp"),
+                           "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "0"}
+            tools = {
+                "accelstack facts": lambda: accelstack_facts(lab, work / "runs")[:2],
+                "ansible -m setup": lambda: timed([str(bin_dir / "ansible"), "all", "-i", str(ini), "-m", "setup",
+                                                   "-f", str(args.hosts)], env=ansible_env)[:2],
+                "pyinfra fact": lambda: timed([str(bin_dir / "pyinfra"), str(py), "fact", "server.Os",
+                                               "server.KernelVersion", "--parallel", str(args.hosts), "-y"],
+                                              cwd=work)[:2],
+            }
+            medians: dict[str, float] = {}
+            for name, run in tools.items():
+                times = []
+                for _ in range(args.repeat):
+                    seconds, code = run()
+                    if code != 0:
+                        print(f"  {name}: exit {code}", file=sys.stderr)
+                    times.append(seconds)
+                medians[name] = statistics.median(times)
+            ours = medians["accelstack facts"]
+            print(f"\nfan-out on {args.hosts} lab hosts, median of {args.repeat} (seconds)")
+            print(f"{'tool':<20}{'median s':>10}{'accelstack / tool':>20}")
+            for name, value in medians.items():
+                print(f"{name:<20}{value:>10.2f}{ours / value:>20.2f}")
+            print("targets: accelstack/pyinfra <= 0.50, accelstack/ansible <= 0.10")
+            if args.big:
+                lab.up(args.big)
+                seconds, code, errors = accelstack_facts(lab, work / "runs")
+                print(f"\naccelstack facts on {args.big} lab hosts: {seconds:.2f} s, exit {code}, "
+                      f"{errors} error record(s) (target 0)")
+        finally:
+            lab.down()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
