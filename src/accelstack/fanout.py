@@ -3,8 +3,9 @@
 Fabric's ``ThreadingGroup`` starts a thread per host at once and joins without a timeout; with hundreds of hosts
 that is a thundering herd of handshakes that sshd's ``MaxStartups`` (10:30:100 by default) answers by dropping
 connections, which paramiko reports as "Error reading SSH protocol banner". Here a pool of ``forks`` workers does
-the work, at most ``handshakes`` connections are being set up at any moment, and a banner or reset error is
-retried with backoff. Every host gets an :class:`Outcome`, value or error, and a bad host never stops the others.
+the work, at most ``handshakes`` connections are being set up at any moment to any one sshd (``MaxStartups`` is
+per server: a bastion, or many inventory names for one address), at most ``handshakes_total`` in all (the
+control side's CPU), and a banner or reset error is retried with backoff. Every host gets an :class:`Outcome`, value or error, and a bad host never stops the others.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ T = TypeVar("T")
 
 DEFAULT_FORKS = 64
 DEFAULT_HANDSHAKES = 8
+DEFAULT_HANDSHAKES_TOTAL = 32
 DEFAULT_HOST_DEADLINE = 900.0
 
 
 @dataclass
 class FanoutOptions:
     forks: int = DEFAULT_FORKS
-    handshakes: int = DEFAULT_HANDSHAKES
+    handshakes: int = DEFAULT_HANDSHAKES  # in flight to one sshd (address and port)
+    handshakes_total: int = DEFAULT_HANDSHAKES_TOTAL  # in flight in all
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     host_deadline: float = DEFAULT_HOST_DEADLINE
     connect_attempts: int = 5
@@ -89,7 +92,8 @@ class Fleet:
         self.options = options or FanoutOptions()
         self._transports: dict[str, Transport] = {}
         self._lock = threading.Lock()
-        self._handshakes = threading.BoundedSemaphore(max(1, self.options.handshakes))
+        self._handshakes_total = threading.BoundedSemaphore(max(1, self.options.handshakes_total))
+        self._per_server: dict[tuple[str, int], threading.BoundedSemaphore] = {}
         self._began: dict[str, float] = {}
 
     def connect(self, host: Host, deadline: float | None = None) -> Transport:
@@ -105,11 +109,18 @@ class Fleet:
             self._transports[host.name] = transport
         return transport
 
+    def _server_slot(self, host: Host) -> threading.BoundedSemaphore:
+        key = (host.address, host.port)
+        with self._lock:
+            if key not in self._per_server:
+                self._per_server[key] = threading.BoundedSemaphore(max(1, self.options.handshakes))
+            return self._per_server[key]
+
     def _open_with_retry(self, transport: SSHTransport, host: Host) -> None:
         attempts = max(1, self.options.connect_attempts)
         delay = 0.2
         for attempt in range(1, attempts + 1):
-            with self._handshakes:
+            with self._server_slot(host), self._handshakes_total:
                 try:
                     transport.open()
                     return
