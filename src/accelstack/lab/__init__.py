@@ -82,6 +82,7 @@ class Lab:
         self.key = self.dir / "id_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.inventory = self.project / "inventories" / "lab.yml"
+        self.last_fault_note = ""
 
     # ----- state -----
     def load(self) -> dict[str, LabHost]:
@@ -146,8 +147,22 @@ class Lab:
         self.save(hosts)
         self._wait_ssh(list(hosts.values()))
         self._write_known_hosts(hosts)
+        self._write_name_service(hosts)
         self._write_inventory(hosts, stack)
         return hosts
+
+    def _write_name_service(self, hosts: dict[str, LabHost]) -> None:
+        """Every host resolves every lab host by name, and has no nameserver to wait for.
+
+        This machine's nameserver is unreachable from the namespaces: each lookup (torchrun's getfqdn, c10d's
+        getnameinfo) would stall 10-20 s, which a fleet with working DNS never sees. Written into each host's
+        own /etc (the overlay), so this machine's files are untouched."""
+        table = "127.0.0.1 localhost\n" + "".join(
+            f"{h.address} {h.name}\n" for h in sorted(hosts.values(), key=lambda h: h.index))
+        script = (f"printf %s {shlex.quote(table)} > /etc/hosts; "
+                  "printf 'options timeout:1 attempts:1\\n' > /etc/resolv.conf")
+        for host in hosts.values():
+            _run(["nsenter", "-t", str(host.anchor_pid), "-m", "--", "/bin/sh", "-c", script])
 
     def _ensure_keys(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -341,6 +356,7 @@ class Lab:
 
     def fault(self, name: str, kind: str, *, delay: str = "40ms", rate: str = "20mbit") -> LabHost:
         self.require_root()
+        kind_note = kind
         if kind not in FAULT_KINDS:
             raise ConfigError(f"unknown fault {kind!r}; kinds: {', '.join(FAULT_KINDS)}")
         hosts = self.load()
@@ -351,9 +367,8 @@ class Lab:
         elif kind == "link-down":
             _run(["ip", "link", "set", host.veth, "down"])
         elif kind == "link-slow":
-            netem = ["root", "netem", "delay", delay, "rate", rate]
-            _run(["tc", "qdisc", "replace", "dev", host.veth, *netem])
-            _run(["ip", "netns", "exec", host.netns, "tc", "qdisc", "replace", "dev", "eth0", *netem])
+            applied = self._slow_link(host, delay, rate)
+            kind_note = f"link-slow ({applied})"
         elif kind == "disk-full":
             # Fill /data until the filesystem says no space; the error from the full write is the point.
             _run(["nsenter", "-t", str(host.anchor_pid), "-m", "--", "/bin/sh", "-c",
@@ -361,7 +376,23 @@ class Lab:
         if kind not in host.faults:
             host.faults.append(kind)
         self.save(hosts)
+        self.last_fault_note = kind_note
         return host
+
+    def _slow_link(self, host: LabHost, delay: str, rate: str) -> str:
+        """netem delay and rate on both ends; where the kernel has no netem, tbf's rate limit alone."""
+        for qdisc, label in ((["netem", "delay", delay, "rate", rate], f"netem delay {delay} rate {rate}"),
+                             (["tbf", "rate", rate, "burst", "32kbit", "latency", "400ms"],
+                              f"tbf rate {rate}: this kernel has no netem, so no added delay")):
+            outer = subprocess.run(["tc", "qdisc", "replace", "dev", host.veth, "root", *qdisc],
+                                   capture_output=True, text=True)
+            if outer.returncode != 0:
+                if "unknown" in outer.stderr:
+                    continue
+                raise ConfigError(f"tc on {host.veth} failed: {outer.stderr.strip()}")
+            _run(["ip", "netns", "exec", host.netns, "tc", "qdisc", "replace", "dev", "eth0", "root", *qdisc])
+            return label
+        raise ConfigError("this kernel has neither netem nor tbf: link-slow cannot be injected")
 
     def heal(self, name: str) -> LabHost:
         self.require_root()

@@ -54,8 +54,9 @@ def status(c, json=False):
 @boundary
 def fault(c, host, kind, delay="40ms", rate="20mbit"):
     """Inject a real fault into one lab host: sshd-stop, link-down, link-slow (tc netem), disk-full."""
-    Lab().fault(host, kind, delay=delay, rate=rate)
-    Console().print(f"lab: {kind} injected on {host}")
+    lab = Lab()
+    lab.fault(host, kind, delay=delay, rate=rate)
+    Console().print(f"lab: {lab.last_fault_note} injected on {host}")
     return 0
 
 
