@@ -169,20 +169,6 @@ def test_interrupted_fleet_check_keeps_its_records_and_no_finished(tmp_path: Pat
     assert len(read_run(folder)) == 7
 
 
-def test_fleet_check_task_without_validation_says_so(monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from invoke import Context
-    from invoke.exceptions import Exit
-
-    from accelstack.tasks.report import fleet_check as task
-
-    monkeypatch.setitem(sys.modules, "accelstack.validate", None)
-    with pytest.raises(Exit) as exited:
-        task(Context(), inventory=["npu8"])
-    assert exited.value.code == 2
-    assert "validation is not available" in capsys.readouterr().err
-
-
 def test_fleet_check_task_passes_tier_and_reporter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from invoke import Context
 

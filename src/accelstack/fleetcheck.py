@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,7 @@ class FleetReporter:
             self.note(f"[{style}]{record.status}[/] {what}")
         self._refresh()
 
-    def add_all(self, records: list[Record]) -> None:
+    def add_all(self, records: Iterable[Record]) -> None:
         for record in records:
             self.add(record)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
 
@@ -111,6 +111,14 @@ def runs_dir(base: Path | None = None) -> Path:
     return Path(os.environ.get("ACCELSTACK_RUNS", "runs"))
 
 
+class RecordSink(Protocol):
+    """Where records go as they arrive: a run folder, a reporter that also shows them, a fleet check."""
+
+    def add(self, record: Record) -> None: ...
+
+    def add_all(self, records: Iterable[Record]) -> None: ...
+
+
 class RunWriter:
     """Appends records to ``runs/<run_id>/results.jsonl``, one flushed and fsynced line per record.
 
@@ -146,6 +154,13 @@ class RunWriter:
             os.fsync(self._file.fileno())
             self.records.append(record)
         return record
+
+    def add(self, record: Record) -> None:
+        self.write(record)
+
+    def add_all(self, records: Iterable[Record]) -> None:
+        for record in records:
+            self.write(record)
 
     def close(self) -> None:
         with self._lock:

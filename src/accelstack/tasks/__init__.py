@@ -12,6 +12,7 @@ from . import lab as lab_tasks
 from . import provision as provision_tasks
 from . import report as report_tasks
 from . import stack as stack_tasks
+from . import validate as validate_tasks
 
 
 def build_collection() -> Collection:
@@ -23,6 +24,7 @@ def build_collection() -> Collection:
     root.add_task(drift_tasks.drift)
     root.add_collection(lab_tasks.ns)
     root.add_task(provision_tasks.provision)
+    root.add_task(validate_tasks.validate)
     root.add_collection(provision_tasks.repo_ns)
     for report_task in (report_tasks.report, report_tasks.baseline, report_tasks.history,
                         report_tasks.fleet_check):

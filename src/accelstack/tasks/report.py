@@ -22,7 +22,7 @@ from ..baseline import (
     baseline_path,
     save_baseline,
 )
-from ..errors import AccelstackError, ConfigError
+from ..errors import ConfigError
 from ..fleetcheck import FleetReporter
 from ..fleetcheck import fleet_check as run_fleet_check
 from ..history import History, parse_since
@@ -144,13 +144,9 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
 
     Exit 0 healthy; 1 a failure or regression; 2 hosts could not be checked; 3 bad input.
     """
-    try:
-        # Imported here: validation is a heavier layer, and report/history/baseline must work without it.
-        from ..validate import validate_inventory  # type: ignore[attr-defined,unused-ignore]  # until wired
-    except ImportError as err:
-        raise AccelstackError(f"validation is not available in this installation ({err})",
-                              hint="reinstall accelstack with its validate module; "
-                                   "`inv report` and `inv history` work without it") from None
+    # Imported here: validation is a heavier layer, and report/history/baseline load without it.
+    from ..validate import validate_inventory
+
     progress = FleetReporter()
 
     def validate(name: str) -> list[Record]:

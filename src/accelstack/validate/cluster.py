@@ -1,0 +1,482 @@
+"""Cluster validators: clock skew, port reachability, and the multi-node allreduce through torchrun started
+over SSH on every host, with pairwise runs that name the node or link at fault.
+
+Nothing started here may outlive the run. Every remote command runs under ``timeout -k`` (its process group is
+killed at the deadline even if this machine loses the host), every rank has its own deadline and dies with its
+launcher (PR_SET_PDEATHSIG), and every process carries a unique run tag in its argv, so ``pkill -f <tag>`` on each
+reachable host removes whatever is left the moment one node fails.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import shlex
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..connection import CommandResult, Transport
+from ..context import HostContext
+from ..errors import AccelstackError
+from ..records import Record
+from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
+from .results import judge_bandwidth, log_lines, parse_document, tail
+from .thresholds import Thresholds, judge
+
+CPU_CLUSTER_SWEEP = {"sizes": [1 << 16, 1 << 20, 1 << 22], "iters": 10, "warmup": 1, "size_budget_s": 3.0}
+ACCEL_CLUSTER_SWEEP = {"sizes": [1 << 20, 1 << 26, 1 << 30], "iters": 20, "warmup": 2, "size_budget_s": 10.0}
+PAIR_SWEEP_CPU = {"sizes": [1 << 22], "iters": 5, "warmup": 1, "size_budget_s": 3.0}
+PAIR_SWEEP_ACCEL = {"sizes": [1 << 28], "iters": 10, "warmup": 2, "size_budget_s": 10.0}
+DEFAULT_DEADLINE = 120.0
+KILL_GRACE = 3.0
+# A pair this far below the best pair is slow even when it clears the floor: one bad link among good ones.
+SLOW_PAIR_FRACTION = 0.5
+
+Connect = Callable[[HostContext], Transport]
+
+
+@dataclass
+class Member:
+    ctx: HostContext
+    transport: Transport
+    remote: str
+    config: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.ctx.host.name
+
+
+@dataclass
+class NodeResult:
+    member: Member
+    node_rank: int
+    command: str
+    result: CommandResult | None = None
+    error: AccelstackError | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.get("status") == "pass" for c in self.checks)
+
+    @property
+    def busbw(self) -> float | None:
+        for check in self.checks:
+            value = (check.get("metrics") or {}).get("busbw_gbps")
+            if value is not None:
+                return float(value)
+        return None
+
+    def reason(self) -> str:
+        if self.error is not None:
+            return self.error.message
+        for check in self.checks:
+            if check.get("status") != "pass":
+                return str(check.get("summary"))
+        if self.result is not None and not self.checks:
+            lines = tail(self.result.stderr, 1) or tail(self.result.stdout, 1)
+            return f"exit {self.result.exit_status}" + (f": {lines[0]}" if lines else "")
+        return "no result"
+
+
+@dataclass
+class RunResult:
+    nodes: list[NodeResult]
+    tag: str
+    wall_s: float
+    deadline_s: float
+
+    @property
+    def passed(self) -> bool:
+        return all(n.passed for n in self.nodes)
+
+    @property
+    def busbw(self) -> float | None:
+        values = [n.busbw for n in self.nodes if n.busbw is not None]
+        return min(values) if values else None
+
+
+def new_tag() -> str:
+    return f"accelstack-run-{secrets.token_hex(6)}"
+
+
+def kill_command(tag: str) -> str:
+    # The tag is ours alone (random), so this matches only processes this run started.
+    return f"pkill -KILL -f {shlex.quote(tag)} >/dev/null 2>&1; true"
+
+
+def cluster_sweep(config: dict[str, Any], pair: bool = False) -> dict[str, Any]:
+    cpu = config.get("vendor") == "cpu"
+    if pair:
+        sweep = dict(PAIR_SWEEP_CPU if cpu else PAIR_SWEEP_ACCEL)
+    else:
+        sweep = dict(CPU_CLUSTER_SWEEP if cpu else ACCEL_CLUSTER_SWEEP)
+        for key in ("sizes", "iters", "warmup", "size_budget_s"):
+            if config.get(f"cluster_{key}") is not None:
+                sweep[key] = config[f"cluster_{key}"]
+    return sweep
+
+
+def torchrun_command(member: Member, *, nnodes: int, node_rank: int, master: str, port: int, tag: str,
+                     deadline_s: float, pair: bool = False) -> str:
+    config = dict(member.config, mode="cluster", run_tag=tag, deadline_s=max(5.0, deadline_s - 3))
+    config.update(cluster_sweep(member.config, pair))
+    config["collective_timeout_s"] = max(5.0, min(float(config.get("collective_timeout_s") or 600),
+                                                  deadline_s - 8))
+    nproc = int(member.config.get("cluster_nproc") or member.config.get("nproc") or 1)
+    exports = {f"{k}": v for k, v in (member.config.get("socket_ifnames") or {}).items()}
+    exports["ACCELSTACK_RUN_TAG"] = tag
+    exports["OMP_NUM_THREADS"] = "1"
+    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(exports.items()))
+    script = f"{member.remote}/collectives.py"
+    argv = [member.ctx.python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
+            f"--nproc-per-node={nproc}", f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
+            # Without it node 0 advertises its hostname to the workers' store, which other nodes may not resolve.
+            f"--local-addr={member.ctx.host.address}",
+            "--monitor-interval=0.5", script, json.dumps(config, sort_keys=True)]
+    return (f"[ -r {ENV_FILE} ] && . {ENV_FILE} >/dev/null 2>&1; cd /var/tmp && {env} "
+            f"timeout -k 3 {max(1, int(deadline_s))} " + " ".join(shlex.quote(a) for a in argv))
+
+
+def _parse_node(node: NodeResult) -> None:
+    if node.result is None:
+        return
+    try:
+        node.checks = parse_document(node.result.stdout)
+    except ValueError:
+        node.checks = []
+
+
+def run_collective(members: Sequence[Member], *, deadline_s: float, port: int | None = None,
+                   pair: bool = False) -> RunResult:
+    """One torchrun per host, rendezvous on the first; on the first node failure the others are killed after
+    a short grace, and at the end every reachable host is swept clean of the run's tag."""
+    tag = new_tag()
+    port = port or random.randint(20000, 29999)
+    master = members[0].ctx.host.address
+    nodes = [NodeResult(m, i, torchrun_command(m, nnodes=len(members), node_rank=i, master=master, port=port,
+                                               tag=tag, deadline_s=deadline_s, pair=pair))
+             for i, m in enumerate(members)]
+    started = time.monotonic()
+
+    def work(node: NodeResult) -> NodeResult:
+        begun = time.monotonic()
+        try:
+            node.result = node.member.transport.run(node.command, timeout=deadline_s + 8)
+        except AccelstackError as err:
+            node.error = err
+        node.duration_s = round(time.monotonic() - begun, 3)
+        _parse_node(node)
+        return node
+
+    killed_at: float | None = None
+    with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="accelstack-torchrun") as pool:
+        futures = [pool.submit(work, node) for node in nodes]
+        while not all(f.done() for f in futures):
+            time.sleep(0.2)
+            failed = [n for n, f in zip(nodes, futures, strict=False) if f.done() and not n.passed]
+            if failed and killed_at is None:
+                killed_at = time.monotonic()
+            if killed_at is not None and time.monotonic() - killed_at > KILL_GRACE:
+                sweep_tag(members, tag, skip={n.member.name for n, f in zip(nodes, futures, strict=False) if f.done()})
+                killed_at = float("inf")
+    sweep_tag(members, tag)
+    return RunResult(nodes, tag, round(time.monotonic() - started, 3), deadline_s)
+
+
+def sweep_tag(members: Sequence[Member], tag: str, skip: set[str] | None = None) -> None:
+    todo = [m for m in members if m.name not in (skip or set())]
+
+    def kill(member: Member) -> None:
+        try:
+            member.transport.run(kill_command(tag), timeout=5)
+        except AccelstackError:
+            pass  # unreachable: its own `timeout` and the ranks' deadlines end the processes there
+
+    if todo:
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            list(pool.map(kill, todo))
+
+
+def reachable(members: Sequence[Member]) -> dict[str, bool]:
+    def alive(member: Member) -> bool:
+        try:
+            return member.transport.run("true", timeout=5).ok
+        except AccelstackError:
+            return False
+
+    with ThreadPoolExecutor(max_workers=max(1, len(members))) as pool:
+        return dict(zip([m.name for m in members], pool.map(alive, members), strict=False))
+
+
+def ring_rounds(count: int) -> list[list[tuple[int, int]]]:
+    """The ring's edges (i, i+1) in rounds where no host is in two pairs at once. Pure."""
+    if count < 2:
+        return []
+    edges = [(i, (i + 1) % count) for i in range(count)] if count > 2 else [(0, 1)]
+    rounds: list[list[tuple[int, int]]] = []
+    for edge in edges:
+        for group in rounds:
+            if not {edge[0], edge[1]} & {h for pair in group for h in pair}:
+                group.append(edge)
+                break
+        else:
+            rounds.append([edge])
+    return rounds
+
+
+def isolate(names: Sequence[str], bad_pairs: set[tuple[str, str]], pairs: Sequence[tuple[str, str]],
+            unreachable: set[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Hosts whose every pair is bad (while some pair is good) are at fault; a bad pair between two otherwise
+    good hosts is a link at fault. Every pair bad names nobody: the fault is shared (switch, config). Pure."""
+    nodes = sorted(unreachable)
+    if not pairs or len(bad_pairs) == len(pairs):
+        return nodes, []
+    if pairs:
+        for name in names:
+            mine = [p for p in pairs if name in p]
+            if mine and all(p in bad_pairs for p in mine) and name not in nodes:
+                nodes.append(name)
+    links = [p for p in sorted(bad_pairs) if p[0] not in nodes and p[1] not in nodes]
+    return nodes, links
+
+
+@dataclass
+class PairResult:
+    hosts: tuple[str, str]
+    run: RunResult
+    status: str = "pass"
+    why: str = ""
+
+
+def pairwise(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float) -> list[PairResult]:
+    results: list[PairResult] = []
+    for group in ring_rounds(len(members)):
+        with ThreadPoolExecutor(max_workers=len(group)) as pool:
+            runs = list(pool.map(lambda e: run_collective([members[e[0]], members[e[1]]], deadline_s=deadline_s,
+                                                          pair=True), group))
+        for edge, run in zip(group, runs, strict=False):
+            results.append(PairResult((members[edge[0]].name, members[edge[1]].name), run))
+    best = max((p.run.busbw or 0.0 for p in results if p.run.passed), default=0.0)
+    accelerator = members[0].config.get("accelerator") if members else None
+    for pair in results:
+        if not pair.run.passed:
+            pair.status, pair.why = "fail", next((n.reason() for n in pair.run.nodes if not n.passed), "failed")
+            continue
+        value = pair.run.busbw or 0.0
+        row = thresholds.lookup(accelerator, "multi-node", "allreduce", 2 * int(
+            members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1))
+        status, why = judge(value, row, thresholds.margin)
+        if status == "fail":
+            pair.status, pair.why = "fail", f"{value:.4f} GB/s, {why}"
+        elif best and value < SLOW_PAIR_FRACTION * best:
+            pair.status, pair.why = "fail", f"{value:.4f} GB/s, under half the best pair's {best:.4f} GB/s"
+        else:
+            pair.why = f"{value:.4f} GB/s"
+    return results
+
+
+def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float = DEFAULT_DEADLINE,
+              port: int | None = None) -> list[Record]:
+    """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then pairwise)."""
+    names = [m.name for m in members]
+    if len(members) < 2:
+        return [Record(host=m.name, check="multinode", status="skip",
+                       summary="one host selected: nothing to run across nodes") for m in members]
+    run = run_collective(members, deadline_s=deadline_s, port=port)
+    records: dict[str, Record] = {}
+    for node in run.nodes:
+        records[node.member.name] = node_record(node, run, thresholds)
+    bad = [r for r in records.values() if r.status == "fail"]
+    if not bad and run.passed:
+        return list(records.values())
+    alive = reachable(members)
+    unreachable = {n for n, ok in alive.items() if not ok}
+    live = [m for m in members if alive[m.name]]
+    pair_results = pairwise(live, thresholds, deadline_s=min(deadline_s, 60.0)) if len(live) >= 2 else []
+    pairs = [p.hosts for p in pair_results]
+    bad_pairs = {p.hosts for p in pair_results if p.status == "fail"}
+    nodes_at_fault, links_at_fault = isolate(names, bad_pairs, pairs, unreachable)
+    pair_evidence = [{"hosts": list(p.hosts), "status": p.status, "detail": p.why, "busbw_gbps": p.run.busbw,
+                      "wall_s": p.run.wall_s} for p in pair_results]
+    blame = ", ".join(nodes_at_fault + [f"link {a}<->{b}" for a, b in links_at_fault]) or "not isolated"
+    for name, record in records.items():
+        record.evidence["pairwise"] = pair_evidence
+        record.evidence["at_fault"] = {"nodes": nodes_at_fault, "links": [list(p) for p in links_at_fault]}
+        record.metrics["at_fault"] = nodes_at_fault
+        if name in nodes_at_fault:
+            why = "unreachable after the run" if name in unreachable else "every pairwise run with it failed or was slow"
+            record.status = "fail"
+            record.summary = f"at fault: {name} ({why}); multi-node run: {record.summary}"
+            record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
+                             f"firewall, then inv validate --limit {name} --only multinode with a known-good peer")
+        elif nodes_at_fault or links_at_fault:
+            record.status = "warn"
+            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this host's pairs passed"
+            record.remedy = f"fix {blame}, then re-run inv validate --only multinode"
+        else:
+            record.status = "fail"
+            record.summary = f"{record.summary}; pairwise runs could not isolate one node or link"
+            record.remedy = ("the fault is shared: check the switch, the socket interface settings and the "
+                             "rendezvous host's ports on every node")
+    return list(records.values())
+
+
+def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Record:
+    name = node.member.name
+    evidence: dict[str, Any] = {"command": node.command, "run_tag": run.tag, "node_rank": node.node_rank,
+                                "deadline_s": run.deadline_s, "wall_s": run.wall_s}
+    if node.result is not None:
+        evidence["stdout_tail"] = tail(node.result.stdout)
+        evidence["stderr_tail"] = tail(node.result.stderr)
+        evidence["log_lines"] = log_lines(node.result.stderr + "\n" + node.result.stdout)
+        evidence["exit_status"] = node.result.exit_status
+    if node.passed:
+        check = node.checks[0]
+        record = Record(host=name, check="multinode", status="pass", summary=str(check.get("summary")),
+                        metrics=dict(check.get("metrics") or {}), evidence={**evidence, **(check.get("evidence") or {})},
+                        duration_s=node.duration_s)
+        record.metrics["wall_s"] = run.wall_s
+        return judge_bandwidth(record, accelerator=node.member.config.get("accelerator"), scope="multi-node",
+                               thresholds=thresholds)
+    timed_out = node.error is not None and isinstance(node.error, TimeoutError) or (
+        node.result is not None and node.result.exit_status in (124, 137))
+    summary = (f"no result within the {run.deadline_s:.0f} s deadline" if timed_out else node.reason())
+    if node.checks:
+        evidence.update(node.checks[0].get("evidence") or {})
+    return Record(host=name, check="multinode", status="fail", summary=summary,
+                  metrics={"wall_s": run.wall_s, "node_rank": node.node_rank}, evidence=evidence,
+                  remedy="see the pairwise evidence and the log lines", duration_s=node.duration_s)
+
+
+# ----- clock -----
+
+def clock_records(members: Sequence[Member], thresholds: Thresholds) -> list[Record]:
+    """Each host's clock against the fleet's median, measured over the open connections (error: rtt/2)."""
+    def sample(member: Member) -> tuple[str, float | None, float, str]:
+        try:
+            before = time.time()
+            result = member.transport.run("date +%s.%N", timeout=10)
+            after = time.time()
+            remote = float(result.stdout.strip())
+            return member.name, remote - (before + after) / 2, (after - before) / 2, ""
+        except (AccelstackError, ValueError) as err:
+            return member.name, None, 0.0, str(err)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(members))) as pool:
+        samples = list(pool.map(sample, members))
+    offsets = [o for _n, o, _e, _w in samples if o is not None]
+    median = statistics.median(offsets) if offsets else 0.0
+    records = []
+    for name, offset, error, why in samples:
+        if offset is None:
+            records.append(Record(host=name, check="clock", status="error", summary=f"could not read the clock: {why}"))
+            continue
+        skew = offset - median
+        metrics = {"skew_s": round(skew, 4), "offset_from_control_s": round(offset, 4), "error_s": round(error, 4)}
+        size = abs(skew) - error
+        if size > thresholds.clock_fail_s:
+            status, remedy = "fail", "sync the clock (chrony/ntpd) and keep it synced: logs across ranks must line up"
+        elif size > thresholds.clock_warn_s:
+            status, remedy = "warn", "check chrony/ntpd on this host"
+        else:
+            status, remedy = "pass", None
+        records.append(Record(host=name, check="clock", status=status,  # type: ignore[arg-type]
+                              summary=f"{skew:+.3f} s from the fleet median (±{error:.3f} s)", metrics=metrics,
+                              remedy=remedy))
+    return records
+
+
+# ----- ports -----
+
+def port_list(config: dict[str, Any], rendezvous_port: int) -> list[int]:
+    ports = [rendezvous_port]
+    if config.get("vendor") == "ascend":
+        base = int(config.get("hccl_if_base_port") or 60000)
+        ports += list(range(base, base + 32))  # HCCL_IF_BASE_PORT: 32 ports (reference ascend.md 5.1)
+    return ports
+
+
+def ports_records(members: Sequence[Member], *, rendezvous_port: int, listen_s: float = 30.0) -> list[Record]:
+    """Bind the ports on every host, then probe the rendezvous host and each host's ring neighbour."""
+    tag = new_tag()
+    listen: dict[str, dict[str, Any]] = {}
+
+    def start(member: Member) -> tuple[str, dict[str, Any] | str]:
+        config = {"role": "listen", "ports": port_list(member.config, rendezvous_port), "listen_s": listen_s,
+                  "run_tag": tag}
+        out = f"/var/tmp/accelstack/{tag}-{member.name}.out"
+        script = f"{member.remote}/ports.py"
+        command = (f"nohup timeout -k 2 {int(listen_s)} {SYSTEM_PYTHON} {shlex.quote(script)} "
+                   f"{shlex.quote(json.dumps(config))} > {shlex.quote(out)} 2>&1 < /dev/null & "
+                   f"for i in 1 2 3 4 5 6 7 8 9 10; do [ -s {shlex.quote(out)} ] && break; sleep 0.2; done; "
+                   f"cat {shlex.quote(out)}; rm -f {shlex.quote(out)}")
+        try:
+            result = member.transport.run(command, timeout=15)
+            line = result.stdout.strip().splitlines()[0] if result.stdout.strip() else "{}"
+            return member.name, json.loads(line)
+        except (AccelstackError, ValueError, IndexError) as err:
+            return member.name, str(err)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(members))) as pool:
+        for name, value in pool.map(start, members):
+            listen[name] = value if isinstance(value, dict) else {"error": value}
+
+    def probe(index: int) -> Record:
+        member = members[index]
+        peers = []
+        first = members[0]
+        if index != 0:
+            peers.append({"host": first.name, "address": first.ctx.host.address, "ports": [rendezvous_port]})
+        neighbour = members[(index + 1) % len(members)]
+        if neighbour is not member:
+            ports = port_list(neighbour.config, rendezvous_port)
+            peers.append({"host": neighbour.name, "address": neighbour.ctx.host.address,
+                          "ports": ports if neighbour is not first or index == 0 else ports[1:]})
+        taken = listen.get(member.name, {}).get("taken") or {}
+        config = {"role": "probe", "peers": [p for p in peers if p["ports"]], "connect_timeout_s": 3}
+        command = f"{SYSTEM_PYTHON} {shlex.quote(member.remote + '/ports.py')} {shlex.quote(json.dumps(config))}"
+        try:
+            result = member.transport.run(command, timeout=30 + 3 * sum(len(p["ports"]) for p in peers))
+            item = parse_document(result.stdout)[0]
+        except (AccelstackError, ValueError, IndexError) as err:
+            return Record(host=member.name, check="ports", status="error", summary=f"port probe did not run: {err}")
+        record = Record(host=member.name, check="ports", status=item.get("status", "error"),
+                        summary=str(item.get("summary")), metrics=dict(item.get("metrics") or {}),
+                        evidence={**(item.get("evidence") or {}), "command": command,
+                                  "listener": listen.get(member.name)}, remedy=item.get("remedy"))
+        if taken:
+            record.status = "fail"
+            record.summary = f"port(s) {', '.join(map(str, taken))} already in use here; " + record.summary
+            record.remedy = "find and stop the stale process holding them (ss -ltnp), or choose other ports"
+        return record
+
+    with ThreadPoolExecutor(max_workers=max(1, len(members))) as pool:
+        records = list(pool.map(probe, range(len(members))))
+    sweep_tag(members, tag)
+    return records
+
+
+def prepare_members(contexts: Sequence[HostContext], connect: Connect, folder: Path,
+                    configs: dict[str, dict[str, Any]]) -> tuple[list[Member], list[Record]]:
+    """Connections and uploaded validators for the cluster phase; hosts that cannot take part get an error."""
+    members: list[Member] = []
+    errors: list[Record] = []
+    for ctx in contexts:
+        try:
+            transport = connect(ctx)
+            remote, _ = ensure_uploaded(transport, folder)
+            members.append(Member(ctx, transport, remote, configs[ctx.host.name]))
+        except AccelstackError as err:
+            errors.append(Record(host=ctx.host.name, check="cluster", status="error",
+                                 summary=f"cannot take part in the cluster checks: {err.message}",
+                                 remedy=err.hint))
+    return members, errors

@@ -1,0 +1,211 @@
+"""From a validator's output to records: parse the JSON document, attach evidence, judge what the control side
+judges (device count and health with the facts parsers, bandwidth against thresholds). Pure: no I/O."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
+from ..records import Record, Status
+from .thresholds import Thresholds, judge
+
+TAIL_LINES = 20
+# What a person reading a failed collective wants first (reference nvidia.md 5, ascend.md 6).
+LOG_LINE = re.compile(r"NCCL (INFO|WARN)|NCCL error|HCCL|hccl|ERR\d{5}|E[IHJ]\d{4}|[Gg]loo|ProcessGroup|Watchdog|"
+                      r"[Tt]imed? ?out|Connection (reset|closed|refused)|RuntimeError|Error:")
+DMESG_LINE = re.compile(r"NVRM: Xid|Xid \(|fallen off the bus|Out of memory|oom-kill|oom_reaper|Killed process|"
+                        r"hccl|davinci|npu", re.IGNORECASE)
+STATUSES = ("pass", "warn", "fail", "error", "skip")
+
+
+def parse_document(stdout: str) -> list[dict[str, Any]]:
+    """The checks of the last ``{"checks": [...]}`` line; library noise before it is ignored."""
+    for line in reversed((stdout or "").strip().splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("checks"), list):
+            return [c for c in doc["checks"] if isinstance(c, dict)]
+    raise ValueError("no JSON document with 'checks' in the validator's output")
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> list[str]:
+    return (text or "").rstrip().splitlines()[-lines:]
+
+
+def log_lines(text: str, limit: int = 20) -> list[str]:
+    return [line for line in (text or "").splitlines() if LOG_LINE.search(line)][-limit:]
+
+
+def dmesg_lines(text: str, limit: int = 20) -> list[str]:
+    return [line for line in (text or "").splitlines() if DMESG_LINE.search(line)][-limit:]
+
+
+def to_record(host: str, item: Mapping[str, Any], *, command: str, stdout: str = "", stderr: str = "",
+              duration_s: float = 0.0) -> Record:
+    status = item.get("status")
+    if status not in STATUSES:
+        status = "error"
+    evidence = dict(item.get("evidence") or {})
+    evidence.setdefault("command", command)
+    if status in ("fail", "error", "warn"):
+        if stderr.strip():
+            evidence.setdefault("stderr_tail", tail(stderr))
+        lines = log_lines(stderr + "\n" + stdout)
+        if lines:
+            evidence.setdefault("log_lines", lines)
+    return Record(host=host, check=str(item.get("check") or "unknown"), status=status,  # type: ignore[arg-type]
+                  summary=str(item.get("summary") or ""), metrics=dict(item.get("metrics") or {}),
+                  evidence=evidence, remedy=item.get("remedy"), duration_s=round(duration_s, 3))
+
+
+def unparsable_record(host: str, check: str, *, command: str, stdout: str, stderr: str, exit_status: int,
+                      duration_s: float = 0.0) -> Record:
+    return Record(host=host, check=check, status="error",
+                  summary=f"the validator printed no result (exit {exit_status})"
+                          + (f": {tail(stderr, 1)[0]}" if stderr.strip() else ""),
+                  evidence={"command": command, "exit_status": exit_status, "stdout_tail": tail(stdout),
+                            "stderr_tail": tail(stderr), "log_lines": log_lines(stderr + "\n" + stdout)},
+                  remedy="run the command on the host by hand; the validator needs python 3.8+ (and torch for "
+                         "python=stack validators)", duration_s=round(duration_s, 3))
+
+
+# ----- control-side judgement -----
+
+def _health_counts(vendor: str, output: str) -> tuple[int, list[str]]:
+    """Devices the vendor tool reports and the ones that are not healthy."""
+    if vendor == "ascend":
+        info = parse_npu_smi_info(output)
+        ids = sorted({chip.npu_id for chip in info.chips})
+        bad = [f"npu {c.npu_id} chip {c.chip_id}: {c.health}" for c in info.chips
+               if c.health and c.health.upper() != "OK"]
+        return len(ids), bad
+    gpus = parse_nvidia_smi_csv(output)
+    return len(gpus), []
+
+
+def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
+    """Count against ``expect_devices`` and health, from the tool output the script sent back."""
+    vendor = str(config.get("vendor") or "cpu")
+    if vendor == "cpu" or record.status in ("error", "skip"):
+        return record
+    # A torch that does not import (no torch_npu on the host) still leaves the tool's count to judge.
+    expect = config.get("expect_devices")
+    output = str(record.evidence.get("tool_output") or "")
+    tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
+    if record.evidence.get("tool_exit") not in (0, None):
+        record.status = "fail"
+        record.summary = f"{tool} failed (exit {record.evidence.get('tool_exit')}): {tail(output, 1)}"
+        record.remedy = record.remedy or f"check the driver: {tool} must answer before anything can train"
+        return record
+    count, unhealthy = _health_counts(vendor, output)
+    torch_count = record.metrics.get("torch_devices")
+    record.metrics.update(tool_devices=count, expect_devices=expect)
+    problems = []
+    if expect is not None and count != int(expect):
+        problems.append(f"{tool} reports {count} device(s), {expect} expected")
+    if unhealthy:
+        problems.append("unhealthy: " + "; ".join(unhealthy[:8]))
+    if torch_count is not None and torch_count != count and not record.evidence.get("visible_devices"):
+        problems.append(f"torch sees {torch_count} of the {count} device(s) {tool} reports")
+    if record.status == "fail":
+        problems.insert(0, record.summary)
+    if problems:
+        record.status = "fail"
+        record.summary = "; ".join(problems)
+        record.remedy = record.remedy or (
+            "drain the host and check the missing/unhealthy device: dmesg, the vendor tool's detail view, "
+            "reseat or RMA; then inv validate --limit <host> --only devices")
+    elif record.status == "pass":
+        record.summary = f"{count} device(s) healthy; " + record.summary
+    return record
+
+
+def _nvidia_apps(text: str) -> list[dict[str, str]]:
+    rows = []
+    for row in csv.reader((text or "").splitlines(), skipinitialspace=True):
+        if len(row) >= 3 and row[0].strip().isdigit():
+            rows.append({"pid": row[0].strip(), "name": row[1].strip(), "used_mib": row[2].strip()})
+    return rows
+
+
+def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
+    """Device memory already in use, and the processes holding it (a foreign job, a stale rank)."""
+    if record.check != "memory.devices":
+        return record
+    vendor = str(config.get("vendor") or "cpu")
+    output = str(record.evidence.get("tool_output") or "")
+    min_free = float(config.get("min_device_free_fraction") or 0.9)
+    busy: list[str] = []
+    procs: list[str] = []
+    if vendor == "nvidia":
+        for gpu in parse_nvidia_smi_csv(output):
+            if gpu.memory_total_mib and gpu.memory_used_mib is not None:
+                free = 1 - gpu.memory_used_mib / gpu.memory_total_mib
+                if free < min_free:
+                    busy.append(f"gpu {gpu.index}: {gpu.memory_used_mib}/{gpu.memory_total_mib} MiB used")
+        procs = [f"pid {a['pid']} {a['name']} ({a['used_mib']} MiB)"
+                 for a in _nvidia_apps(str(record.evidence.get("apps_output") or ""))]
+    elif vendor == "ascend":
+        info = parse_npu_smi_info(output)
+        for chip in info.chips:
+            used, total = chip.hbm_used_mb, chip.hbm_total_mb
+            if used is not None and total:
+                if 1 - used / total < min_free:
+                    busy.append(f"npu {chip.npu_id}: {used}/{total} MB HBM used")
+        procs = [f"pid {p.pid} {p.name} on npu {p.npu_id} ({p.memory_mb} MB)" for p in info.processes]
+    record.metrics.update(busy_devices=len(busy), foreign_processes=len(procs))
+    if busy or procs:
+        record.status = "warn" if not busy else "fail"
+        record.summary = "; ".join(busy[:4] + (["processes: " + ", ".join(procs[:4])] if procs else []))
+        record.remedy = "stop the processes holding device memory (a stale job or rank) before training"
+    else:
+        record.summary = f"device memory free (at least {min_free:.0%} on every device), no foreign process"
+    return record
+
+
+def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thresholds: Thresholds) -> Record:
+    """Turn a passing sweep into pass/warn/fail against the floor for its accelerator, scope and ranks."""
+    if record.status != "pass" or "busbw_gbps" not in record.metrics:
+        return record
+    collective = "allreduce" if record.check == "multinode" else record.check
+    ranks = int(record.metrics.get("ranks") or 0)
+    row = thresholds.lookup(accelerator, scope, collective, ranks)
+    status, why = judge(float(record.metrics["busbw_gbps"]), row, thresholds.margin)
+    record.status = status
+    record.summary = f"{record.summary}; {why}"
+    record.metrics["threshold_gbps"] = row.min_busbw_gbps if row else None
+    record.evidence["threshold"] = row.describe() if row else None
+    if status == "fail":
+        record.remedy = record.remedy or (
+            "re-run once idle; if it stays low, check the links (NVLink/HCCS/IB counters, netem/tc, MTU) and the "
+            "NIC/socket interface the backend uses")
+    return record
+
+
+def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
+    if record.check == "devices":
+        return refine_devices(record, config)
+    if record.check.startswith("memory."):
+        return refine_memory(record, config)
+    if record.check in ("allreduce", "allgather"):
+        return judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
+                               thresholds=thresholds)
+    return record
+
+
+def worst(statuses: Iterable[str]) -> Status:
+    order = {"fail": 4, "error": 3, "warn": 2, "pass": 1, "skip": 0}
+    best: Status = "skip"
+    for status in statuses:
+        if order.get(status, 0) > order[best]:
+            best = status  # type: ignore[assignment]
+    return best

@@ -1,0 +1,105 @@
+"""Bandwidth floors as data (``data/thresholds.yml``), the inventory's overrides, and the judgement. Pure
+apart from reading the shipped file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..paths import package_data
+from ..records import Status
+
+SCOPES = ("single-node", "multi-node")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    accelerator: str
+    scope: str
+    collective: str
+    min_busbw_gbps: float | None
+    ranks: int | None = None
+    source: str = ""
+    confidence: str | None = None
+    note: str | None = None
+    origin: str = "data/thresholds.yml"
+
+    def describe(self) -> str:
+        floor = "no published floor" if self.min_busbw_gbps is None else f"floor {self.min_busbw_gbps:g} GB/s"
+        text = f"{self.accelerator} {self.scope} {self.collective}: {floor} ({self.source}"
+        text += f", {self.confidence})" if self.confidence else ")"
+        return text
+
+
+@dataclass
+class Thresholds:
+    rows: list[Threshold] = field(default_factory=list)
+    margin: float = 0.10
+    clock_warn_s: float = 0.1
+    clock_fail_s: float = 1.0
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def lookup(self, accelerator: str | None, scope: str, collective: str, ranks: int) -> Threshold | None:
+        """The first row (overrides first) whose accelerator is a prefix of the host's and whose ranks fit."""
+        name = (accelerator or "cpu").lower()
+        for row in self.rows:
+            if row.scope != scope or row.collective != collective:
+                continue
+            if not name.startswith(row.accelerator.lower()):
+                continue
+            if row.ranks is not None and row.ranks != ranks:
+                continue
+            return row
+        return None
+
+    def with_overrides(self, raw: Any, where: str = "inventory thresholds") -> Thresholds:
+        """A copy with the inventory's ``thresholds:`` var layered on top (its rows win)."""
+        if not raw:
+            return self
+        margin = self.margin
+        rows_raw: Any = raw
+        if isinstance(raw, Mapping):
+            margin = float(raw.get("margin", margin))
+            rows_raw = raw.get("rows") or []
+        rows = [_row(item, where) for item in rows_raw]
+        return Thresholds(rows + self.rows, margin, self.clock_warn_s, self.clock_fail_s, self.sources)
+
+
+def _row(item: Any, origin: str) -> Threshold:
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"a threshold row must be a mapping, not {item!r}", where=origin)
+    missing = [k for k in ("accelerator", "scope", "collective") if k not in item]
+    if missing:
+        raise ConfigError(f"threshold row {dict(item)} lacks {', '.join(missing)}", where=origin)
+    if item["scope"] not in SCOPES:
+        raise ConfigError(f"threshold scope {item['scope']!r} is not one of {', '.join(SCOPES)}", where=origin)
+    floor = item.get("min_busbw_gbps")
+    return Threshold(str(item["accelerator"]), str(item["scope"]), str(item["collective"]),
+                     None if floor is None else float(floor), int(item["ranks"]) if item.get("ranks") else None,
+                     str(item.get("source", "inventory")), item.get("confidence"), item.get("note"), origin)
+
+
+def load_thresholds(text: str | None = None) -> Thresholds:
+    path = package_data("thresholds.yml")
+    doc = yaml.safe_load(text if text is not None else path.read_text(encoding="utf-8")) or {}
+    clock = doc.get("clock") or {}
+    rows = [_row(item, str(path)) for item in doc.get("rows") or []]
+    return Thresholds(rows, float(doc.get("margin", 0.10)), float(clock.get("warn_s", 0.1)),
+                      float(clock.get("fail_s", 1.0)), dict(doc.get("sources") or {}))
+
+
+def judge(value: float, row: Threshold | None, margin: float) -> tuple[Status, str]:
+    """``fail`` below the floor, ``warn`` within ``margin`` above it, else ``pass``; no floor is ``pass``."""
+    if row is None or row.min_busbw_gbps is None:
+        why = row.describe() if row else "no threshold row for this accelerator, scope and rank count"
+        return "pass", f"not judged: {why}"
+    floor = row.min_busbw_gbps
+    if value < floor:
+        return "fail", f"below the {floor:g} GB/s floor ({row.source})"
+    if value < floor * (1 + margin):
+        return "warn", f"within {margin:.0%} of the {floor:g} GB/s floor ({row.source})"
+    return "pass", f"above the {floor:g} GB/s floor ({row.source})"

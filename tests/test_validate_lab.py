@@ -1,0 +1,265 @@
+"""Validation on real lab hosts: a 3-host gloo allreduce through torchrun over SSH, faults injected by real
+means during the run (link down, netem slow link), simulated Ascend hosts with a missing device and an old CANN,
+and a socket interface that does not exist. Uses its own lab (tag acv) so other suites' labs are never touched."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.fanout import Fleet
+from accelstack.inventory import load_inventory
+from accelstack.records import Record
+from accelstack.validate import validate_inventory
+
+pytestmark = pytest.mark.lab
+
+TAG = "acv"
+SUBNET = "10.219"
+HOSTS = 3
+TORCH_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+DEPS = ["filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec", "mpmath", "markupsafe"]
+# Outside every folder a lab host shadows, so the hosts can read it as it is.
+WHEELHOUSE = Path("/var/tmp/accelstack-acv-wheels")
+VENV_CACHE = Path("/var/tmp/accelstack-acv-venv")
+VENV = "/opt/accelstack/venv"
+SIM_ROOT = "/opt/sim"
+
+
+def _wheelhouse() -> Path:
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    target = WHEELHOUSE / TORCH_WHEEL.name
+    if not target.exists():
+        try:
+            os.link(TORCH_WHEEL, target)
+        except OSError:
+            subprocess.run(["cp", str(TORCH_WHEEL), str(target)], check=True)
+    if len(list(WHEELHOUSE.glob("*.whl"))) < len(DEPS) + 1:
+        subprocess.run(["pip", "download", "--no-deps", "-q", "-d", str(WHEELHOUSE), *DEPS], check=True,
+                       timeout=300)
+    return WHEELHOUSE
+
+
+def _install_venv(lab: object) -> None:
+    """The CPU stack's venv on every lab host: built once inside lab1 (so its paths are the host's), cached
+    beside the wheels, and copied into the other hosts' private /opt."""
+    hosts = lab.load()  # type: ignore[attr-defined]
+    first = hosts["lab1"]
+    opt_of = {name: lab._host_dir(h) / "root" / "opt" for name, h in hosts.items()}  # type: ignore[attr-defined]
+    stamp = VENV_CACHE / ".complete"
+    if not stamp.exists():
+        wheels = _wheelhouse()
+        script = (f"/usr/bin/python3 -m venv {VENV} && {VENV}/bin/pip install -q --no-index --no-deps "
+                  f"{wheels}/*.whl")
+        subprocess.run(["nsenter", "-t", str(first.anchor_pid), "-m", "-n", "--", "/bin/sh", "-c", script],
+                       check=True, timeout=300)
+        subprocess.run(["rm", "-rf", str(VENV_CACHE)], check=True)
+        VENV_CACHE.mkdir(parents=True)
+        subprocess.run(["cp", "-a", str(opt_of["lab1"] / "accelstack"), str(VENV_CACHE / "accelstack")],
+                       check=True)
+        stamp.touch()
+    for opt in opt_of.values():
+        if not (opt / "accelstack" / "venv" / "bin" / "python").exists():
+            subprocess.run(["cp", "-a", str(VENV_CACHE / "accelstack"), str(opt)], check=True)
+
+
+@pytest.fixture(scope="module")
+def vlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    if os.geteuid() != 0:
+        pytest.fail("the lab tests need root (network namespaces and sshd)")
+    from accelstack.lab import Lab
+
+    root = tmp_path_factory.mktemp("acvroot")
+    (root / "inventories").mkdir()
+    lab = Lab(root, tag=TAG, subnet=SUBNET)
+    lab.down()
+    lab.up(HOSTS)
+    try:
+        _install_venv(lab)
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture(autouse=True)
+def runs_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+
+
+@pytest.fixture()
+def healthy(vlab: object) -> Iterator[object]:
+    yield vlab
+    for row in vlab.status():  # type: ignore[attr-defined]
+        if row["faults"]:
+            vlab.heal(row["host"])  # type: ignore[attr-defined]
+
+
+def inventory(lab: object, tmp_path: Path, **extra: object) -> str:
+    doc = yaml.safe_load(Path(lab.inventory).read_text())  # type: ignore[attr-defined]
+    doc["vars"].update({"multinode_deadline_s": 45, "checkpoint_size_gb": 0.01, **extra})
+    path = tmp_path / "lab.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def by_host(records: list[Record], check: str) -> dict[str, Record]:
+    return {r.host: r for r in records if r.check == check}
+
+
+def tagged_processes(lab: object, name: str) -> list[str]:
+    """Processes inside a lab host that a validation run started (torchrun, ranks, listeners)."""
+    host = lab.load()[name]  # type: ignore[attr-defined]
+    out = subprocess.run(["nsenter", "-t", str(host.anchor_pid), "-m", "-p", "--", "ps", "-eo", "pid,args"],
+                         capture_output=True, text=True).stdout
+    netns = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True).stdout.split()
+    found = []
+    for pid in netns:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "accelstack-run-" in args or "torch.distributed.run" in args:
+            found.append(f"{pid} {args[:120]}")
+    return found or [line for line in out.splitlines() if "accelstack-run-" in line]
+
+
+def test_three_host_gloo_allreduce_is_correct(healthy: object, tmp_path: Path) -> None:
+    records = validate_inventory(inventory(healthy, tmp_path), only={"multinode", "ports", "clock"})
+    multi = by_host(records, "multinode")
+    assert sorted(multi) == ["lab1", "lab2", "lab3"]
+    for name, record in multi.items():
+        assert record.status == "pass", (name, record.summary, record.evidence.get("stderr_tail"))
+        assert record.metrics["ranks"] == 6  # 3 nodes x 2 ranks, every one checked its result
+        sizes = record.metrics["sizes"]
+        assert [s["bytes"] for s in sizes] == [1 << 16, 1 << 20, 1 << 22]
+        assert all(s["busbw_gbps"] > 0 for s in sizes)
+    assert {r.metrics["node_rank"] for r in multi.values()} == {0, 1, 2}
+    assert all(r.status == "pass" for r in by_host(records, "ports").values())
+    assert all(r.status == "pass" for r in by_host(records, "clock").values())
+    for name in ("lab1", "lab2", "lab3"):
+        assert tagged_processes(healthy, name) == []
+
+
+def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothing(
+        healthy: object, tmp_path: Path) -> None:
+    path = inventory(healthy, tmp_path, multinode_deadline_s=30, cluster_sizes=[1 << 22], cluster_iters=4000,
+                     cluster_size_budget_s=60)
+    def cut_when_running() -> None:
+        # Mid-run for real: once lab2's ranks exist and have had time to join the collective.
+        end = time.monotonic() + 40
+        while time.monotonic() < end and not tagged_processes(healthy, "lab2"):
+            time.sleep(0.2)
+        time.sleep(6)
+        healthy.fault("lab2", "link-down")  # type: ignore[attr-defined]
+
+    cutter = threading.Thread(target=cut_when_running, daemon=True)
+    started = time.monotonic()
+    cutter.start()
+    records = validate_inventory(path, only={"multinode"})
+    cutter.join(timeout=5)
+    elapsed = time.monotonic() - started
+    multi = by_host(records, "multinode")
+    assert multi["lab2"].status == "fail", multi["lab2"].summary
+    assert "at fault: lab2" in multi["lab2"].summary
+    assert multi["lab2"].evidence["at_fault"]["nodes"] == ["lab2"]
+    assert multi["lab1"].status == "warn" and "lab2" in multi["lab1"].summary
+    # The deadline (30 s) plus the isolation step's pairwise run, never paramiko's or gloo's own timeouts.
+    assert elapsed < 30 + 8 + 60 + 20, elapsed
+    healthy.heal("lab2")  # type: ignore[attr-defined]
+    # The downed host lost its controller mid-run: its own deadline and `timeout` must have ended everything.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(tagged_processes(healthy, n) for n in ("lab1", "lab2", "lab3")):
+        time.sleep(0.5)
+    for name in ("lab1", "lab2", "lab3"):
+        assert tagged_processes(healthy, name) == [], name
+
+
+def test_slow_link_drops_busbw_and_pairwise_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
+    healthy.fault("lab3", "link-slow")  # type: ignore[attr-defined]
+    try:
+        records = validate_inventory(inventory(healthy, tmp_path), only={"multinode"})
+    finally:
+        healthy.heal("lab3")  # type: ignore[attr-defined]
+    multi = by_host(records, "multinode")
+    assert multi["lab3"].status == "fail", multi["lab3"].summary
+    assert multi["lab3"].evidence["at_fault"]["nodes"] == ["lab3"]
+    pairs = {tuple(p["hosts"]): p for p in multi["lab1"].evidence["pairwise"]}
+    assert pairs[("lab1", "lab2")]["status"] == "pass"
+    assert {pairs[("lab2", "lab3")]["status"], pairs[("lab3", "lab1")]["status"]} == {"fail"}
+    busbw = multi["lab1"].metrics.get("busbw_gbps")
+    assert busbw is None or busbw < 0.05
+
+
+def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp_path: Path) -> None:
+    host = load_inventory(inventory(healthy, tmp_path)).select("lab1")[0]
+    with Fleet() as fleet:
+        fleet.connect(host).run("printf 'export NCCL_SOCKET_IFNAME=ib9\\n' > /etc/profile.d/accelstack.sh",
+                                check=True)
+    try:
+        records = validate_inventory(inventory(healthy, tmp_path), only={"env"}, limit="lab1")
+    finally:
+        with Fleet() as fleet:
+            fleet.connect(host).run("rm -f /etc/profile.d/accelstack.sh")
+    env = {r.check: r for r in records}
+    assert env["env"].status == "pass"  # the file is there and a login shell has it
+    bad = env["env.nccl_socket_ifname"]
+    assert bad.status == "fail" and "ib9" in bad.summary and "eth0" in bad.summary
+    assert bad.remedy and "NCCL_SOCKET_IFNAME" in bad.remedy
+
+
+@pytest.fixture()
+def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
+    """lab3 as a simulated Ascend 910B host: the simulated driver (npu-smi, 8 devices) and an old CANN's
+    libhccl.so, under a private root in /opt, on the env file's PATH and LD_LIBRARY_PATH."""
+    from accelstack.lab.simulated import native, packages, versions
+
+    driver = tmp_path / "driver.run"
+    driver.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
+    lib = tmp_path / "libhccl.so"
+    lib.write_bytes(native.compile_shared(native.hccl_source(versions.FAULT_FIXTURE_CANN), "libhccl.so"))
+    host = load_inventory(inventory(healthy, tmp_path)).select("lab3")[0]
+    libdir = f"{SIM_ROOT}/usr/local/Ascend/ascend-toolkit/latest/lib64"
+    env_file = "\n".join([f"export PATH={SIM_ROOT}/usr/local/bin:$PATH", f"export LD_LIBRARY_PATH={libdir}",
+                          "export HCCL_SOCKET_IFNAME=eth0", ""])
+    with Fleet() as fleet:
+        t = fleet.connect(host)
+        t.run(f"mkdir -p {SIM_ROOT}/etc {libdir} /var/tmp/acv-sim", check=True)
+        t.run(f"printf 'root:x:0:0::/root:/bin/sh\\nHwHiAiUser:x:1000:1000::/home/H:/bin/sh\\n' > "
+              f"{SIM_ROOT}/etc/passwd && printf 'root:x:0:\\nHwHiAiUser:x:1000:\\n' > {SIM_ROOT}/etc/group",
+              check=True)
+        t.put(driver, "/var/tmp/acv-sim/driver.run")
+        t.run(f"ACCELSTACK_SIM_ROOT={SIM_ROOT} bash /var/tmp/acv-sim/driver.run --full --quiet", check=True,
+              timeout=120)
+        t.put(lib, f"{libdir}/libhccl.so", mode=0o755)
+        t.run(f"cat > /etc/profile.d/accelstack.sh <<'EOF'\n{env_file}EOF", check=True)
+    yield "lab3"
+    with Fleet() as fleet:
+        fleet.connect(host).run(f"rm -rf {SIM_ROOT} /var/tmp/acv-sim /etc/profile.d/accelstack.sh")
+
+
+def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host: str, healthy: object,
+                                                                     tmp_path: Path) -> None:
+    from accelstack.lab.simulated import faults
+
+    path = inventory(healthy, tmp_path, stack="ascend-910b-cann8.2.rc1", accelerator="910B3", expect_devices=8)
+    host = load_inventory(path).select(ascend_host)[0]
+    with Fleet() as fleet:
+        fleet.connect(host).run(faults.drop_device_command(3, root=SIM_ROOT), check=True)
+    records = {r.check: r for r in validate_inventory(path, only={"devices", "libraries"}, limit=ascend_host)}
+    devices = records["devices"]
+    assert devices.status == "fail"
+    assert "7 device(s), 8 expected" in devices.summary, devices.summary
+    libraries = records["libraries"]
+    assert libraries.status == "fail", libraries.summary
+    assert "HcclCommInitRootInfoConfig" in libraries.summary
+    assert libraries.evidence["libraries"]["libhccl.so"]["path"].startswith(SIM_ROOT)
+    assert libraries.remedy and "CANN" in libraries.remedy and "torch_npu 2.6.0" in libraries.remedy
+    assert shlex.quote("libraries") in libraries.evidence["command"] or "libraries.py" in libraries.evidence["command"]

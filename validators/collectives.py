@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+# accelstack-validator: check=collective_init tier=quick python=stack timeout=180
+# accelstack-validator: check=allreduce,allgather tier=standard python=stack timeout=420
+# accelstack-validator: check=multinode tier=standard python=stack timeout=600 scope=cluster
+"""Collectives: communicator init, and allreduce/allgather sweeps with algbw/busbw (nccl-tests' formulas).
+
+One script, three uses, chosen by config["mode"]:
+  init       spawn one rank per device (2 on CPU) and init_process_group with device_id, barrier, destroy;
+  sweep      the same ranks run allreduce and allgather over config["sizes"], checking every result;
+  (torchrun) under torchrun (RANK in the environment) it is the multi-node worker: same sweep, and local
+             rank 0 of each node prints that node's JSON line.
+The backend is hccl, nccl or gloo as the stack says: one code path, no torch.cuda on an NPU host.
+Every rank watches a deadline and its parent, so a hung collective or a killed launcher orphans nothing.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+PR_SET_PDEATHSIG = 1
+DEFAULT_SIZES = [1 << 16, 1 << 20, 1 << 24]
+
+
+def result(check, status, summary, metrics=None, evidence=None, remedy=None):
+    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
+            "evidence": evidence or {}, "remedy": remedy}
+
+
+def busbw_factor(collective, ranks):
+    """nccl-tests doc/PERFORMANCE.md: allreduce 2(n-1)/n, allgather (n-1)/n."""
+    if ranks <= 1:
+        return 0.0 if collective == "allgather" else 1.0
+    if collective == "allreduce":
+        return 2.0 * (ranks - 1) / ranks
+    return float(ranks - 1) / ranks
+
+
+def guard(deadline_s):
+    """Die with the launcher and at the deadline: a rank stuck in a collective must not outlive the run."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if deadline_s:
+        def expire():
+            sys.stderr.write("accelstack: rank %s reached its deadline of %ss; exiting\n"
+                             % (os.environ.get("RANK", "?"), deadline_s))
+            sys.stderr.flush()
+            os._exit(124)
+        timer = threading.Timer(float(deadline_s), expire)
+        timer.daemon = True
+        timer.start()
+
+
+def device_kind(vendor):
+    import torch
+    if vendor == "ascend":
+        import torch_npu  # noqa: F401 - registers the npu device type
+    accel = getattr(torch, "accelerator", None)
+    if accel is not None and hasattr(accel, "is_available") and accel.is_available():
+        return accel.current_accelerator().type, int(accel.device_count())
+    if vendor in ("ascend", "nvidia") and hasattr(torch, "get_device_module"):
+        kind = "npu" if vendor == "ascend" else "cuda"
+        module = torch.get_device_module(kind)
+        if module.is_available():
+            return kind, int(module.device_count())
+    return "cpu", 0
+
+
+def init_group(config, rank, world, local_rank, init_method=None):
+    """init_process_group with device_id on accelerators; gloo on CPU takes none (there is no device to bind)."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    kind, _count = device_kind(config.get("vendor", "cpu"))
+    backend = config.get("backend") or ("gloo" if kind == "cpu" else None)
+    kwargs = {"backend": backend, "rank": rank, "world_size": world,
+              "timeout": datetime.timedelta(seconds=float(config.get("collective_timeout_s", 120)))}
+    if init_method:
+        kwargs["init_method"] = init_method
+    device = torch.device("cpu")
+    bound = None
+    if kind != "cpu":
+        device = torch.device(kind, local_rank)
+        torch.get_device_module(kind).set_device(local_rank)
+        kwargs["device_id"] = device
+        bound = str(device)
+    started = time.perf_counter()
+    dist.init_process_group(**kwargs)
+    return device, bound, backend, time.perf_counter() - started
+
+
+def sync(device):
+    import torch
+    if device.type != "cpu":
+        torch.get_device_module(device.type).synchronize()
+
+
+def timed(op, device, iters, budget_s):
+    """Mean seconds per op over up to iters runs, stopping early once budget_s is spent (a slow link must
+    not turn a sweep into an hour); the max over ranks is what the collective really took."""
+    import torch
+    import torch.distributed as dist
+    dist.barrier()
+    sync(device)
+    done = 0
+    started = time.perf_counter()
+    while done < iters:
+        op()
+        done += 1
+        if done % 2 == 0 or done == 1:
+            sync(device)
+            if time.perf_counter() - started > budget_s:
+                break
+    sync(device)
+    elapsed = torch.tensor([(time.perf_counter() - started) / done], dtype=torch.float64)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return float(elapsed.item()), done
+
+
+def sweep(config, device, collectives):
+    """Per size: correctness on this rank (result known exactly), then timing. Returns rows and local errors."""
+    import torch
+    import torch.distributed as dist
+    rank, world = dist.get_rank(), dist.get_world_size()
+    sizes = [int(s) for s in (config.get("sizes") or DEFAULT_SIZES)]
+    iters = int(config.get("iters", 20))
+    warmup = int(config.get("warmup", 2))
+    budget = float(config.get("size_budget_s", 5.0))
+    rows, wrong = [], []
+    expected_sum = world * (world + 1) / 2.0
+    for collective in collectives:
+        for size in sizes:
+            if collective == "allreduce":
+                count = max(1, size // 4)
+                check = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
+                dist.all_reduce(check)
+                bad = int((check != expected_sum).sum().item())
+                work = torch.zeros(count, dtype=torch.float32, device=device)
+
+                def op(work=work):
+                    dist.all_reduce(work)
+            else:
+                # nccl-tests: S is the gathered total, sendcount x type x n.
+                per_rank = max(1, size // 4 // world)
+                mine = torch.full((per_rank,), float(rank + 1), dtype=torch.float32, device=device)
+                out = torch.empty(per_rank * world, dtype=torch.float32, device=device)
+                gather = getattr(dist, "all_gather_single", None) or getattr(dist, "all_gather_into_tensor", None)
+                try:
+                    gather(out, mine)
+                except (RuntimeError, TypeError, AttributeError):
+                    gather = None
+                    parts = [torch.empty_like(mine) for _ in range(world)]
+                    dist.all_gather(parts, mine)
+                    out = torch.cat(parts)
+                want = torch.arange(1, world + 1, dtype=torch.float32, device=device).repeat_interleave(per_rank)
+                bad = int((out != want).sum().item())
+                count = per_rank * world
+
+                def op(mine=mine, out=out, gather=gather):
+                    if gather is not None:
+                        gather(out, mine)
+                    else:
+                        dist.all_gather([torch.empty_like(mine) for _ in range(world)], mine)
+            if bad:
+                wrong.append({"collective": collective, "bytes": size, "wrong_elements": bad, "rank": rank})
+            for _ in range(warmup):
+                op()
+            seconds, done = timed(op, device, iters, budget)
+            nbytes = count * 4
+            algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
+            rows.append({"collective": collective, "bytes": nbytes, "iters": done, "time_us": round(seconds * 1e6, 2),
+                         "algbw_gbps": round(algbw, 4),
+                         "busbw_gbps": round(algbw * busbw_factor(collective, world), 4)})
+    flags = torch.tensor([1 if wrong else 0], dtype=torch.int32)
+    every = [torch.zeros(1, dtype=torch.int32) for _ in range(world)]
+    if device.type != "cpu":
+        flags, every = flags.to(device), [e.to(device) for e in every]
+    dist.all_gather(every, flags)
+    bad_ranks = [r for r, f in enumerate(every) if int(f.item())]
+    return rows, wrong, bad_ranks
+
+
+def summarize(collective, rows, world, bad_ranks, wrong, extra=None):
+    mine = [r for r in rows if r["collective"] == collective]
+    metrics = {"ranks": world, "sizes": mine}
+    if mine:
+        top = mine[-1]
+        metrics.update(busbw_gbps=top["busbw_gbps"], algbw_gbps=top["algbw_gbps"], at_bytes=top["bytes"])
+    metrics.update(extra or {})
+    if bad_ranks:
+        return result(collective, "fail", "%s returned wrong values on rank(s) %s" % (
+            collective, ",".join(map(str, bad_ranks))), metrics, {"wrong": wrong},
+            "a rank computes wrong sums: check that device's health (dmesg, vendor tool) and run the single-node "
+            "check on its host")
+    top = mine[-1] if mine else {}
+    return result(collective, "pass", "%s over %d ranks correct; busbw %.3f GB/s at %d bytes" % (
+        collective, world, top.get("busbw_gbps", 0.0), top.get("bytes", 0)), metrics)
+
+
+# ----- single node: spawned ranks -----
+
+def spawned_rank(local_rank, world, config, init_method, outdir):
+    guard(config.get("deadline_s"))
+    out = {"rank": local_rank}
+    try:
+        device, bound, backend, init_s = init_group(config, local_rank, world, local_rank, init_method)
+        import torch.distributed as dist
+        out.update(device=str(device), device_id=bound, backend=backend, init_s=round(init_s, 3))
+        if config.get("mode") == "init":
+            dist.barrier()
+        else:
+            rows, wrong, bad = sweep(config, device, config.get("collectives") or ["allreduce", "allgather"])
+            out.update(rows=rows, wrong=wrong, bad_ranks=bad)
+        dist.destroy_process_group()
+    except BaseException:  # reported through the rank's file
+        out["error"] = traceback.format_exc().splitlines()[-12:]
+    with open(os.path.join(outdir, "rank%d.json" % local_rank), "w") as handle:
+        json.dump(out, handle)
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def single_node(config):
+    import torch.multiprocessing as mp
+    mode = config.get("mode", "sweep")
+    vendor = config.get("vendor", "cpu")
+    kind, count = device_kind(vendor)
+    world = int(config.get("nproc") or count or 2)
+    if kind != "cpu" and count:
+        world = min(world, count)
+    outdir = tempfile.mkdtemp(prefix="accelstack-coll-")
+    init_method = "tcp://127.0.0.1:%d" % free_port()
+    started = time.monotonic()
+    spawn_error = None
+    try:
+        mp.start_processes(spawned_rank, args=(world, config, init_method, outdir), nprocs=world, join=True,
+                           start_method="spawn")
+    except Exception as exc:  # a dead rank is the finding; its file says why
+        spawn_error = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc) else "")
+    ranks = []
+    for r in range(world):
+        path = os.path.join(outdir, "rank%d.json" % r)
+        if os.path.exists(path):
+            with open(path) as handle:
+                ranks.append(json.load(handle))
+        else:
+            ranks.append({"rank": r, "error": ["rank wrote no result (killed?)"]})
+    wall = round(time.monotonic() - started, 3)
+    errors = {str(r["rank"]): r["error"] for r in ranks if r.get("error")}
+    first = ranks[0]
+    note = ("gloo on CPU has no device to bind: init_process_group ran without device_id"
+            if kind == "cpu" else "device_id=%s" % first.get("device_id"))
+    evidence = {"backend": first.get("backend"), "device_id": first.get("device_id"), "note": note,
+                "wall_s": wall}
+    if errors or spawn_error:
+        evidence.update(rank_errors=errors, spawn_error=spawn_error)
+        checks = ["collective_init"] if mode == "init" else (config.get("collectives") or ["allreduce", "allgather"])
+        tail = next(iter(errors.values()))[-1] if errors else spawn_error
+        return [result(c, "fail", "%d-rank %s %s failed on rank(s) %s: %s" % (
+            world, evidence["backend"] or config.get("backend"), "init" if mode == "init" else c,
+            ",".join(sorted(errors)) or "?", tail), {"ranks": world}, evidence,
+            "read the rank errors; for hccl/nccl set HCCL/NCCL debug logging (NCCL_DEBUG=INFO) and check the "
+            "env and libraries checks first") for c in checks]
+    if mode == "init":
+        init_s = max(r.get("init_s") or 0 for r in ranks)
+        return [result("collective_init", "pass", "%d rank(s) initialised %s (%s) in %.2f s" % (
+            world, first.get("backend"), note, init_s), {"ranks": world, "init_s": init_s}, evidence)]
+    rows = first.get("rows") or []
+    bad = first.get("bad_ranks") or []
+    wrong = [w for r in ranks for w in (r.get("wrong") or [])]
+    return [summarize(c, rows, world, bad, wrong, {"wall_s": wall}) for c in
+            (config.get("collectives") or ["allreduce", "allgather"])]
+
+
+# ----- multi node: a torchrun worker -----
+
+def torchrun_worker(config):
+    guard(config.get("deadline_s"))
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    node = int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
+    host = socket.gethostname()
+    started = time.monotonic()
+    try:
+        device, bound, backend, init_s = init_group(config, rank, world, local_rank)
+        rows, wrong, bad = sweep(config, device, ["allreduce"])
+        import torch.distributed as dist
+        dist.destroy_process_group()
+        check = summarize("multinode", [dict(r, collective="multinode") for r in rows], world, bad, wrong,
+                          {"init_s": round(init_s, 3), "node_rank": node, "wall_s": round(time.monotonic() - started, 3)})
+        check["evidence"].update(backend=backend, device_id=bound, host=host)
+        status = 0
+    except BaseException:  # the node's failure is reported, then the process exits non-zero
+        lines = traceback.format_exc().splitlines()
+        check = result("multinode", "fail", "rank %d on %s: %s" % (rank, host, lines[-1]),
+                       {"node_rank": node, "rank": rank, "wall_s": round(time.monotonic() - started, 3)},
+                       {"traceback": lines[-12:], "host": host})
+        status = 1
+    if local_rank == 0:
+        sys.stdout.write(json.dumps({"checks": [check], "node_rank": node}, default=str) + "\n")
+        sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def main(config):
+    if "RANK" in os.environ and "LOCAL_WORLD_SIZE" in os.environ:
+        torchrun_worker(config)
+    return single_node(config)
+
+
+if __name__ == "__main__":
+    _config = {}
+    try:
+        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+        _checks = main(_config)
+    except BaseException:  # a validator never raises: its own failure is an error record
+        _names = ["collective_init"] if _config.get("mode") == "init" else (
+            _config.get("collectives") or ["allreduce", "allgather"])
+        _checks = [result(name, "error", "the collectives validator failed: %s"
+                          % traceback.format_exc().splitlines()[-1],
+                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]}) for name in _names]
+    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+# accelstack-validator: check=libraries tier=quick python=system timeout=60
+"""Libraries: the symbols torch_npu / torch need are exported by the communication library that would load.
+
+torch_npu dlsym()s HcclCommInitRootInfoConfig from libhccl.so at the first communicator; a CANN older than the
+torch_npu build expects lacks it, and the job dies only then ("Failed to find function ..."). Here the library
+is resolved the way the dynamic loader would for a training job (the env file's LD_LIBRARY_PATH first) and its
+ELF dynamic symbol table is read in pure Python: no dlopen, so a broken library cannot crash the check.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import struct
+import subprocess
+import sys
+import traceback
+
+CHECK = "libraries"
+SHT_DYNSYM = 11
+SHN_UNDEF = 0
+
+
+def result(status, summary, metrics=None, evidence=None, remedy=None, check=CHECK):
+    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
+            "evidence": evidence or {}, "remedy": remedy}
+
+
+def elf_dynamic_symbols(path):
+    """Names of the defined symbols in an ELF file's .dynsym (what dlsym can find)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if data[:4] != b"\x7fELF":
+        raise ValueError("%s is not an ELF file" % path)
+    is64 = data[4] == 2
+    end = "<" if data[5] == 1 else ">"
+    if is64:
+        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    else:
+        shoff, = struct.unpack_from(end + "I", data, 0x20)
+        shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
+    sections = []
+    for i in range(shnum):
+        off = shoff + i * shentsize
+        if is64:
+            _n, stype, _f, _a, soff, ssize, link, _i, _al, entsize = struct.unpack_from(end + "IIQQQQIIQQ", data, off)
+        else:
+            _n, stype, _f, _a, soff, ssize, link, _i, _al, entsize = struct.unpack_from(end + "IIIIIIIIII", data, off)
+        sections.append((stype, soff, ssize, link, entsize))
+    names = set()
+    for stype, soff, ssize, link, entsize in sections:
+        if stype != SHT_DYNSYM or not entsize:
+            continue
+        str_off = sections[link][1]
+        for j in range(ssize // entsize):
+            sym = soff + j * entsize
+            if is64:
+                name_off, _info, _other, shndx = struct.unpack_from(end + "IBBH", data, sym)
+            else:
+                name_off, = struct.unpack_from(end + "I", data, sym)
+                shndx, = struct.unpack_from(end + "H", data, sym + 14)
+            if shndx == SHN_UNDEF or not name_off:
+                continue
+            stop = data.index(b"\0", str_off + name_off)
+            names.add(data[str_off + name_off:stop].decode("ascii", "replace"))
+    return names
+
+
+def env_file_library_path(env_file):
+    """LD_LIBRARY_PATH after sourcing the env file, as a login shell of a training job would have it."""
+    if not env_file or not os.path.exists(env_file):
+        return None
+    script = '. "$1" >/dev/null 2>&1; printf %s "$LD_LIBRARY_PATH"'
+    try:
+        out = subprocess.run(["/bin/sh", "-c", script, "sh", env_file], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=20)
+        return out.stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def loader_dirs():
+    """What ld.so.cache would add after LD_LIBRARY_PATH, roughly: the configured and default folders."""
+    dirs = []
+    for conf in ["/etc/ld.so.conf"] + sorted(glob.glob("/etc/ld.so.conf.d/*.conf")):
+        try:
+            with open(conf) as handle:
+                for line in handle:
+                    line = line.strip()
+                    if line and not line.startswith(("#", "include")):
+                        dirs.append(line)
+        except OSError:
+            continue
+    return dirs + ["/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                   "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+
+
+def resolve(library, search):
+    for folder in search:
+        candidate = os.path.join(folder, library)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def main(config):
+    required = config.get("required_symbols") or {}
+    if not required:
+        return [result("skip", "the %s stack names no communication library symbols to check (gloo is built "
+                       "into torch)" % config.get("stack", "?"))]
+    ld_path = env_file_library_path(config.get("env_file"))
+    source = "env file %s" % config.get("env_file")
+    if ld_path is None:
+        ld_path = os.environ.get("LD_LIBRARY_PATH", "")
+        source = "the login environment (no env file rendered)"
+    extra = []
+    for pattern in config.get("library_dirs") or []:
+        extra.extend(sorted(glob.glob(pattern)))
+    search = [d for d in ld_path.split(":") if d] + extra + loader_dirs()
+    checks = []
+    missing_all = {}
+    evidence = {"LD_LIBRARY_PATH_from": source, "LD_LIBRARY_PATH": ld_path, "search_head": search[:12],
+                "libraries": {}}
+    for library, symbols in sorted(required.items()):
+        path = resolve(library, search)
+        if path is None:
+            evidence["libraries"][library] = None
+            missing_all[library] = ["(library not found)"]
+            continue
+        real = os.path.realpath(path)
+        exported = elf_dynamic_symbols(real)
+        missing = [s for s in symbols if s not in exported]
+        evidence["libraries"][library] = {"path": path, "realpath": real, "exported_symbols": len(exported),
+                                         "missing": missing}
+        if missing:
+            missing_all[library] = missing
+    metrics = {"libraries": len(required), "missing": sum(len(v) for v in missing_all.values())}
+    if missing_all:
+        parts = ["%s: %s" % (lib, ", ".join(syms)) for lib, syms in sorted(missing_all.items())]
+        checks.append(result("fail", "missing from the library the stack's environment loads: " + "; ".join(parts),
+                             metrics, evidence, config.get("remedy")))
+    else:
+        found = ", ".join("%s (%s)" % (lib, info["realpath"]) for lib, info in evidence["libraries"].items())
+        checks.append(result("pass", "all %d required symbol(s) exported by %s"
+                             % (sum(len(v) for v in required.values()), found), metrics, evidence))
+    return checks
+
+
+if __name__ == "__main__":
+    try:
+        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+        _checks = main(_config)
+    except BaseException:  # a validator never raises: its own failure is an error record
+        _checks = [result("error", "the libraries validator failed: %s" % traceback.format_exc().splitlines()[-1],
+                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
+    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+# accelstack-validator: check=ports tier=standard python=system timeout=60 scope=cluster
+"""Ports: the rendezvous and collective ports can be bound here and reached from the other nodes.
+
+Two roles, config["role"]: "listen" binds every port in config["ports"] and accepts until config["listen_s"]
+runs out (a port already taken is reported: a stale rendezvous from an earlier job is a classic), "probe"
+connects to config["peers"] = [{host, address, ports}] and reports what answered.
+"""
+from __future__ import annotations
+
+import json
+import select
+import socket
+import sys
+import time
+import traceback
+
+
+def result(status, summary, metrics=None, evidence=None, remedy=None, check="ports"):
+    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
+            "evidence": evidence or {}, "remedy": remedy}
+
+
+def listen(config):
+    ports = [int(p) for p in config.get("ports") or []]
+    sockets, taken = [], {}
+    for port in ports:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+            sock.listen(64)
+            sockets.append(sock)
+        except OSError as exc:
+            taken[port] = exc.strerror
+            sock.close()
+    sys.stdout.write(json.dumps({"listening": [s.getsockname()[1] for s in sockets], "taken": taken}) + "\n")
+    sys.stdout.flush()
+    end = time.monotonic() + float(config.get("listen_s", 30))
+    while sockets and time.monotonic() < end:
+        ready, _w, _x = select.select(sockets, [], [], 0.5)
+        for sock in ready:
+            try:
+                conn, _addr = sock.accept()
+                conn.close()
+            except OSError:
+                pass
+    return []
+
+
+def probe(config):
+    timeout = float(config.get("connect_timeout_s", 3))
+    reached, failed = [], []
+    for peer in config.get("peers") or []:
+        for port in peer.get("ports") or []:
+            started = time.monotonic()
+            try:
+                with socket.create_connection((peer["address"], int(port)), timeout=timeout):
+                    reached.append({"host": peer["host"], "port": port,
+                                    "ms": round((time.monotonic() - started) * 1000, 2)})
+            except OSError as exc:
+                failed.append({"host": peer["host"], "address": peer["address"], "port": port,
+                               "error": exc.strerror or str(exc) or type(exc).__name__})
+    metrics = {"reached": len(reached), "failed": len(failed)}
+    evidence = {"reached": reached, "failed": failed}
+    if failed:
+        names = sorted({"%s:%s" % (f["host"], f["port"]) for f in failed})
+        return [result("fail", "cannot connect to %s" % ", ".join(names[:8]), metrics, evidence,
+                       "open these ports between the nodes (firewall/security group) or pick free ones "
+                       "(rendezvous_port; HCCL_IF_BASE_PORT)")]
+    return [result("pass", "reached %d port(s) on %d peer(s)" % (len(reached), len(config.get("peers") or [])),
+                   metrics, evidence)]
+
+
+if __name__ == "__main__":
+    _config = {}
+    try:
+        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+        _checks = listen(_config) if _config.get("role") == "listen" else probe(_config)
+    except BaseException:  # a validator never raises: its own failure is an error record
+        _checks = [result("error", "the ports validator failed: %s" % traceback.format_exc().splitlines()[-1],
+                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
+    if _config.get("role") != "listen":
+        sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
