@@ -290,13 +290,31 @@ def _run_task(argv, capsys):
     return code, captured.out, captured.err
 
 
-def test_task_json_several_logs_and_host(capsys):
+def test_task_json_several_logs(capsys):
     code, out, _ = _run_task(["diagnose", "--log", str(LOGS / "cuda-oom.log"),
-                              "-l", str(LOGS / "nccl-watchdog-timeout.log"), "--json", "--host", "node07"], capsys)
+                              "-l", str(LOGS / "nccl-watchdog-timeout.log"), "--json"], capsys)
     assert code == 1
     document = json.loads(out)
     assert [f["cause"] for f in document["findings"]] == ["out-of-memory", "collective-timeout"]
-    assert document["confirm"] == {"host": "node07", "validators": ["memory", "collective"]}
+    assert "confirm" not in document
+
+
+def test_task_host_runs_the_confirming_validators(capsys, tmp_path, monkeypatch):
+    # --host runs the validators that confirm each finding for real, here on the embedded default.
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path))
+    code, out, _ = _run_task(["diagnose", "--log", str(LOGS / "cuda-oom.log"), "--json", "--host", "localhost"],
+                             capsys)
+    assert code == 1
+    confirm = json.loads(out)["confirm"]
+    assert confirm["host"] == "localhost" and confirm["validators"] == ["memory"]
+    checks = {r["check"]: r["status"] for r in confirm["records"]}
+    assert {"memory.shm", "memory.memlock"} <= set(checks)
+    assert all(r["host"] == "localhost" for r in confirm["records"])
+
+
+def test_task_host_not_in_the_inventory_exits_3(capsys):
+    code, _, err = _run_task(["diagnose", "--log", str(LOGS / "cuda-oom.log"), "--host", "node07"], capsys)
+    assert code == 3 and "node07" in err
 
 
 def test_task_exit_codes(capsys, tmp_path):

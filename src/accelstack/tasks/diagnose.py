@@ -16,26 +16,53 @@ from rich.console import Console
 
 from ..diagnose import Diagnosis, diagnose_paths, render_diagnosis
 from ..errors import ConfigError
+from ..output import records_table
+from ..records import Record
 from .common import boundary
 
 HELP = {
     "log": "a log file to read (repeatable; plain or gzip, detected by content; '-' reads standard input)",
-    "host": "a host to confirm the findings on; for now the validators to run are listed in the output",
+    "host": "run the validators that confirm each finding on this host and fold their results in",
+    "inventory": "inventory the --host is in (default: local)",
     "json": 'print {"findings": [...]} as JSON on stdout, root cause first',
 }
 
+# A catalog entry names the validator that confirms it; these are the checks that validator produces.
+CONFIRM_CHECKS: dict[str, tuple[str, ...]] = {
+    "collective": ("collective_init", "allreduce"),
+    "devices": ("devices",),
+    "env": ("env",),
+    "libraries": ("libraries",),
+    "memory": ("memory",),
+    "storage": ("storage",),
+    "versions": ("versions",),
+}
 
-def diagnosis_document(diagnosis: Diagnosis, host: str | None) -> dict[str, Any]:
-    """The JSON document the task prints: findings, plus what ``--host`` would confirm on which host."""
+
+def confirm_on_host(diagnosis: Diagnosis, inventory: str | None, host: str) -> list[Record]:
+    """Run the validators that would confirm the findings, on one host; their records, as validate gives them."""
+    from ..validate import validate_inventory  # the validation layer is only needed with --host
+
+    checks = {check for name in diagnosis.confirm_validators() for check in CONFIRM_CHECKS.get(name, (name,))}
+    if not checks:
+        return []
+    return validate_inventory(inventory, limit=host, only=checks, tier="full")
+
+
+def diagnosis_document(diagnosis: Diagnosis, host: str | None,
+                       confirmed: list[Record] | None = None) -> dict[str, Any]:
+    """The JSON document the task prints: findings, plus what was confirmed on which host."""
     document = diagnosis.to_dict()
     if host:
-        document["confirm"] = {"host": host, "validators": diagnosis.confirm_validators()}
+        document["confirm"] = {"host": host, "validators": diagnosis.confirm_validators(),
+                               "records": [r.to_dict() for r in confirmed or []]}
     return document
 
 
 @task(iterable=["log"], help=HELP)
 @boundary
-def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, json: bool = False) -> int:
+def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inventory: str | None = None,
+             json: bool = False) -> int:
     """Name the likely root cause of a failed job from its logs; exit 1 when something was found.
 
     Reads every log as one job (ranks interleaved or one file per rank), shows the lines that prove each
@@ -46,14 +73,14 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, json
     if not paths:
         raise ConfigError("no log given", hint="inv diagnose --log FILE [--log FILE ...]; '-' reads stdin")
     diagnosis = diagnose_paths(paths)
+    confirmed = confirm_on_host(diagnosis, inventory, host) if host and diagnosis.findings else []
     if json:
-        print(jsonlib.dumps(diagnosis_document(diagnosis, host), indent=2))
+        print(jsonlib.dumps(diagnosis_document(diagnosis, host, confirmed), indent=2))
     else:
         console = Console()
         console.print(render_diagnosis(diagnosis))
-        if host and diagnosis.findings:
-            names = ", ".join(diagnosis.confirm_validators())
-            console.print(f"to confirm on {host}: validators {names}")
+        if confirmed:
+            console.print(records_table(confirmed, title=f"confirmed on {host}"))
     return diagnosis.exit_code
 
 
@@ -69,7 +96,7 @@ def spread_positional_logs(argv: Sequence[str], task_name: str = "diagnose") -> 
         return args
     start = args.index(task_name) + 1
     out = args[:start]
-    takes_value = {"--host", "--log", "-l"}
+    takes_value = {"--host", "--log", "-l", "--inventory", "-i"}
     index = start
     while index < len(args):
         word = args[index]
