@@ -185,3 +185,26 @@ def test_lab_without_root_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytes
         program.run(["accelstack", "lab.up", "--hosts", "1"], exit=True)
     assert exit_info.value.code == 3
     assert "needs root" in capsys.readouterr().err
+
+
+def test_disk_full_and_link_slow_are_real_and_heal_undoes_them(healthy_lab: object) -> None:
+    host = load_inventory(str(inventory_path(healthy_lab))).select("lab4")[0]
+    lab_host = healthy_lab.load()["lab4"]  # type: ignore[attr-defined]
+
+    def qdisc() -> str:
+        return subprocess.run(["tc", "qdisc", "show", "dev", lab_host.veth], capture_output=True,
+                              text=True).stdout
+
+    healthy_lab.fault("lab4", "disk-full")  # type: ignore[attr-defined]
+    healthy_lab.fault("lab4", "link-slow")  # type: ignore[attr-defined]
+    with Fleet() as fleet:
+        transport = fleet.connect(host)
+        avail = transport.run("df --output=avail -k /data | tail -1", check=True).stdout.strip()
+        assert int(avail) == 0
+        assert transport.run("echo x > /data/more").exit_status != 0  # the write really fails
+    assert "tbf" in qdisc() or "netem" in qdisc()
+    healthy_lab.heal("lab4")  # type: ignore[attr-defined]
+    assert "tbf" not in qdisc() and "netem" not in qdisc()
+    with Fleet() as fleet:
+        avail = fleet.connect(host).run("df --output=avail -k /data | tail -1", check=True).stdout.strip()
+    assert int(avail) > 200 * 1024
