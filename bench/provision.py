@@ -2,10 +2,12 @@
 
 The stack is SMALL on purpose, so 32 hosts do not each install torch: the lab-only Ascend stack (simulated HDK
 driver + firmware) with roles ``ascend_driver,env`` only: the simulated driver and firmware installers, the env
-file, hostfile, launcher and HCCL rank table. One provision converges the fleet; then each figure is the best of
-``--rounds`` wall times of the CLI, as a user runs it. Target: no-op provision <= 1.5x facts, 0 bytes uploaded.
+file, hostfile, launcher and HCCL rank table. One provision converges the fleet; then each figure comes from
+``--rounds`` wall times of the CLI, as a user runs it, rounds alternating facts and provision so that load from
+other work on the machine falls on both alike. Each figure is the median of the rounds (best beside it).
+Target: no-op provision <= 1.5x facts, 0 bytes uploaded.
 
-    sudo python bench/provision.py [--hosts 32] [--rounds 3] [--keep]
+    sudo python bench/provision.py [--hosts 32] [--rounds 5] [--keep]
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +40,7 @@ def cli(args: list[str], runs: Path) -> tuple[float, list[dict], int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
     args = parser.parse_args()
 
@@ -78,11 +81,12 @@ def main() -> int:
             hosts = [r for r in recs if r["check"] == "provision"]
             noop_bytes += sum(r["metrics"]["bytes_uploaded"] for r in hosts)
             noop_changed += sum(r["metrics"]["changed"] for r in hosts)
-        facts_s, noop_s = min(facts_times), min(noop_times)
-        print(f"{'':28}{'wall s (best of ' + str(args.rounds) + ')':>22}")
-        print(f"{'inv facts':28}{facts_s:>22.2f}")
-        print(f"{'inv provision (no-op)':28}{noop_s:>22.2f}")
-        print(f"ratio no-op provision / facts: {noop_s / facts_s:.2f}  (target <= 1.5)")
+        facts_s, noop_s = statistics.median(facts_times), statistics.median(noop_times)
+        print(f"{'':28}{'median s':>12}{'best s':>12}   rounds ({args.rounds}), load average {os.getloadavg()[0]:.2f}")
+        for label, times in (("inv facts", facts_times), ("inv provision (no-op)", noop_times)):
+            print(f"{label:28}{statistics.median(times):>12.2f}{min(times):>12.2f}   "
+                  + " ".join(f"{t:.2f}" for t in times))
+        print(f"ratio no-op provision / facts (medians): {noop_s / facts_s:.2f}  (target <= 1.5)")
         print(f"bytes uploaded by the no-op runs: {noop_bytes}  (target 0); steps changed: {noop_changed}")
     finally:
         if not args.keep:

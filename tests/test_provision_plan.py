@@ -10,7 +10,9 @@ import pytest
 from accelstack.context import resolve_contexts
 from accelstack.errors import ConfigError
 from accelstack.facts import Address, AscendFacts, Facts, Interface, NpuChip, TorchFacts
+from accelstack.facts.parsers import parse_hccn_conf
 from accelstack.inventory import Host
+from accelstack.provision.apply import STATE_SEPARATOR, probe_and_state_command
 from accelstack.provision.artifacts import Artifact, parse_manifest
 from accelstack.provision.plan import ClusterMember, HostPlan, Planner, cluster_context
 from accelstack.provision.render import sha256_text
@@ -205,6 +207,48 @@ def test_state_command_and_parser_agree() -> None:
     assert state.checksums == {"/opt/a b": "a" * 64}
     assert state.users == {"HwHiAiUser"} and state.reboot_marker == "ascend_driver.firmware"
     assert state.device_ips == {0: "10.10.0.10", 1: None}
+
+
+def test_device_ips_from_hccn_conf_and_the_tool_only_for_devices_it_lacks() -> None:
+    conf = "address_0=192.168.100.1\nnetmask_0=255.255.255.0\nnetdetect_0=192.168.100.254\naddress_1 = 192.168.101.1\n" \
+           "address_10=192.168.110.1\naddress_2=\nbogus\n"
+    assert parse_hccn_conf(conf) == {0: "192.168.100.1", 1: "192.168.101.1", 10: "192.168.110.1"}
+    command = state_command(StateQuery(npu_count=3))
+    assert "cat /etc/hccn.conf" in command and "address_$i[[:space:]]*=" in command and "-ip -g" in command
+    # The tool answered for device 2 only (the file lists 0 and 1); where both speak, the file wins.
+    text = "\n".join(["@@accelstack-state reboot", "@@accelstack-state hccn.conf", *conf.splitlines(),
+                      "@@accelstack-state hccn 2", "ipaddr:10.0.0.2", "netmask:255.255.255.0",
+                      "@@accelstack-state hccn 1", "ipaddr:10.9.9.9"])
+    assert parse_state(text).device_ips == {0: "192.168.100.1", 1: "192.168.101.1", 2: "10.0.0.2",
+                                            10: "192.168.110.1"}
+    # Before the facts: hccn.conf only, no tool at all.
+    early = state_command(StateQuery(hccn_conf=True))
+    assert "cat /etc/hccn.conf" in early and "hccn_tool" not in early
+
+
+def test_top_up_asks_only_what_the_facts_added() -> None:
+    asked = StateQuery(checksums={"/a"}, users={"u"}, unless={"s": "test -e /x"}, hccn_conf=True)
+    state = RemoteState(checksums={"/a": "0" * 64}, users={"u"}, unless_ok={"s"}, device_ips={0: "1.1.1.1"},
+                        reboot_marker="driver")
+    assert StateQuery(checksums={"/a"}, users={"u"}, npu_count=1).missing(asked, state) is None
+    wanted = StateQuery(checksums={"/a", "/b"}, users={"u"}, unless={"s": "test -e /y"}, npu_count=3)
+    rest = wanted.missing(asked, state)
+    assert rest is not None and rest.checksums == {"/b"} and not rest.users and rest.devices == [1, 2]
+    assert rest.unless == {"s": "test -e /y"}
+    command = state_command(rest)
+    assert "for i in 1 2;" in command and "sha256sum -- /b 2>" in command
+    state.merge(parse_state("@@accelstack-state unless\n@@accelstack-state hccn 1\nipaddr:1.1.1.2\n"
+                            "@@accelstack-state hccn 2\n"), rest)
+    # The re-asked unless is decided by its new answer; device 2 answered "not configured".
+    assert state.unless_ok == set() and state.device_ips == {0: "1.1.1.1", 1: "1.1.1.2", 2: None}
+    assert state.reboot_marker == "driver" and state.checksums == {"/a": "0" * 64}
+
+
+def test_probe_and_state_share_one_round_trip() -> None:
+    from accelstack.facts import ProbeOptions
+    command = probe_and_state_command(ProbeOptions(), StateQuery(checksums={"/etc/x"}, hccn_conf=True))
+    probe_at, sep_at, state_at = command.index("python3 -c"), command.index(STATE_SEPARATOR), command.index("sha256sum")
+    assert probe_at < sep_at < state_at and command.startswith("{ ") and command.endswith("; }")
 
 
 def test_roles_order_comes_from_meta_and_a_cycle_is_refused(tmp_path: Path) -> None:

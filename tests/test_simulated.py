@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from accelstack.facts import parsers
+from accelstack.facts.parsers import parse_hccn_conf
 from accelstack.lab.simulated import (
     COMPONENTS,
     FAULT_FIXTURE_CANN,
@@ -404,6 +405,19 @@ def test_npu_smi_queries_and_hccn_tool(repo: Path, manifest: list[dict], root: P
     assert (ip.ipaddr, ip.netmask) == ("192.168.103.7", "255.255.255.0")
     assert tool(hccn, "-i", "0", "-link", "-g").stdout == "link status: UP\n"
     assert tool(hccn, "-i", "0", "-bogus", "-g").returncode != 0
+    # The driver leaves the device IPs in /etc/hccn.conf, as `hccn_tool -ip -s` does on a real host.
+    conf = (root / "etc/hccn.conf").read_text()
+    assert parse_hccn_conf(conf) == {i: f"192.168.{100 + i}.7" for i in range(4)} and "netmask_3=255.255.255.0" in conf
+    assert tool(hccn, "-i", "2", "-ip", "-s", "address", "10.1.2.3", "netmask", "255.255.0.0").returncode == 0
+    ip = parsers.parse_hccn_ip(tool(hccn, "-i", "2", "-ip", "-g").stdout)
+    assert (ip.ipaddr, ip.netmask) == ("10.1.2.3", "255.255.0.0")
+    conf = (root / "etc/hccn.conf").read_text()
+    assert parse_hccn_conf(conf)[2] == "10.1.2.3" and "netmask_2=255.255.0.0" in conf
+    # A re-install keeps what the file says (the site's settings) and adds only devices it lacks.
+    (root / "etc/hccn.conf").write_text("address_0=10.9.9.9\n")
+    install_driver(repo, manifest, root)
+    assert parse_hccn_conf((root / "etc/hccn.conf").read_text()) == {0: "10.9.9.9", 1: "192.168.101.7",
+                                                                     2: "10.1.2.3", 3: "192.168.103.7"}
 
 
 def test_drop_device_and_restore(repo: Path, manifest: list[dict], root: Path) -> None:

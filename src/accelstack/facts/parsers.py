@@ -853,3 +853,18 @@ def parse_stack_python(text: str) -> StackPython:
             torch_npu_location=(npu.get("package_dir") or npu.get("location")) if npu else None,
         )
     return StackPython(version=data.get("python"), executable=data.get("executable"), torch=facts)
+
+
+def parse_hccn_conf(text: str) -> dict[int, str]:
+    """``/etc/hccn.conf`` -> device id -> ``address_<id>``. Pure; other keys (netmask, netdetect, gateway, ...)
+    and malformed lines are ignored."""
+    addresses: dict[int, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key.startswith("address_") or not value:
+            continue
+        number = key[len("address_"):]
+        if number.isdigit():
+            addresses[int(number)] = value
+    return addresses

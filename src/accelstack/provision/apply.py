@@ -1,6 +1,8 @@
 """Provisioning a fleet: gather (facts + one state command per host), plan (pure), apply, reboot.
 
-Round trips per host on a converged fleet: the probe and the state command, nothing else. A host with changes
+Round trips per host on a converged fleet: one, the facts probe with the state command in the same shell line
+(as ``inv facts`` has one); a second only when the facts ask for state the first did not cover (a step whose
+rendering needs the facts, a device that /etc/hccn.conf does not list). A host with changes
 gets its artifacts uploaded (only those whose remote sha256 differs), all of them verified on the host in one
 command before any step runs, then its steps in role order. Every host gets a ``provision`` record; every step
 that changed something gets a ``provision.<role>.<step>`` record.
@@ -19,9 +21,9 @@ from typing import Any
 from ..connection import Transport
 from ..context import HostContext, resolve_contexts
 from ..errors import AccelstackError, ConfigError, HostError
-from ..facts import Facts
+from ..facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from ..fanout import Fleet
-from ..gather import probe, probe_options_for
+from ..gather import PROBE_TIMEOUT, probe, probe_options_for
 from ..inventory import Host
 from ..records import Record, error_record, runs_dir
 from ..stacks.versions import VersionError, versions_match
@@ -29,10 +31,12 @@ from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
 from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles
 from .reboot import RebootSettings, rolling_reboot
 from .roles import Role, load_roles, merged_defaults, select_roles
-from .state import REBOOT_MARKER, RemoteState, parse_state, state_command
+from .state import REBOOT_MARKER, RemoteState, StateQuery, parse_state, state_command
 from .steps import STEP_KINDS, Change, HostView, mark_reboot_command
 
 CHECK = "provision"
+STATE_SEPARATOR = "@@ACCELSTACK-STATE@@"
+STATE_TIMEOUT = 60.0
 
 
 @dataclass
@@ -51,7 +55,7 @@ class ProvisionOptions:
 class Gathered:
     facts: Facts
     state: RemoteState
-    state_s: float
+    state_s: float  # seconds in state round trips after the probe's (0 when the state rode with the probe)
 
 
 @dataclass
@@ -103,17 +107,47 @@ def _listed(value: Any) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list) else [v.strip() for v in str(value).split(",")]
 
 
+def probe_and_state_command(options: ProbeOptions, query: StateQuery) -> str:
+    """The facts probe and the state command in one shell line, one round trip (``bundle.collect_command``)."""
+    return f"{{ {probe_command(options)}; printf '\\n%s\\n' {STATE_SEPARATOR}; {state_command(query)}; }}"
+
+
+def probe_and_state(transport: Transport, options: ProbeOptions, query: StateQuery) -> tuple[Facts, RemoteState]:
+    result = transport.run(probe_and_state_command(options, query), timeout=PROBE_TIMEOUT + STATE_TIMEOUT)
+    probe_text, sep, state_text = result.stdout.partition(f"\n{STATE_SEPARATOR}\n")
+    try:
+        if not sep:
+            raise ValueError("no state separator after the probe")
+        facts = parse_probe_output(probe_text)
+    except ValueError as exc:
+        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise HostError(f"the facts probe printed no usable JSON (exit {result.exit_status}): {exc}; "
+                        + " | ".join(detail), host=transport.host.name, command="facts probe + state",
+                        hint="the probe needs python3 (3.6 or newer) on the host") from None
+    return facts, parse_state(state_text)
+
+
 def gather(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Gathered | AccelstackError]:
-    """Facts and state for every host: the probe, then one batched state command, on one connection."""
+    """Facts and state for every host, on one connection: the probe and the state command in one round trip,
+    then a top-up state command only for what the facts added to the query."""
 
     def work(transport: Transport) -> Gathered:
         name = transport.host.name
         ctx = prepared.contexts[name]
-        facts = probe(transport, probe_options_for(transport.host, ctx))
-        query = prepared.planners[name].query_for_host(prepared.view(name, facts))
+        options = probe_options_for(transport.host, ctx)
+        planner = prepared.planners[name]
+        asked = planner.query_before_facts(prepared.view(name, Facts()))
+        if asked is None:
+            facts, state = probe(transport, options), RemoteState()
+            rest: StateQuery | None = planner.query_for_host(prepared.view(name, facts))
+        else:
+            facts, state = probe_and_state(transport, options, asked)
+            rest = planner.query_for_host(prepared.view(name, facts)).missing(asked, state)
         began = time.monotonic()
-        result = transport.run(state_command(query), timeout=60)
-        return Gathered(facts, parse_state(result.stdout), time.monotonic() - began)
+        if rest is not None:
+            result = transport.run(state_command(rest), timeout=STATE_TIMEOUT)
+            state.merge(parse_state(result.stdout), rest)
+        return Gathered(facts, state, time.monotonic() - began)
 
     out: dict[str, Gathered | AccelstackError] = {}
     for outcome in fleet.map(hosts, work):

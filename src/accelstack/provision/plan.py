@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import AccelstackError, ConfigError
 from ..facts import Facts
 from ..paths import project_root
 from .artifacts import Artifact
@@ -106,6 +106,18 @@ class Planner:
             query.npu_count = len({chip.npu_id for chip in view.facts.ascend.npus})
         for step, fields in self.active_steps(view):
             query.merge(STEP_KINDS[step.kind].query(fields, view))
+        return query
+
+    def query_before_facts(self, view: HostView) -> StateQuery | None:
+        """The query as far as it can be known without the host's facts, so the state command can ride in the
+        probe's round trip: the steps rendered against empty facts, plus hccn.conf on an Ascend stack (the
+        device count comes with the facts). ``StateQuery.missing`` then says what the real query adds; None
+        when the steps do not render without facts (the state command then follows the probe)."""
+        try:
+            query = self.query_for_host(replace(view, facts=Facts()))
+        except AccelstackError:
+            return None
+        query.hccn_conf = view.stack.vendor == "ascend"
         return query
 
     def plan_host(self, view: HostView) -> HostPlan:

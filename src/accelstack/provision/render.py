@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,18 +71,31 @@ def render_template(env: jinja2.Environment, name: str, context: Mapping[str, An
                             hint="define the variable in the role's defaults.yml or the inventory") from None
 
 
+_COMPILED: weakref.WeakKeyDictionary[jinja2.Environment, dict[tuple[str, str], Any]] = weakref.WeakKeyDictionary()
+
+
+def _compiled(env: jinja2.Environment, kind: str, text: str) -> Any:
+    """A step field or ``when`` compiled once per environment, not once per host (jinja caches only files)."""
+    cache = _COMPILED.setdefault(env, {})
+    key = (kind, text)
+    if key not in cache:
+        cache[key] = env.from_string(text) if kind == "string" else \
+            env.compile_expression(text, undefined_to_none=False)
+    return cache[key]
+
+
 def render_string(env: jinja2.Environment, text: str, context: Mapping[str, Any], where: str) -> str:
     if "{{" not in text and "{%" not in text:
         return text
     try:
-        return env.from_string(text).render(**context)
+        return str(_compiled(env, "string", text).render(**context))
     except (jinja2.TemplateSyntaxError, jinja2.UndefinedError) as exc:
         raise TemplateError(f"{getattr(exc, 'message', exc)} in {text!r}", where=where) from None
 
 
 def evaluate(env: jinja2.Environment, expression: str, context: Mapping[str, Any], where: str) -> Any:
     try:
-        return env.compile_expression(expression, undefined_to_none=False)(**context)
+        return _compiled(env, "expression", expression)(**context)
     except (jinja2.TemplateSyntaxError, jinja2.UndefinedError) as exc:
         raise TemplateError(f"{getattr(exc, 'message', exc)} in when: {expression!r}", where=where) from None
 

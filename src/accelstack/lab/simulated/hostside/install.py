@@ -405,6 +405,24 @@ def nvidia_devices(spec, driver, cuda):  # type: (dict, str, str) -> dict
             "nvlinks": int(spec.get("nvlinks", 18)), "devices": devices}
 
 
+def persist_hccn_conf(devices_json):  # type: (str) -> None
+    """Device IPs into ``/etc/hccn.conf`` as ``hccn_tool -i N -ip -s`` leaves them on a real host (the site set
+    them once; the simulated devices come configured). Only devices the file lacks: what is there stays."""
+    path = rooted("/etc/hccn.conf")
+    lines = []  # type: list
+    if os.path.exists(path):
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    listed = set(line.partition("=")[0].strip() for line in lines if "=" in line)
+    added = []
+    for device in json.loads(devices_json).get("devices", []):
+        if device.get("ip") and "address_%s" % device["id"] not in listed:
+            added += ["address_%s=%s" % (device["id"], device["ip"]),
+                      "netmask_%s=%s" % (device["id"], device.get("netmask") or "255.255.255.0")]
+    if added:
+        write_text(path, "".join(line + "\n" for line in lines + added))
+
+
 def keep_or_make_devices(existing_path, make):  # type: (str, object) -> str
     """A driver re-install keeps the recorded devices (a dropped device stays dropped) unless a spec is given."""
     if not os.environ.get("ACCELSTACK_SIM_DEVICES") and os.path.exists(existing_path):
@@ -449,11 +467,13 @@ def install_ascend_driver(package, flags):  # type: (dict, dict) -> int
         "NPU_SMI": rooted("/usr/local/bin/npu-smi"),
         "NPU_SMI_SBIN": rooted("/usr/local/sbin/npu-smi"),
         "INSTALL_INFO": rooted("/etc/ascend_install.info"),
+        "HCCN_CONF": rooted("/etc/hccn.conf"),
     }
     staged = staging_dir(target)
     copy_tree(package, "driver", staged, tokens)
     devices = keep_or_make_devices(tokens["DEVICES_FILE"], lambda: ascend_devices(device_spec()))
     write_text(os.path.join(staged, ".simulated", "devices.json"), devices)
+    persist_hccn_conf(devices)
     # Tools and the install record first, the folder holding version.info last (see the module docstring).
     write_file(tokens["NPU_SMI"], payload_file(package, "npu-smi", tokens), 0o755)
     replace_symlink(tokens["NPU_SMI_SBIN"], "../bin/npu-smi")
