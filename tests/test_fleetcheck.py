@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -172,20 +170,35 @@ def test_interrupted_fleet_check_keeps_its_records_and_no_finished(tmp_path: Pat
 def test_fleet_check_task_passes_tier_and_reporter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from invoke import Context
 
+    import accelstack.validate
     from accelstack.tasks.report import fleet_check as task
 
-    calls: list[tuple[str, str]] = []
+    calls: list[tuple[str, str, set[str] | None]] = []
 
-    def validate_inventory(inventory: str, *, tier: str, reporter: FleetReporter) -> list[Record]:
-        calls.append((inventory, tier))
+    def validate_inventory(inventory: str, *, tier: str, only: set[str] | None,
+                           reporter: FleetReporter) -> list[Record]:
+        calls.append((inventory, tier, only))
         records = fleet_records()
         reporter.add_all(records)
         return records
 
-    module = types.ModuleType("accelstack.validate")
-    module.validate_inventory = validate_inventory  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "accelstack.validate", module)
+    monkeypatch.setattr(accelstack.validate, "validate_inventory", validate_inventory)
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
-    task(Context(), inventory=["a", "b"], tier="quick", reports_dir=str(tmp_path / "reports"))
-    assert calls == [("a", "quick"), ("b", "quick")]
+    task(Context(), inventory=["a", "b"], tier="quick", only="devices,env", reports_dir=str(tmp_path / "reports"))
+    assert calls == [("a", "quick", {"devices", "env"}), ("b", "quick", {"devices", "env"})]
     assert (tmp_path / "reports" / "junit.xml").is_file()
+
+
+@pytest.mark.parametrize("flags", [{"tier": "fastest"}, {"only": "devices,no-such-check"}])
+def test_fleet_check_task_refuses_bad_tier_or_check_before_any_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    flags: dict[str, str]) -> None:
+    from invoke import Context
+    from invoke.exceptions import Exit
+
+    from accelstack.tasks.report import fleet_check as task
+
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+    with pytest.raises(Exit) as exited:
+        task(Context(), inventory=["lab"], reports_dir=str(tmp_path / "reports"), **flags)
+    assert exited.value.code == 3
+    assert not (tmp_path / "runs").exists()

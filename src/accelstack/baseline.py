@@ -143,6 +143,15 @@ class Regression:
         return data
 
 
+def fault_is_elsewhere(record: Record) -> bool:
+    """A multi-node record whose pairwise isolation put the fault on other nodes.
+
+    Every node of a multi-node run carries the whole job's busbw, so a slow link on one node drops the figure on
+    all of them; the drop is the named nodes' regression, not this host's (which would otherwise be drained)."""
+    at_fault = record.metrics.get("at_fault")
+    return record.status != "fail" and isinstance(at_fault, list) and bool(at_fault) and record.host not in at_fault
+
+
 def find_regressions(run_records: Iterable[Record], baseline: Baseline | None,
                      busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT) -> list[Regression]:
     """Every regression of a run against a baseline, ordered by host, check and kind.
@@ -161,7 +170,7 @@ def find_regressions(run_records: Iterable[Record], baseline: Baseline | None,
             found.append(Regression(record.host, record.check, "new_failure", then.status, record.status,
                                     record.status))
         now_busbw = peak_busbw(record)
-        if then.busbw_gbps and now_busbw is not None and then.busbw_gbps > 0:
+        if then.busbw_gbps and now_busbw is not None and then.busbw_gbps > 0 and not fault_is_elsewhere(record):
             drop = (then.busbw_gbps - now_busbw) / then.busbw_gbps * 100.0
             if drop > busbw_drop_pct:
                 found.append(Regression(record.host, record.check, "busbw_drop", then.busbw_gbps, now_busbw,

@@ -132,6 +132,7 @@ HELP_FLEET = {
     "reports_dir": "folder for junit.xml, report.html, accelstack.prom, summary.json (default: reports)",
     "busbw_drop_pct": HELP_REPORT["busbw_drop_pct"],
     "tier": "validation tier: quick, standard or full (default standard)",
+    "only": "comma-separated checks to run whatever the tier, e.g. allreduce,multinode",
 }
 
 
@@ -139,18 +140,20 @@ HELP_FLEET = {
 @boundary
 def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
                 reports_dir: str = "reports", busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT,
-                tier: str = "standard") -> int:
+                tier: str = "standard", only: str | None = None) -> int:
     """Validate the fleet, compare with the baseline, write every report, drain bad hosts.
 
     Exit 0 healthy; 1 a failure or regression; 2 hosts could not be checked; 3 bad input.
     """
     # Imported here: validation is a heavier layer, and report/history/baseline load without it.
-    from ..validate import validate_inventory
+    from ..validate import load_registry, select, validate_inventory
 
+    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    select(load_registry(), tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
     progress = FleetReporter()
 
     def validate(name: str) -> list[Record]:
-        records: list[Record] = validate_inventory(name, tier=tier, reporter=progress)
+        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress)
         return records
 
     return run_fleet_check(list(inventory or ["local"]), validate=validate, drain_cmd=drain_cmd,

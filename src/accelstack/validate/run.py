@@ -59,10 +59,10 @@ def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: l
     ordered = [ctx for ctx in contexts.values() if ctx.host.name not in down]
     members, errors = prepare_members(ordered, lambda ctx: fleet.connect(ctx.host), folder, configs)
     if any("multinode" in v.checks for v in cluster):
+        # The multi-node check could not run on it (unreachable, upload refused): `error`, not `fail`. An
+        # unreachable node is no evidence of a bad node, and a `fail` here would have the fleet check drain it.
         for record in errors:
             record.check = "multinode"
-            record.status = "fail"
-            record.summary = f"at fault: {record.host} ({record.summary})"
     emit(errors)
     first = ordered[0].vars if ordered else {}
     rendezvous = int(first.get("rendezvous_port") or DEFAULT_RENDEZVOUS_PORT)
