@@ -25,13 +25,12 @@ import threading
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry
+from _common import record as result
+
 PR_SET_PDEATHSIG = 1
 DEFAULT_SIZES = [1 << 16, 1 << 20, 1 << 24]
-
-
-def result(check, status, summary, metrics=None, evidence=None, remedy=None):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
 
 
 def busbw_factor(collective, ranks):
@@ -327,15 +326,12 @@ def main(config):
     return single_node(config)
 
 
+def checks_for(config):
+    """The checks this run was for: an error is reported for each of them."""
+    if config.get("mode") == "init":
+        return ["collective_init"]
+    return config.get("collectives") or ["allreduce", "allgather"]
+
+
 if __name__ == "__main__":
-    _config = {}
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _names = ["collective_init"] if _config.get("mode") == "init" else (
-            _config.get("collectives") or ["allreduce", "allgather"])
-        _checks = [result(name, "error", "the collectives validator failed: %s"
-                          % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]}) for name in _names]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("collectives", main, error_checks=checks_for)

@@ -8,30 +8,16 @@ This script judges only what needs the host: can torch see and use the devices.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for, run_tool
 
 CHECK = "devices"
 NVIDIA_QUERY = "index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,temperature.gpu,utilization.gpu"
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check=CHECK):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
-
-
-def run_tool(argv, timeout=30):
-    """(exit status, output); a missing or hung tool is data, not an exception."""
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        return proc.returncode, proc.stdout.decode("utf-8", "replace")
-    except FileNotFoundError:
-        return 127, "%s: not found" % argv[0]
-    except subprocess.TimeoutExpired:
-        return 124, "%s: no answer within %d s (a wedged device can hang the tool)" % (argv[0], timeout)
+WEDGED = "a wedged device can hang the tool"
+result = results_for(CHECK)
 
 
 def torch_view(vendor):
@@ -82,11 +68,11 @@ def main(config):
     metrics = {}
     if vendor == "ascend":
         evidence["command"] = "npu-smi info"
-        evidence["tool_exit"], evidence["tool_output"] = run_tool(["npu-smi", "info"])
+        evidence["tool_exit"], evidence["tool_output"] = run_tool(["npu-smi", "info"], hang_note=WEDGED)
     elif vendor == "nvidia":
         evidence["command"] = "nvidia-smi --query-gpu=%s --format=csv,noheader,nounits" % NVIDIA_QUERY
         evidence["tool_exit"], evidence["tool_output"] = run_tool(
-            ["nvidia-smi", "--query-gpu=" + NVIDIA_QUERY, "--format=csv,noheader,nounits"])
+            ["nvidia-smi", "--query-gpu=" + NVIDIA_QUERY, "--format=csv,noheader,nounits"], hang_note=WEDGED)
     view = torch_view(vendor)
     evidence["torch"] = view
     metrics["torch_devices"] = view.get("count")
@@ -114,10 +100,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the devices validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("devices", main)

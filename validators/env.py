@@ -10,23 +10,20 @@ non-contiguous visible-device list makes local rank N a different physical devic
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import socket
 import struct
 import subprocess
 import sys
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for
 
 SIOCGIFADDR = 0x8915
 IFF_UP = 0x1
 EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=")
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check="env"):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
+result = results_for("env")
 
 
 def login_environment():
@@ -197,10 +194,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the env validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("env", main)

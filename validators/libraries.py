@@ -10,21 +10,18 @@ ELF dynamic symbol table is read in pure Python: no dlopen, so a broken library 
 from __future__ import annotations
 
 import glob
-import json
 import os
 import struct
 import subprocess
 import sys
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for
 
 CHECK = "libraries"
 SHT_DYNSYM = 11
 SHN_UNDEF = 0
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check=CHECK):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
+result = results_for(CHECK)
 
 
 def elf_dynamic_symbols(path):
@@ -149,10 +146,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the libraries validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("libraries", main)

@@ -5,29 +5,15 @@ registers memory: "ibv_reg_mr ... Cannot allocate memory"), and device memory he
 ours. The vendor tool's output is judged on the control side with the facts parsers."""
 from __future__ import annotations
 
-import json
 import os
 import resource
-import subprocess
 import sys
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for, run_tool
 
 GIB = 1 << 30
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check="memory"):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
-
-
-def run_tool(argv, timeout=30):
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        return proc.returncode, proc.stdout.decode("utf-8", "replace")
-    except FileNotFoundError:
-        return 127, "%s: not found" % argv[0]
-    except subprocess.TimeoutExpired:
-        return 124, "%s: no answer within %d s" % (argv[0], timeout)
+result = results_for("memory")
 
 
 def main(config):
@@ -81,10 +67,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the memory validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("memory", main)

@@ -9,16 +9,16 @@ connects to config["peers"] = [{host, address, ports}] and reports what answered
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import sys
 import time
-import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for
 
-def result(status, summary, metrics=None, evidence=None, remedy=None, check="ports"):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
+result = results_for("ports")
 
 
 def listen(config):
@@ -72,13 +72,10 @@ def probe(config):
                    metrics, evidence)]
 
 
+def main(config):
+    return listen(config) if config.get("role") == "listen" else probe(config)
+
+
 if __name__ == "__main__":
-    _config = {}
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = listen(_config) if _config.get("role") == "listen" else probe(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the ports validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    if _config.get("role") != "listen":
-        sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    # listen prints its own line (the ports it holds) and stays up; only probe answers with a checks document.
+    main_entry("ports", main, prints=lambda config: config.get("role") != "listen")

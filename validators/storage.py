@@ -8,18 +8,15 @@ the collective timeout.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for
 
 CHECK = "storage"
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check=CHECK):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
+result = results_for(CHECK)
 
 
 def write_probe(folder, megabytes):
@@ -87,10 +84,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the storage validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("storage", main)

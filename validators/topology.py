@@ -8,18 +8,15 @@ device with numa_node -1 on a multi-socket host means the BIOS does not report a
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sys
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
+from _common import main_entry, results_for
 
 # PCI vendor:class prefixes: NVIDIA 3D/VGA controllers, Huawei processing accelerators (Ascend).
 ACCELERATORS = {("0x10de", "0x0302"), ("0x10de", "0x0300"), ("0x19e5", "0x1200")}
-
-
-def result(status, summary, metrics=None, evidence=None, remedy=None, check="topology"):
-    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
-            "evidence": evidence or {}, "remedy": remedy}
+result = results_for("topology")
 
 
 def read(path):
@@ -69,10 +66,4 @@ def main(config):
 
 
 if __name__ == "__main__":
-    try:
-        _config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        _checks = main(_config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        _checks = [result("error", "the topology validator failed: %s" % traceback.format_exc().splitlines()[-1],
-                          evidence={"traceback": traceback.format_exc().splitlines()[-15:]})]
-    sys.stdout.write(json.dumps({"checks": _checks}, default=str) + "\n")
+    main_entry("topology", main)

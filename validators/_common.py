@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""What every host-side validator shares: the check record, running a vendor tool, and the ``__main__`` entry.
+
+Not a validator: it has no ``# accelstack-validator:`` header, so the registry passes it over, while the upload
+(``accelstack.validate.remote.bundle``, every ``*.py`` here) carries it and its content hash covers it. A validator
+runs as ``python <folder>/<name>.py '<config json>'``, so this file's folder is ``sys.path[0]`` there; loaded by
+path (the unit tests) a validator puts its own folder on ``sys.path`` before importing this.
+
+Stdlib only, Python 3.6 syntax: it runs with the host's system python as well as the stack's.
+"""
+
+import json
+import subprocess
+import sys
+import traceback
+
+
+def record(check, status, summary, metrics=None, evidence=None, remedy=None):
+    """One check result as the control side reads it (accelstack.validate.results.to_record)."""
+    return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
+            "evidence": evidence or {}, "remedy": remedy}
+
+
+def results_for(default_check):
+    """``result(status, summary, metrics, evidence, remedy, check)`` for a validator whose records are named
+    ``default_check`` unless a call names another (``check="memory.shm"``)."""
+    def result(status, summary, metrics=None, evidence=None, remedy=None, check=default_check):
+        return record(check, status, summary, metrics, evidence, remedy)
+    return result
+
+
+def run_tool(argv, timeout=30, hang_note=None):
+    """(exit status, output); a missing or hung tool is data, not an exception. ``hang_note`` says in the
+    timeout message why the tool may hang."""
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        return proc.returncode, proc.stdout.decode("utf-8", "replace")
+    except FileNotFoundError:
+        return 127, "%s: not found" % argv[0]
+    except subprocess.TimeoutExpired:
+        message = "%s: no answer within %d s" % (argv[0], timeout)
+        return 124, message + (" (%s)" % hang_note if hang_note else "")
+
+
+def main_entry(name, main, error_checks=None, prints=None):
+    """The validator's ``__main__``: ``sys.argv[1]`` as the JSON config, ``main(config)`` for the checks, one
+    ``{"checks": [...]}`` line on stdout. A validator never raises: any exception (a config that is not JSON
+    included) becomes an ``error`` record, ``"the <name> validator failed: <last traceback line>"`` with the
+    traceback's tail as evidence, for the check ``name`` or, with ``error_checks``, for each check that
+    ``error_checks(config)`` names (``{}`` when the config did not parse). ``prints(config)`` false means the run
+    writes its own output and no document is printed (ports' listen role)."""
+    config = {}
+    try:
+        config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+        checks = main(config)
+    except BaseException:  # a validator never raises: its own failure is an error record
+        lines = traceback.format_exc().splitlines()
+        summary = "the %s validator failed: %s" % (name, lines[-1])
+        checks = [record(check, "error", summary, evidence={"traceback": lines[-15:]})
+                  for check in (error_checks(config) if error_checks else [name])]
+    if prints is None or prints(config):
+        sys.stdout.write(json.dumps({"checks": checks}, default=str) + "\n")
