@@ -8,8 +8,6 @@ from pathlib import Path
 from invoke import task
 from rich.console import Console
 
-from ..bundle import analyze_bundle, collect
-from ..diagnose import render_diagnosis
 from ..fanout import FanoutOptions, Fleet
 from ..gather import probe_options_for
 from ..inventory import load_inventory
@@ -23,6 +21,8 @@ from .common import HELP_COMMON, boundary
 def collect_bundles(c, inventory=None, limit=None, output=None, json=False, forks=64):
     """Gather a support bundle per host (one round trip): npu-smi, hccn_tool, nvidia-smi -q -x and topo -m,
     lspci, ip addr, version files, the environment (secrets masked), pip list and dmesg; folder and .tar.gz."""
+    from ..bundle import collect  # loaded when this task runs, not for every task
+
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
     dest = Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}")
@@ -55,6 +55,9 @@ def collect_bundles(c, inventory=None, limit=None, output=None, json=False, fork
 @boundary
 def analyze(c, bundle, expect_devices=None, json=False):
     """Run the fact parsers, the offline checks and the log diagnosis on a bundle, as if the host were there."""
+    from ..bundle import analyze_bundle
+    from ..diagnose import render_diagnosis
+
     facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=None if expect_devices is None
                                                else int(expect_devices))
     failing = [r for r in records if r.status in ("fail", "error")]

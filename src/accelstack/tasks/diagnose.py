@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json as jsonlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invoke import task
 from rich.console import Console
 
-from ..diagnose import Diagnosis, diagnose_paths, render_diagnosis
 from ..errors import ConfigError
 from ..output import records_table
 from ..records import Record
 from .common import boundary
+
+if TYPE_CHECKING:
+    from ..diagnose import Diagnosis
 
 HELP = {
     "log": "a log file to read (repeatable; plain or gzip, detected by content; '-' reads standard input)",
@@ -69,6 +71,8 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     finding, what to do, and which validator confirms it on a host. Exit 0: no known signature; 1: findings;
     3: a log could not be read.
     """
+    from ..diagnose import diagnose_paths, render_diagnosis  # loaded when this task runs
+
     paths = list(log or [])
     if not paths:
         raise ConfigError("no log given", hint="inv diagnose --log FILE [--log FILE ...]; '-' reads stdin")

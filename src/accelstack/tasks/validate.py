@@ -7,8 +7,6 @@ from invoke import task
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
-from ..validate import load_registry, select
-from ..validate.run import validate_inventory
 from .common import HELP_COMMON, boundary
 
 
@@ -22,6 +20,9 @@ def validate(c, inventory=None, limit=None, tier="standard", only=None, json=Fal
     """Validate hosts and the fleet: devices, versions, libraries, env, topology, memory, storage, collective
     init, single-node allreduce/allgather busbw, clock skew, ports and a multi-node allreduce with pairwise fault
     isolation. With no inventory it validates this machine, including a 2-rank gloo allreduce."""
+    from ..validate import load_registry, select  # loaded when this task runs, not for every task
+    from ..validate.run import validate_inventory
+
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     inv = load_inventory(inventory)
