@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 from .connection import Transport
@@ -11,9 +12,15 @@ from .facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from .fanout import Fleet, Outcome
 from .inventory import Host
 from .records import Record, Status, error_record
-from .stacks import load_stack
+from .stacks import Stack, load_stack
 
 PROBE_TIMEOUT = 60.0
+
+
+@functools.lru_cache(maxsize=32)
+def _stack_named(name: str) -> Stack:
+    # Once per stack name per process: parsing the stack's YAML for each of hundreds of hosts showed in profiles.
+    return load_stack(name)
 
 
 def probe_options_for(host: Host, context: HostContext | None = None) -> ProbeOptions:
@@ -28,7 +35,7 @@ def probe_options_for(host: Host, context: HostContext | None = None) -> ProbeOp
         extra_paths = list(context.stack.paths.values())
     elif host.vars.get("stack"):
         try:
-            stack = load_stack(str(host.vars["stack"]))
+            stack = _stack_named(str(host.vars["stack"]))
             python = str(host.vars.get("stack_python") or stack.paths.get("python") or python)
             extra_paths = list(stack.paths.values())
         except ConfigError:
