@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -231,7 +233,7 @@ def test_interface_syntax_and_visible_device_lists() -> None:
 
 
 def test_every_script_prints_one_document_even_when_it_breaks(tmp_path: Path) -> None:
-    for script in ("env", "libraries", "topology", "memory", "storage"):
+    for script in ("env", "libraries", "topology", "memory", "storage", "network"):
         proc = subprocess.run([sys.executable, str(VALIDATORS / f"{script}.py"), "{not json"],
                               capture_output=True, text=True, timeout=60)
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -266,3 +268,151 @@ def test_libraries_fails_with_the_remedy_on_a_library_lacking_the_symbol(tmp_pat
     assert checks[0]["status"] == "fail" and "HcclCommInitRootInfoConfig" in checks[0]["summary"]
     assert "HcclCommInitRootInfo," not in checks[0]["summary"]
     assert checks[0]["remedy"] == "install CANN X"
+
+
+# ----- hccn: NPU device IPs in /etc/hccn.conf against hccn_tool -ip -g (validators/network.py) -----
+
+HCCN_TOOL = "usr/local/Ascend/driver/tools/hccn_tool"
+
+
+@pytest.fixture(scope="module")
+def ascend_driver_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from accelstack.lab.simulated import packages
+
+    path = tmp_path_factory.mktemp("simdriver") / "driver.run"
+    path.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
+    return path
+
+
+def fake_path(tmp_path: Path) -> str:
+    """PATH with this interpreter as python3 (the simulated tools' shebang) and the system folders: no real
+    vendor tool of this machine's is ever found."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if not (bin_dir / "python3").exists():
+        (bin_dir / "python3").symlink_to(sys.executable)
+    return f"{bin_dir}:/usr/bin:/bin"
+
+
+@pytest.fixture()
+def ascend_root(ascend_driver_run: Path, tmp_path: Path) -> Path:
+    """The simulated Ascend driver (4 NPUs, device IPs in hccn.conf) installed under a temporary root."""
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "passwd").write_text("root:x:0:0::/root:/bin/sh\nHwHiAiUser:x:1000:1000::/home/H:/bin/sh\n")
+    (root / "etc" / "group").write_text("root:x:0:\nHwHiAiUser:x:1000:\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELSTACK_SIM", "ASCEND_"))}
+    env.update(ACCELSTACK_SIM_ROOT=str(root), ACCELSTACK_SIM_DEVICES=json.dumps({"count": 4}),
+               PATH=fake_path(tmp_path))
+    proc = subprocess.run(["sh", str(ascend_driver_run), "--full", "--quiet"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+def run_hccn(root: Path, tmp_path: Path, config: dict | None = None, path: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELSTACK_SIM", "ASCEND_"))}
+    env.update(ACCELSTACK_SIM_ROOT=str(root), PATH=path or fake_path(tmp_path))
+    proc = subprocess.run([sys.executable, str(VALIDATORS / "network.py"),
+                           json.dumps({"host": "n1", "vendor": "ascend"} if config is None else config)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    checks = json.loads(proc.stdout.strip().splitlines()[-1])["checks"]
+    assert len(checks) == 1 and checks[0]["check"] == "hccn", checks
+    return checks[0]
+
+
+def edit_hccn_conf(root: Path, drop: str | None = None, **values: str) -> None:
+    conf = root / "etc" / "hccn.conf"
+    lines = []
+    for line in conf.read_text().splitlines():
+        key = line.partition("=")[0]
+        if drop and key.endswith("_" + drop):
+            continue
+        lines.append(f"{key}={values.pop(key)}" if key in values else line)
+    conf.write_text("".join(f"{line}\n" for line in lines))
+
+
+def test_hccn_is_registered_quick_with_the_system_python() -> None:
+    registry = load_registry(VALIDATORS)
+    by_check = {c: v for v in registry for c in v.checks}
+    assert by_check["hccn"].tier == "quick" and by_check["hccn"].python == "system"
+    assert by_check["hccn"].script == VALIDATORS / "network.py"
+    assert {c for v in select(registry, "quick") for c in v.checks} >= {"hccn", "devices"}
+    assert [v.name for v in select(registry, "full", {"hccn"})] == ["hccn"]
+
+
+def test_hccn_parsers_match_the_control_side() -> None:
+    from accelstack.facts.parsers import parse_hccn_conf, parse_hccn_ip
+
+    network = load_script("network")
+    for text in ("ipaddr:10.10.0.10\nnetmask:255.255.255.0\n", "", "ipaddr: 10.0.0.1 \n", "garbage\nipaddr:\n"):
+        ip = parse_hccn_ip(text)
+        assert network.parse_hccn_ip(text) == (ip.ipaddr, ip.netmask), text
+    conf = ("# site plan\naddress_0=10.0.0.10\nnetmask_0=255.255.255.0\n address_1 = 10.0.0.11\naddress_x=1.2.3.4\n"
+            "address_2=\nnetdetect_0=10.0.0.254\naddress_15=10.0.1.5\nnonsense\n")
+    assert {d: f["address"] for d, f in network.parse_hccn_conf(conf).items()} == parse_hccn_conf(conf)
+    assert network.parse_hccn_conf(conf)[0] == {"address": "10.0.0.10", "netmask": "255.255.255.0"}
+    listing = "\tTotal Count                    : 2\n\n\tNPU ID                         : 0\n\tChip Count : 1\n\n" \
+              "\tNPU ID                         : 4\n\tChip Count : 1\n"
+    assert network.parse_npu_ids(listing) == [0, 4]
+
+
+def test_hccn_passes_when_every_npu_agrees(ascend_root: Path, tmp_path: Path) -> None:
+    check = run_hccn(ascend_root, tmp_path)
+    assert check["status"] == "pass", check
+    assert check["metrics"] == {"devices": 4, "agree": 4, "disagree": 0, "unqueried": 0}
+    assert check["evidence"]["devices"]["3"]["live"] == check["evidence"]["devices"]["3"]["hccn_conf"] \
+        == "192.168.103.1"
+
+
+def test_hccn_fails_on_a_stale_entry_and_its_remedy_fixes_it(ascend_root: Path, tmp_path: Path) -> None:
+    edit_hccn_conf(ascend_root, address_2="192.168.102.99")
+    check = run_hccn(ascend_root, tmp_path)
+    assert check["status"] == "fail", check
+    assert "npu 2" in check["summary"] and "192.168.102.99" in check["summary"]
+    assert "192.168.102.1" in check["summary"] and "npu 1" not in check["summary"]
+    assert check["metrics"]["disagree"] == 1
+    tool = str(ascend_root / HCCN_TOOL)
+    keep_live = f"{tool} -i 2 -ip -s address 192.168.102.1 netmask 255.255.255.0"
+    assert keep_live in check["remedy"] and "--only hccn" in check["remedy"]
+    # The remedy as written persists the live address, and the check passes again.
+    subprocess.run(keep_live.split(), env={"PATH": fake_path(tmp_path)}, check=True, timeout=30)
+    assert run_hccn(ascend_root, tmp_path)["status"] == "pass"
+
+
+def test_hccn_fails_on_a_device_missing_from_hccn_conf(ascend_root: Path, tmp_path: Path) -> None:
+    edit_hccn_conf(ascend_root, drop="3")
+    check = run_hccn(ascend_root, tmp_path)
+    assert check["status"] == "fail", check
+    assert "npu 3: missing from hccn.conf, interface 192.168.103.1" in check["summary"]
+    assert "-i 3 -ip -s address 192.168.103.1 netmask 255.255.255.0" in check["remedy"]
+
+
+def test_hccn_fails_on_a_device_hccn_tool_no_longer_knows(ascend_root: Path, tmp_path: Path) -> None:
+    from accelstack.lab.simulated import drop_device_command
+
+    subprocess.run(["sh", "-c", drop_device_command(1, root=str(ascend_root), python=sys.executable)], check=True)
+    check = run_hccn(ascend_root, tmp_path)
+    assert check["status"] == "fail", check
+    assert "npu 1: address_1=192.168.101.1 in hccn.conf, but hccn_tool -i 1 -ip -g fails" in check["summary"]
+    assert check["evidence"]["devices"]["1"]["in_npu_smi"] is False
+
+
+def test_hccn_finds_the_tools_on_path(ascend_root: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "vendor-bin"
+    bin_dir.mkdir()
+    shutil.move(str(ascend_root / HCCN_TOOL), str(bin_dir / "hccn_tool"))
+    shutil.move(str(ascend_root / "usr/local/bin/npu-smi"), str(bin_dir / "npu-smi"))
+    assert run_hccn(ascend_root, tmp_path, path=f"{bin_dir}:{fake_path(tmp_path)}")["status"] == "pass"
+    check = run_hccn(ascend_root, tmp_path)  # neither on PATH nor where the driver puts them
+    assert check["status"] == "error" and "hccn_tool not found" in check["summary"]
+
+
+def test_hccn_skips_hosts_without_an_ascend_driver(ascend_root: Path, tmp_path: Path) -> None:
+    for vendor in ("cpu", "nvidia"):  # the stack says so: nothing is asked, even with a driver present
+        check = run_hccn(ascend_root, tmp_path, {"host": "n1", "vendor": vendor})
+        assert check["status"] == "skip" and vendor in check["summary"], check
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    check = run_hccn(empty, tmp_path, {"host": "n1"})  # no stack named, no driver found
+    assert check["status"] == "skip" and "no Ascend driver" in check["summary"], check
