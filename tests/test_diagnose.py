@@ -47,7 +47,8 @@ def test_every_entry_has_its_fields():
     for sig in CATALOG.signatures:
         assert sig.vendor in ("nvidia", "ascend", "any")
         assert sig.patterns and sig.explanation and sig.remedy and sig.source
-        assert sig.confirm_with in {"libraries", "env", "memory", "devices", "versions", "collective", "storage"}
+        assert sig.confirm_with in {"libraries", "env", "memory", "devices", "versions", "collective", "storage",
+                                    "hccn"}
 
 
 @pytest.mark.parametrize("sig_id", SIGNATURE_IDS)
@@ -330,3 +331,14 @@ def test_positional_logs_can_be_spread_into_flags():
     argv = ["inv", "diagnose", "a.log", "b.log.gz", "--json", "--host", "n1", "-"]
     assert spread_positional_logs(argv) == ["inv", "diagnose", "--log", "a.log", "--log", "b.log.gz", "--json",
                                             "--host", "n1", "--log", "-"]
+
+
+def test_every_confirming_validator_is_a_real_check():
+    # `diagnose --host` runs these; a catalog entry naming a check validate does not have would fail there.
+    from accelstack.tasks.diagnose import CONFIRM_CHECKS
+    from accelstack.validate import load_registry
+    from accelstack.validate.registry import all_checks
+
+    checks = set(all_checks(load_registry()))
+    for signature in load_catalog().signatures:
+        assert set(CONFIRM_CHECKS.get(signature.confirm_with, (signature.confirm_with,))) <= checks, signature.id

@@ -34,6 +34,7 @@ CONFIRM_CHECKS: dict[str, tuple[str, ...]] = {
     "collective": ("collective_init", "allreduce"),
     "devices": ("devices",),
     "env": ("env",),
+    "hccn": ("hccn",),
     "libraries": ("libraries",),
     "memory": ("memory",),
     "storage": ("storage",),
