@@ -40,9 +40,10 @@ REQUIRED_COMPONENTS: dict[str, frozenset[str]] = {
     "cpu": VENDOR_COMPONENTS["cpu"],
 }
 
-# python is pinned as a series (3.11 means any 3.11.x); NCCL reports a "+cudaX.Y" build suffix that says how it
-# was built, not which release it is. Everything else must match exactly unless the stack says otherwise.
-DEFAULT_MATCH: dict[str, MatchMode] = {"python": "prefix", "nccl": "release"}
+# python and the CUDA toolkit are pinned as a series (3.11 means any 3.11.x; cuda 12.8 is met by the 12.8.1 that
+# the cuda_12.8.1_*.run writes to version.json); NCCL reports a "+cudaX.Y" build suffix that says how it was built,
+# not which release it is. Everything else must match exactly unless the stack says otherwise.
+DEFAULT_MATCH: dict[str, MatchMode] = {"python": "prefix", "cuda": "prefix", "nccl": "release"}
 
 REQUIRED_FIELDS = ("name", "vendor", "backend", "description", "components", "paths", "devices")
 OPTIONAL_FIELDS = ("env", "nvidia_driver_branch")
