@@ -253,6 +253,13 @@ def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
     for change in plan.changes:
         began = time.monotonic()
         result = STEP_KINDS[change.kind].apply(transport, change)
+        if result.reboot_needed or any(plan.handlers.get(h) is not None and plan.handlers[h].kind == "reboot"
+                                       for h in change.notify):
+            # Recorded on the host at once, not after the last step: a later step that fails must not lose the
+            # reboot this one needs (a new driver would otherwise run unnoticed without it).
+            reboot_steps.append(change.step)
+            transport.run(mark_reboot_command(reboot_steps), check=True, timeout=30)
+            outcome.reboot_needed = True
         status, summary = "pass", change.summary
         if change.kind == "installer":
             facts = probe(transport, probe_options_for(transport.host, prepared.contexts[name]))
@@ -270,8 +277,6 @@ def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
                     outcome.steps.append(record)
                     raise HostError(f"{change.component} did not reach {change.target} (reads {have})", host=name,
                                     command=change.step)
-        if result.reboot_needed:
-            reboot_steps.append(change.step)
         for handler in change.notify:
             notified.setdefault(handler, set()).add(change.step)
         outcome.changed += 1
@@ -282,10 +287,8 @@ def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
                         duration_s=round(time.monotonic() - began, 3))
         on_step(record)
         outcome.steps.append(record)
-    # 4. Handlers: a reboot is recorded on the host (done by --reboot, in rolling batches); commands run once.
-    if reboot_steps:
-        transport.run(mark_reboot_command(reboot_steps), check=True, timeout=30)
-        outcome.reboot_needed = True
+    # 4. Handlers: a reboot was recorded on the host as its step ran (done by --reboot, in rolling batches);
+    # commands run once.
     for handler_name in notified:
         spec = plan.handlers.get(handler_name)
         if spec is not None and spec.kind == "command":
