@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accelstack.fanout import Fleet
+from accelstack.inventory import load_inventory
 from accelstack.provision.artifacts import add_dependency_wheels
 
 from .conftest import REPO
@@ -139,6 +141,11 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
     usr_local = host_root(nlab, "lab1") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.8"
     assert (usr_local / "nccl" / "lib" / "libnccl.so.2.26.2").is_file()
+    # The system NCCL is on the loader's path through ld.so.conf.d (after torch's own RUNPATH), not in the env.
+    assert "provision.nccl.loader-path" in {r["check"] for r in steps}
+    with Fleet() as fleet:
+        cache = fleet.connect(load_inventory(str(inv)).select("lab1")[0]).run("ldconfig -p", check=True).stdout
+    assert "/usr/local/nccl/lib/libnccl.so.2" in cache
     assert (host_root(nlab, "lab1") / "opt" / "accelstack" / "etc" / "hostfile").read_text().splitlines() == [
         "10.223.0.11 slots=8", "10.223.0.12 slots=8"]
 
@@ -186,6 +193,8 @@ def test_devices_check_sees_8_gpus_and_a_cpu_torch(nlab: dict, tmp_path: Path) -
                                            "type": None, "count": 0}
     assert record["status"] == "fail"
     assert record["summary"] == "torch sees 0 of the 8 device(s) nvidia-smi reports"
+    # The hardware answers, so the remedy points at the python side, not at the device.
+    assert "has no nvidia backend" in record["remedy"] and "inv provision --limit lab1" in record["remedy"]
     assert proc.returncode == 1
 
 

@@ -116,6 +116,13 @@ def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
         problems.append("unhealthy: " + "; ".join(unhealthy[:8]))
     if torch_count is not None and torch_count != count and not record.evidence.get("visible_devices"):
         problems.append(f"torch sees {torch_count} of the {count} device(s) {tool} reports")
+        if torch_count == 0 and count:
+            # The hardware answers and torch sees nothing: the python side, not the device, is what to fix.
+            torch = record.evidence.get("torch") or {}
+            backend = "torch_npu (imported before torch's device API)" if vendor == "ascend" else "a CUDA build"
+            record.remedy = record.remedy or (
+                f"torch {torch.get('torch') or '?'} in the stack's python has no {vendor} backend; it needs "
+                f"{backend}: inv provision --limit {config.get('host') or '<host>'} installs the stack's pins")
     if record.status == "fail":
         problems.insert(0, record.summary)
     if problems:
