@@ -279,3 +279,23 @@ def test_manifest_entries_are_checked() -> None:
     with pytest.raises(ConfigError, match="relative"):
         parse_manifest([{"file": "../a.run", "sha256": "a" * 64, "size": 1, "component": "c", "version": "1"}],
                        "manifest.yml")
+
+
+def test_retry_failed_reads_the_newest_applying_run(tmp_path: Path) -> None:
+    from accelstack.provision import failed_hosts_of_last_run
+    from accelstack.records import Record, RunWriter
+
+    assert failed_hosts_of_last_run(tmp_path) is None
+    done = RunWriter("provision", base=tmp_path, run_id="20261101T000000Z-provision-aaaa",
+                     meta={"hosts": ["n1", "n2", "n3"]})
+    for host, status in (("n1", "pass"), ("n2", "error"), ("n3", "fail")):
+        done.write(Record(host=host, check="provision", status=status, summary=""))  # type: ignore[arg-type]
+    done.close()
+    assert failed_hosts_of_last_run(tmp_path) == ["n2", "n3"]
+    # A newer run killed halfway: hosts without a final record count as failed; a torn last line is ignored.
+    cut = RunWriter("provision", base=tmp_path, run_id="20261102T000000Z-provision-bbbb",
+                    meta={"hosts": ["n1", "n2", "n3"]})
+    cut.write(Record(host="n2", check="provision", status="pass", summary=""))
+    with (cut.path / "results.jsonl").open("a") as handle:
+        handle.write('{"host": "n3", "check": "provis')
+    assert failed_hosts_of_last_run(tmp_path) == ["n1", "n3"]

@@ -25,7 +25,7 @@ from ..facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from ..fanout import Fleet
 from ..gather import PROBE_TIMEOUT, probe, probe_options_for
 from ..inventory import Host
-from ..records import Record, error_record, runs_dir
+from ..records import Record, error_record, read_run, runs_dir
 from ..stacks.versions import VersionError, versions_match
 from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
 from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles
@@ -416,28 +416,12 @@ def failed_hosts_of_last_run(base: Path | None = None) -> list[str] | None:
             continue
         if meta.get("kind") != CHECK or meta.get("check_only"):
             continue
-        failed: set[str] = set()
-        results = run / "results.jsonl"
-        if results.exists():
-            for line in results.read_text().splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if record.get("check") == CHECK and record.get("status") in ("error", "fail"):
-                    failed.add(record["host"])
+        finals = [r for r in read_run(run) if r.check == CHECK] if (run / "results.jsonl").exists() else []
+        failed = {r.host for r in finals if r.status in ("error", "fail")}
         planned = meta.get("hosts") or []
         if "finished" not in meta:
             # An interrupted run: every host without a final record counts as failed.
-            done = set()
-            if results.exists():
-                for line in results.read_text().splitlines():
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        continue
-                    if record.get("check") == CHECK and record.get("status") in ("pass", "warn"):
-                        done.add(record["host"])
+            done = {r.host for r in finals if r.status in ("pass", "warn")}
             failed |= {h for h in planned if h not in done}
         return [h for h in planned if h in failed] or sorted(failed)
     return None
