@@ -23,6 +23,7 @@ import yaml
 from accelstack.provision.artifacts import add_dependency_wheels
 
 from .conftest import REPO
+from .labtools import by_host, cli, host_root, records
 
 pytestmark = pytest.mark.lab
 
@@ -51,10 +52,6 @@ paths:
   python: /opt/accelstack/venv/bin/python
 devices: [910B3]
 """
-PROGRAM = ("import sys; from invoke import Collection, Program; "
-           "from accelstack.tasks.provision import provision, repo_ns; "
-           "from accelstack.tasks.facts import facts; "
-           "Program(namespace=Collection(provision, facts, repo_ns), name='accelstack').run(sys.argv)")
 
 
 @pytest.fixture(scope="module")
@@ -94,28 +91,19 @@ def plab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]
     lab.down()
 
 
-def cli(*args: str, runs: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PROGRAM, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "ACCELSTACK_RUNS": str(runs)})
 
 
-def records(proc: subprocess.CompletedProcess[str]) -> list[dict]:
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def host_records(proc: subprocess.CompletedProcess[str], check: str = "provision") -> dict[str, dict]:
-    return {r["host"]: r for r in records(proc) if r["check"] == check}
 
 
-def host_root(plab: dict, host: str) -> Path:
-    return plab["lab"].dir / "hosts" / host / "root"  # type: ignore[attr-defined,no-any-return]
 
 
 def snapshot(plab: dict, host: str) -> str:
     """Every path, size, mode, mtime and content hash under the host's /opt, /usr/local and /etc/profile.d."""
     digest = hashlib.sha256()
     for sub in ("opt", "usr_local", "profile.d"):
-        for path in sorted((host_root(plab, host) / sub).rglob("*")):
+        for path in sorted((host_root(plab["lab"], host) / sub).rglob("*")):
             st = path.lstat()
             digest.update(f"{path} {st.st_size} {st.st_mode} {st.st_mtime_ns}\n".encode())
             if path.is_file() and not path.is_symlink():
@@ -127,9 +115,9 @@ def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) ->
     before = {h: snapshot(plab, h) for h in ("lab1", "lab2", "lab3")}
     proc = cli("provision", "--inventory", str(plab["cpu"]), "--check", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    by_host = host_records(proc)
-    assert sorted(by_host) == ["lab1", "lab2", "lab3"]
-    for record in by_host.values():
+    hosts = by_host(proc)
+    assert sorted(hosts) == ["lab1", "lab2", "lab3"]
+    for record in hosts.values():
         assert record["metrics"]["changes"] == 4
         assert record["metrics"]["bytes_to_transfer"] > 100_000_000  # the torch wheel
         assert "torch: absent -> 2.13.0+cpu" in json.dumps(record["evidence"])
@@ -139,7 +127,7 @@ def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) ->
 def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -> None:
     proc = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    first = host_records(proc)
+    first = by_host(proc)
     for name in ("lab1", "lab2"):
         assert first[name]["status"] == "pass", first[name]
         assert first[name]["metrics"]["changed"] == 4
@@ -152,13 +140,13 @@ def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -
         assert torch["version"] == "2.13.0+cpu", record
 
     # A login shell on the host sources the rendered env file.
-    env = host_root(plab, "lab1") / "profile.d" / "accelstack.sh"
+    env = host_root(plab["lab"], "lab1") / "profile.d" / "accelstack.sh"
     assert "export GLOO_SOCKET_IFNAME=eth0" in env.read_text()
     assert oct(env.stat().st_mode & 0o777) == "0o644"
 
     again = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     assert again.returncode == 0, again.stderr
-    for record in host_records(again).values():
+    for record in by_host(again).values():
         assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}, record
     assert [r["check"] for r in records(again)] == ["provision", "provision"]
 
@@ -171,9 +159,9 @@ def _file_is_whole(path: Path, marker: str) -> bool:
 
 
 def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict, tmp_path: Path) -> None:
-    usr_local = host_root(plab, "lab3") / "usr_local"
+    usr_local = host_root(plab["lab"], "lab3") / "usr_local"
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-c", PROGRAM, "provision", "--inventory", str(plab["ascend"]),
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "provision", "--inventory", str(plab["ascend"]),
                              "--limit", "lab3", "--json"], cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -185,17 +173,17 @@ def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict
     assert (usr_local / "Ascend" / "driver" / "version.info").exists(), "the driver install never started"
     for path, marker in ((usr_local / "Ascend" / "driver" / "version.info", "package_version="),
                          (usr_local / "Ascend" / "firmware" / "version.info", "compatible_version_drv="),
-                         (host_root(plab, "lab3") / "profile.d" / "accelstack.sh", "HCCL_SOCKET_IFNAME")):
+                         (host_root(plab["lab"], "lab3") / "profile.d" / "accelstack.sh", "HCCL_SOCKET_IFNAME")):
         assert _file_is_whole(path, marker), path
 
     # The killed run counts as failed for lab3: --retry-failed picks it up, with a reboot in batches of 1.
     again = cli("provision", "--inventory", str(plab["ascend"]), "--retry-failed", "--reboot", "--batch", "1",
                 "--json", runs=runs)
     assert again.returncode == 0, again.stdout + again.stderr
-    by_host = host_records(again)
-    assert list(by_host) == ["lab3"] and by_host["lab3"]["status"] == "pass"
-    assert by_host["lab3"]["metrics"]["changed"] >= 1
-    assert host_records(again, "provision.reboot")["lab3"]["status"] == "pass"
+    hosts = by_host(again)
+    assert list(hosts) == ["lab3"] and hosts["lab3"]["status"] == "pass"
+    assert hosts["lab3"]["metrics"]["changed"] >= 1
+    assert by_host(again, "provision.reboot")["lab3"]["status"] == "pass"
 
     facts = records(cli("facts", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs))[0]
     components = facts["evidence"]["facts"]
@@ -203,13 +191,13 @@ def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict
     assert components["ascend"]["firmware"] == "7.7.0.1.231"
     assert components["ascend"]["cann_toolkit"] == "8.2.RC1"
     assert components["torch"]["torch_npu"] == "2.13.0"
-    table = json.loads((host_root(plab, "lab3") / "opt" / "accelstack" / "etc" / "rank_table.json").read_text())
+    table = json.loads((host_root(plab["lab"], "lab3") / "opt" / "accelstack" / "etc" / "rank_table.json").read_text())
     assert table["version"] == "1.0" and table["server_list"][0]["device"][0].get("device_ip")
-    env = (host_root(plab, "lab3") / "profile.d" / "accelstack.sh").read_text()
+    env = (host_root(plab["lab"], "lab3") / "profile.d" / "accelstack.sh").read_text()
     assert "/usr/local/Ascend/driver/lib64/driver" in env and "export HCCL_SOCKET_IFNAME=eth0" in env
 
     third = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs)
-    assert host_records(third)["lab3"]["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}
+    assert by_host(third)["lab3"]["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}
 
 
 def test_bad_checksum_installs_nothing(plab: dict, tmp_path: Path) -> None:
@@ -224,9 +212,9 @@ def test_bad_checksum_installs_nothing(plab: dict, tmp_path: Path) -> None:
     proc = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab1", "--repo", str(bad), "--json",
                runs=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    record = host_records(proc)["lab1"]
+    record = by_host(proc)["lab1"]
     assert record["status"] == "error" and "sha256" in record["summary"] and driver.name in record["summary"]
-    assert not (host_root(plab, "lab1") / "usr_local" / "Ascend").exists()
+    assert not (host_root(plab["lab"], "lab1") / "usr_local" / "Ascend").exists()
     assert snapshot(plab, "lab1") == before
 
 
@@ -238,11 +226,11 @@ def test_unreachable_host_is_an_error_and_the_rest_go_on(plab: dict, tmp_path: P
     finally:
         lab.heal("lab2")  # type: ignore[attr-defined]
     assert proc.returncode == 2
-    by_host = host_records(proc)
-    assert by_host["lab2"]["status"] == "error" and by_host["lab1"]["status"] == "pass"
+    hosts = by_host(proc)
+    assert hosts["lab2"]["status"] == "error" and hosts["lab1"]["status"] == "pass"
     retry = cli("provision", "--inventory", str(plab["cpu"]), "--retry-failed", "--json", runs=tmp_path)
     assert retry.returncode == 0, retry.stderr
-    assert list(host_records(retry)) == ["lab2"]
+    assert list(by_host(retry)) == ["lab2"]
 
 
 def test_interface_missing_on_a_host_is_refused_before_touching_it(plab: dict, tmp_path: Path) -> None:
@@ -253,6 +241,6 @@ def test_interface_missing_on_a_host_is_refused_before_touching_it(plab: dict, t
     before = snapshot(plab, "lab1")
     proc = cli("provision", "--inventory", str(inv), "--limit", "lab1", "--json", runs=tmp_path)
     assert proc.returncode == 2
-    record = host_records(proc)["lab1"]
+    record = by_host(proc)["lab1"]
     assert record["status"] == "error" and "ib0" in record["summary"]
     assert snapshot(plab, "lab1") == before

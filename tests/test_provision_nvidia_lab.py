@@ -29,7 +29,7 @@ from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
 from accelstack.provision.artifacts import add_dependency_wheels
 
-from .conftest import REPO
+from .labtools import by_host, cli, host_root, records
 
 pytestmark = pytest.mark.lab
 
@@ -73,21 +73,12 @@ def nlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]
     lab.down()
 
 
-def cli(*args: str, runs: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "accelstack", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "ACCELSTACK_RUNS": str(runs)})
 
 
-def records(proc: subprocess.CompletedProcess[str]) -> list[dict]:
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def by_host(proc: subprocess.CompletedProcess[str], check: str = "provision") -> dict[str, dict]:
-    return {r["host"]: r for r in records(proc) if r["check"] == check}
 
 
-def host_root(nlab: dict, host: str) -> Path:
-    return nlab["lab"].dir / "hosts" / host / "root"  # type: ignore[attr-defined,no-any-return]
 
 
 def artifact_bytes(nlab: dict, pins: dict[str, str]) -> int:
@@ -138,7 +129,7 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
                                            "provision.nccl.library", "provision.env.env-file"}
     assert all(r["status"] == "pass" for r in steps), steps
 
-    usr_local = host_root(nlab, "lab1") / "usr_local"
+    usr_local = host_root(nlab["lab"], "lab1") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.8"
     assert (usr_local / "nccl" / "lib" / "libnccl.so.2.26.2").is_file()
     # The system NCCL is on the loader's path through ld.so.conf.d (after torch's own RUNPATH), not in the env.
@@ -146,12 +137,12 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
     with Fleet() as fleet:
         cache = fleet.connect(load_inventory(str(inv)).select("lab1")[0]).run("ldconfig -p", check=True).stdout
     assert "/usr/local/nccl/lib/libnccl.so.2" in cache
-    assert (host_root(nlab, "lab1") / "opt" / "accelstack" / "etc" / "hostfile").read_text().splitlines() == [
+    assert (host_root(nlab["lab"], "lab1") / "opt" / "accelstack" / "etc" / "hostfile").read_text().splitlines() == [
         "10.223.0.11 slots=8", "10.223.0.12 slots=8"]
 
     assert_stack(nlab, inv, "lab1,lab2", tmp_path, driver="580.65.06", cuda="12.8.1", nccl="2.26.2")
 
-    env = host_root(nlab, "lab1") / "profile.d" / "accelstack.sh"
+    env = host_root(nlab["lab"], "lab1") / "profile.d" / "accelstack.sh"
     text = env.read_text()
     for line in ("export CUDA_HOME=/usr/local/cuda", 'export PATH="$CUDA_HOME/bin${PATH:+:$PATH}"',
                  'export LD_LIBRARY_PATH="$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"',
@@ -207,7 +198,7 @@ def test_switch_to_cuda124_stack(nlab: dict, tmp_path: Path) -> None:
     assert record["status"] == "pass" and record["metrics"]["changed"] >= 3
     assert record["metrics"]["bytes_uploaded"] == artifact_bytes(
         nlab, {"nvidia_driver": "550.54.15", "cuda": "12.4", "nccl": "2.21.5"})
-    usr_local = host_root(nlab, "lab2") / "usr_local"
+    usr_local = host_root(nlab["lab"], "lab2") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.4" and (usr_local / "cuda-12.8").is_dir()
     assert_stack(nlab, inv, "lab2", tmp_path, driver="550.54.15", cuda="12.4.1", nccl="2.21.5")
     again = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--limit", "lab2", "--json", runs=tmp_path)
