@@ -26,6 +26,7 @@ import yaml
 
 from ...errors import ConfigError
 from ...paths import project_root
+from ...provision.artifacts import sha256_file
 from . import packages, versions, wheel
 
 MANIFEST = "manifest.yml"
@@ -180,14 +181,6 @@ def find_torch_wheel(version: str = TORCH_VERSION) -> Path | None:
 
 # ----- writing ------------------------------------------------------------------------------------------
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class _DigestCache:
     """sha256 of large files keyed by (path, size, mtime, inode), so a rebuild does not re-read the torch wheel."""
 
@@ -205,7 +198,7 @@ class _DigestCache:
         known = self.data.get(key)
         if known and known[0] == stamp:
             return str(known[1])
-        digest = _sha256_file(file)
+        digest = sha256_file(file)
         self.data[key] = [stamp, digest]
         return digest
 
