@@ -20,15 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.provision.artifacts import add_dependency_wheels
-
 from .conftest import REPO
-from .labtools import by_host, cli, host_root, records
+from .labtools import by_host, cli, host_root, lab_repository, records
 
 pytestmark = pytest.mark.lab
 
 TAG, SUBNET = "acp", "10.218"
-DEPS_CACHE = Path("/var/tmp/accelstack-test-deps")
 LAB_ASCEND = """\
 name: lab-ascend
 vendor: ascend
@@ -59,18 +56,12 @@ def plab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd)")
     from accelstack.lab import Lab
-    from accelstack.lab.simulated import build_lab_repository
 
     root = tmp_path_factory.mktemp("acp")
     (root / "inventories").mkdir()
     (root / "stacks").mkdir()
     (root / "stacks" / "lab-ascend.yml").write_text(LAB_ASCEND)
-    repo = build_lab_repository(root / "repo", torch_wheel=None,
-                                stacks=["cpu", str(root / "stacks" / "lab-ascend.yml")], fault_fixtures=False)
-    if not DEPS_CACHE.exists() or not list(DEPS_CACHE.glob("*.whl")):
-        torch = next((repo / "wheels").glob("torch-*.whl"))
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(DEPS_CACHE), str(torch)], check=True)
-    add_dependency_wheels(repo, download=DEPS_CACHE)
+    repo = lab_repository(root / "repo", ["cpu", str(root / "stacks" / "lab-ascend.yml")])
     lab = Lab(root, tag=TAG, subnet=SUBNET)
     lab.down()
     lab.up(3)

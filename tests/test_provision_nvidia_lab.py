@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,14 +25,12 @@ import yaml
 
 from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
-from accelstack.provision.artifacts import add_dependency_wheels
 
-from .labtools import by_host, cli, host_root, records
+from .labtools import by_host, cli, host_root, lab_repository, records
 
 pytestmark = pytest.mark.lab
 
 TAG, SUBNET = "acn", "10.223"
-DEPS_CACHE = Path("/var/tmp/accelstack-test-deps")
 ROLES = "nvidia_driver,cuda_toolkit,nccl,env"
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -44,16 +40,10 @@ def nlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd)")
     from accelstack.lab import Lab
-    from accelstack.lab.simulated import build_lab_repository
 
     root = tmp_path_factory.mktemp("acn")
     (root / "inventories").mkdir()
-    repo = build_lab_repository(root / "repo", torch_wheel=None, stacks=["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"],
-                                fault_fixtures=False)
-    if not DEPS_CACHE.exists() or not list(DEPS_CACHE.glob("*.whl")):
-        torch = next((repo / "wheels").glob("torch-*.whl"))
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(DEPS_CACHE), str(torch)], check=True)
-    add_dependency_wheels(repo, download=DEPS_CACHE)
+    repo = lab_repository(root / "repo", ["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"])
     lab = Lab(root, tag=TAG, subnet=SUBNET)
     lab.down()
     lab.up(2)
