@@ -382,3 +382,34 @@ def test_script_errors_without_npu_smi_and_warns_on_a_warm_npu(npu_host: Path, t
     (bin_dir(tmp_path) / "npu-smi").unlink()
     checks = run_health(tmp_path, ascend_config())
     assert checks["health"]["status"] == "error" and "npu-smi not found" in checks["health"]["summary"]
+
+
+# ----- the per-SKU rows as data -----
+
+def test_device_rows_have_sources_and_travel_per_vendor() -> None:
+    import yaml
+
+    from accelstack.errors import ConfigError
+    from accelstack.paths import package_data
+
+    doc = yaml.safe_load(package_data("thresholds.yml").read_text())
+    for row in doc["devices"]:
+        for key in ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source"):
+            assert row[key] in doc["device_sources"], (row["sku"], key)
+        for floor, ref in (("min_matmul_bf16_tflops", "ref_matmul_bf16_tflops"), ("min_copy_tbps", "ref_copy_tbps")):
+            if row[ref] is not None:  # 80 % of the reference figure unless a source says otherwise
+                assert row[floor] == pytest.approx(0.8 * row[ref], rel=0.01), (row["sku"], floor)
+    assert doc["device_health"]["source"] in doc["device_sources"]
+    every = load_device_floors()
+    assert "matmul_source" in every["device_rows"][0]
+    nvidia = load_device_floors(vendor="nvidia")
+    assert [r["sku"] for r in nvidia["device_rows"]] == ["H100 SXM", "H200", "A100 SXM", "A100"]
+    assert "matmul_source" not in nvidia["device_rows"][0] and "source" not in nvidia["device_health"]
+    assert load_device_floors(vendor="cpu") == {}
+    mine = load_device_floors(vendor="nvidia", overrides=[{"sku": "H100 SXM (site)", "match": ["H100"],
+                                                           "min_matmul_bf16_tflops": 700}])
+    assert health.pick_row(mine["device_rows"], ["NVIDIA H100 80GB HBM3"])["sku"] == "H100 SXM (site)"
+    with pytest.raises(ConfigError):
+        load_device_floors(overrides=[{"match": ["H100"]}])
+    with pytest.raises(ConfigError):
+        load_device_floors(overrides={"rows": []})
