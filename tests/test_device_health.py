@@ -413,3 +413,34 @@ def test_device_rows_have_sources_and_travel_per_vendor() -> None:
         load_device_floors(overrides=[{"match": ["H100"]}])
     with pytest.raises(ConfigError):
         load_device_floors(overrides={"rows": []})
+
+
+def tag_paths(node: object, prefix: str = "") -> set[str]:
+    import xml.etree.ElementTree as ET
+
+    assert isinstance(node, ET.Element)
+    paths = set()
+    for child in node:
+        path = f"{prefix}/{child.tag}" if prefix else child.tag
+        paths.add(path)
+        paths |= tag_paths(child, path)
+    return paths
+
+
+def test_the_simulated_health_sections_have_the_real_captures_shape(gpu_host: Path, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    smi = bin_dir(tmp_path) / "nvidia-smi"
+    simulated = subprocess.run([str(smi), "-q", "-x"], capture_output=True, text=True, timeout=30).stdout
+    real_gpu = ET.fromstring(H100_XML).find("gpu")
+    sim_gpu = ET.fromstring(simulated).find("gpu")
+    sections = ("persistence_mode", "clocks_event_reasons", "ecc_errors", "retired_pages", "remapped_rows",
+                "temperature", "pci/pci_gpu_link_info", "utilization/gpu_util")
+    real = {p for p in tag_paths(real_gpu) if p.startswith(sections)}
+    simulated_paths = {p for p in tag_paths(sim_gpu) if p.startswith(sections)}
+    # Every health tag the simulation prints is one the real H100 prints, and it leaves out only the ones nothing
+    # here reads (SRAM sources, repair flags, memory-temperature limits, other utilisations).
+    assert simulated_paths <= real, simulated_paths - real
+    assert {"remapped_rows/remapped_row_pending", "ecc_errors/aggregate/dram_uncorrectable",
+            "clocks_event_reasons/clocks_event_reason_hw_slowdown", "temperature/gpu_temp_tlimit",
+            "retired_pages/pending_retirement"} <= simulated_paths
