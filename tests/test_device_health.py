@@ -444,3 +444,21 @@ def test_the_simulated_health_sections_have_the_real_captures_shape(gpu_host: Pa
     assert {"remapped_rows/remapped_row_pending", "ecc_errors/aggregate/dram_uncorrectable",
             "clocks_event_reasons/clocks_event_reason_hw_slowdown", "temperature/gpu_temp_tlimit",
             "retired_pages/pending_retirement"} <= simulated_paths
+
+
+def test_script_on_the_real_h100_capture_replayed(tmp_path: Path) -> None:
+    """The real host's nvidia-smi output, replayed by a stand-in that prints the capture: the verdicts a correct
+    accelstack gives on that H100 (healthy; one GPU, so NVLink has no peer; no page retirement on Hopper)."""
+    folder = bin_dir(tmp_path)
+    capture = DATA / "h100" / "nvidia_smi_q_x_h100_580.159.04.xml"
+    (folder / "nvidia-smi").write_text(f'#!/bin/sh\n[ "$1 $2" = "-q -x" ] && exec cat {capture}\nexit 2\n')
+    (folder / "nvidia-smi").chmod(0o755)
+    put_kernel_log(folder, "[ 5.1] nvidia-nvlink: Nvlink Core is being initialized\n")
+    checks = run_health(tmp_path)
+    assert {k: v["status"] for k, v in checks.items()} == {
+        "health.ecc": "pass", "health.remapped_rows": "pass", "health.retired_pages": "skip",
+        "health.throttle": "pass", "health.temperature": "pass", "health.persistence": "pass",
+        "health.nvlink": "skip", "health.xid": "pass"}
+    assert checks["health.ecc"]["metrics"] == {"volatile_uncorrectable": 0, "aggregate_uncorrectable": 0,
+                                               "aggregate_correctable": 122}
+    assert checks["health.temperature"]["summary"] == "1 GPU(s) at 37 C"
