@@ -403,7 +403,16 @@ def test_device_rows_have_sources_and_travel_per_vendor() -> None:
     every = load_device_floors()
     assert "matmul_source" in every["device_rows"][0]
     nvidia = load_device_floors(vendor="nvidia")
-    assert [r["sku"] for r in nvidia["device_rows"]] == ["H100 SXM", "H200", "A100 SXM", "A100"]
+    assert [r["sku"] for r in nvidia["device_rows"]] == ["H100/H200 NVL", "H100 SXM", "H200", "A100 SXM 80GB",
+                                                          "A100 SXM", "A100"]
+    # Substring matching with the more specific rows first: a PCIe NVL card is not held to 18 NVLinks, and a 40GB
+    # A100 not to the 80GB part's memory bandwidth.
+    by_name = {name: health.pick_row(nvidia["device_rows"], [name])["sku"] for name in (
+        "NVIDIA H200 NVL", "NVIDIA H200", "NVIDIA H100 NVL", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB",
+        "NVIDIA A100 80GB PCIe")}
+    assert by_name == {"NVIDIA H200 NVL": "H100/H200 NVL", "NVIDIA H200": "H200", "NVIDIA H100 NVL": "H100/H200 NVL",
+                       "NVIDIA A100-SXM4-40GB": "A100 SXM", "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
+                       "NVIDIA A100 80GB PCIe": "A100"}
     assert "matmul_source" not in nvidia["device_rows"][0] and "source" not in nvidia["device_health"]
     assert load_device_floors(vendor="cpu") == {}
     mine = load_device_floors(vendor="nvidia", overrides=[{"sku": "H100 SXM (site)", "match": ["H100"],

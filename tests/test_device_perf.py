@@ -79,7 +79,7 @@ def test_no_floor_reports_without_judging() -> None:
     assert check["status"] == "pass" and "not judged: no floor for 910B" in check["summary"]
     unknown = perf.judge_floor("perf.copy", {"cuda:0": 0.5}, None, 0.1, "TB/s", "copy")
     assert "unknown SKU" in unknown["summary"]
-    assert perf.pick_row(FLOORS["device_rows"], ["NVIDIA A100-SXM4-80GB"])["sku"] == "A100 SXM"
+    assert perf.pick_row(FLOORS["device_rows"], ["NVIDIA A100-SXM4-80GB"])["sku"] == "A100 SXM 80GB"
     assert perf.pick_row(FLOORS["device_rows"], ["NVIDIA A100 80GB PCIe"])["nvlinks"] is None
     assert perf.pick_row(FLOORS["device_rows"], ["Tesla T4"], "H200")["sku"] == "H200"  # the inventory says
 
