@@ -636,10 +636,12 @@ def ascend_checks(npu_smi, limits):
         return [record("health", "error", "npu-smi info lists no NPU: the devices check says why",
                        evidence={"tool_output": text[-2000:]})]
     details, ecc, errors = {}, {}, []
+    for chip in chips:  # the detail view of a chip that is not OK (reference ascend.md 4.2: -i N -c C -t health)
+        if (chip["health"] or "").upper() != "OK" and chip["npu_id"] not in details:
+            h_status, h_text = run_tool([npu_smi, "info", "-t", "health", "-i", str(chip["npu_id"]), "-c",
+                                         str(chip["chip_id"] or 0)], timeout=30)
+            details[chip["npu_id"]] = parse_kv(h_text) if h_status == 0 else {"error": h_text.strip()[-200:]}
     for npu in sorted(set(c["npu_id"] for c in chips)):
-        if any(c["npu_id"] == npu and (c["health"] or "").upper() != "OK" for c in chips):
-            h_status, h_text = run_tool([npu_smi, "info", "-t", "health", "-i", str(npu)], timeout=30)
-            details[npu] = parse_kv(h_text) if h_status == 0 else {"error": h_text.strip()[-200:]}
         e_status, e_text = run_tool([npu_smi, "info", "-t", "ecc", "-i", str(npu)], timeout=30)
         if e_status != 0:
             errors.append("npu-smi info -t ecc -i %d failed (exit %d): %s" % (npu, e_status, e_text.strip()[-120:]))
