@@ -471,3 +471,17 @@ def test_script_on_the_real_h100_capture_replayed(tmp_path: Path) -> None:
     assert checks["health.ecc"]["metrics"] == {"volatile_uncorrectable": 0, "aggregate_uncorrectable": 0,
                                                "aggregate_correctable": 122}
     assert checks["health.temperature"]["summary"] == "1 GPU(s) at 37 C"
+
+
+def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
+    from accelstack.context import resolve_contexts
+    from accelstack.inventory import load_inventory
+    from accelstack.validate.config import host_config
+
+    gpu = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "gpu8.yml")).select(None)).values()))
+    config = host_config(gpu)
+    assert config["vendor"] == "nvidia" and config["device_margin"] == 0.10
+    assert health.pick_row(config["device_rows"], ["NVIDIA H100 80GB HBM3"], config["accelerator"])["nvlinks"] == 18
+    assert config["device_health"]["max_retired_pages"] == 60
+    local = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "local.yml")).select(None)).values()))
+    assert "device_rows" not in host_config(local)
