@@ -485,3 +485,19 @@ def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     assert config["device_health"]["max_retired_pages"] == 60
     local = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "local.yml")).select(None)).values()))
     assert "device_rows" not in host_config(local)
+
+
+def test_script_on_the_real_910b3_table_with_an_npu_smi_that_has_no_ecc_query(tmp_path: Path) -> None:
+    """The reference's real A2 table replayed by a stand-in npu-smi that refuses ``-t ecc`` (as a tool without
+    that query would): the table's verdicts stand and ECC, which could not be read, is an error."""
+    folder = bin_dir(tmp_path)
+    capture = DATA / "captures" / "npu_smi_info_910b3_a2_25.2.0.txt"
+    (folder / "npu-smi").write_text(f'#!/bin/sh\n[ "$*" = "info" ] && exec cat {capture}\n'
+                                    'echo "Usage: npu-smi info" >&2\nexit 1\n')
+    (folder / "npu-smi").chmod(0o755)
+    checks = run_health(tmp_path, ascend_config())
+    assert {k: v["status"] for k, v in checks.items()} == {
+        "health.status": "pass", "health.ecc": "error", "health.hbm": "warn", "health.temperature": "pass",
+        "health.aicore": "pass"}
+    assert checks["health.ecc"]["summary"].startswith("npu-smi info -t ecc -i 0 failed (exit 1)")
+    assert checks["health.hbm"]["summary"] == "npu 2: 41052/65536 MB HBM in use by pid 1333928"
