@@ -94,6 +94,12 @@ def test_ecc_volatile_fails_aggregate_warns_and_disabled_warns() -> None:
     assert health.judge_ecc(gpus_of(disabled))["status"] == "warn"
     sram = edit(H100_XML, "<sram_threshold_exceeded>No", "<sram_threshold_exceeded>Yes")
     assert health.judge_ecc(gpus_of(sram))["status"] == "fail"
+    # A GPU without ECC counters (a workstation part) is not passed on counters it does not have.
+    uncounted = H100_XML
+    for scope in ("volatile", "aggregate"):
+        start, end = uncounted.index(f"<{scope}>"), uncounted.index(f"</{scope}>")
+        uncounted = uncounted[:start] + f"<{scope}>N/A" + uncounted[end:]
+    assert health.judge_ecc(gpus_of(uncounted))["status"] == "skip"
 
 
 def test_remapped_rows_pending_and_failure_fail_and_exhausted_banks_warn() -> None:

@@ -317,6 +317,10 @@ def judge_ecc(gpus):
             problems.append(("fail", "%s: unrepairable memory reported" % name))
         if g["reset_required"] or g["drain_and_reset"]:
             problems.append(("fail", "%s: the driver asks for a GPU reset" % name))
+    counted = [g for g in gpus if g["ecc"]["volatile"]["uncorrectable"] is not None
+               or g["ecc"]["aggregate"]["uncorrectable"] is not None]
+    if not counted and not problems:  # never pass what was not measured
+        return record("health.ecc", "skip", "the GPUs report no ECC error counters (ECC not supported)")
     return _result("health.ecc", problems, "no uncorrectable ECC error on %d GPU(s)" % len(gpus), metrics,
                    remedy="drain the host; reset the GPU (nvidia-smi -r -i N, or reboot); if uncorrectable errors "
                           "return, RMA the GPU. " + HEALTH_REMEDY)
