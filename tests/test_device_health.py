@@ -205,6 +205,11 @@ def test_npu_table_parser_agrees_with_the_facts_parser() -> None:
     check = health.judge_npu_hbm(chips, processes, LIMITS)
     assert check["status"] == "warn" and check["summary"] == "npu 2: 41052/65536 MB HBM in use by pid 1333928"
     assert health.judge_npu_aicore(chips, processes, LIMITS)["status"] == "pass"
+    # The 310P table has no HBM column: nothing to judge there, rather than a missing HBM on every chip.
+    p310, procs = health.parse_npu_table((DATA / "captures" / "npu_smi_info_310p3_23.0.rc3.txt").read_text())
+    assert p310 and health.judge_npu_hbm(p310, procs, LIMITS)["status"] == "skip"
+    chips[0] = dict(chips[0], hbm_total=None)
+    assert health.judge_npu_hbm(chips, processes, LIMITS)["summary"].startswith("npu 0: no HBM reported")
 
 
 def test_npu_ecc_and_health_judgements() -> None:

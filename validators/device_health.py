@@ -535,6 +535,8 @@ def judge_npu_ecc(ecc_by_npu):
 def judge_npu_hbm(chips, processes, limits):
     problems = []
     limit = float(limits["hbm_idle_used_fraction"])
+    if all(c["hbm_total"] is None for c in chips):
+        return record("health.hbm", "skip", "npu-smi shows no HBM column (an NPU without HBM, such as the 310P)")
     for c in chips:
         name = "npu %d" % c["npu_id"]
         if not c["hbm_total"]:
