@@ -259,3 +259,30 @@ def test_script_errors_without_a_device_or_with_a_broken_torch(tmp_path: Path) -
     (broken / "__init__.py").write_text("raise OSError('libcudart.so.13: cannot open shared object file')\n")
     checks = run_perf({"host": "n1", "vendor": "nvidia"}, pythonpath=str(tmp_path / "site"))
     assert checks["perf"]["status"] == "error" and "libcudart.so.13" in checks["perf"]["summary"]
+
+
+def test_the_link_is_read_from_the_simulated_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelstack.lab.simulated.hostside import install
+
+    hostside = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
+    devices = tmp_path / "devices.json"
+    doc = install.nvidia_devices({"count": 2}, "580.159.04", "13.0")
+    doc["devices"][1].update(pcie_current_gen=3, pcie_current_width=8)
+    devices.write_text(json.dumps(doc))
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "python3").symlink_to(sys.executable)
+    (folder / "nvidia-smi").write_text((hostside / "nvidia_smi.py").read_text().replace("@@DEVICES_FILE@@",
+                                                                                         str(devices)))
+    (folder / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    # torch gives lowercase hex (0x2a); the tool is asked in its own spelling.
+    assert perf.read_smi_link("0000:18:00.0") == {"current_gen": 5, "max_gen": 5, "current_width": 16,
+                                                  "max_width": 16}
+    read = perf.link_reader("nvidia", "0000:2a:00.0")
+    link = read()
+    assert (link["current_gen"], link["current_width"], link["source"], link["under_load"]) == (3, 8, "nvidia-smi",
+                                                                                                  True)
+    check = perf.judge_link({"cuda:1": link}, H100)
+    assert check["status"] == "fail" and check["summary"] == \
+        "cuda:1: link trained at x8 of x16; cuda:1: link at Gen3 of Gen5 under load"

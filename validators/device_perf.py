@@ -245,7 +245,7 @@ def read_smi_link(address):
     try:
         proc = subprocess.run(["nvidia-smi", "--query-gpu=pcie.link.gen.current,pcie.link.gen.max,"
                                "pcie.link.width.current,pcie.link.width.max", "--format=csv,noheader,nounits",
-                               "-i", "0000" + address if len(address) == 12 else address],
+                               "-i", ("0000" + address if len(address) == 12 else address).upper()],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -48,6 +48,10 @@ FIELDS = {
     "ecc.mode.current": ("", lambda d, doc: "Enabled"),
     "mig.mode.current": ("", lambda d, doc: "Disabled"),
     "ecc.errors.uncorrected.volatile.total": ("", lambda d, doc: str(d["ecc_dram_uncorrectable"])),
+    "pcie.link.gen.current": ("", lambda d, doc: str(d.get("pcie_current_gen", 5))),
+    "pcie.link.gen.max": ("", lambda d, doc: "5"),
+    "pcie.link.width.current": ("", lambda d, doc: str(d.get("pcie_current_width", 16))),
+    "pcie.link.width.max": ("", lambda d, doc: "16"),
     "remapped_rows.pending": ("", lambda d, doc: d.get("remapped_row_pending", "No")),
     "remapped_rows.failure": ("", lambda d, doc: d.get("remapped_row_failure", "No")),
 }
@@ -113,7 +117,9 @@ def select(devices, ids):  # type: (list, object) -> list
     if ids is None:
         return devices
     wanted = [i.strip() for i in str(ids).split(",")]
-    chosen = [d for d in devices if str(d["index"]) in wanted or d["uuid"] in wanted or d["bus_id"] in wanted]
+    wanted = [w.upper() for w in wanted]  # bus ids match whatever their hex case, as with the real tool
+    chosen = [d for d in devices if str(d["index"]) in wanted or d["uuid"].upper() in wanted
+              or d["bus_id"].upper() in wanted]
     if not chosen:
         sys.stdout.write("No devices were found\n")
         sys.exit(6)
