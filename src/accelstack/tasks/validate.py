@@ -11,8 +11,9 @@ from .common import HELP_COMMON, boundary
 
 
 @task(help={**HELP_COMMON,
-            "tier": "quick (devices, versions, libraries, env, clock, init), standard (+ topology, memory, "
-                    "storage, allreduce/allgather, ports, multi-node; default) or full (bigger sweeps)",
+            "tier": "quick (devices, versions, libraries, env, clock, init, device health), standard (+ "
+                    "topology, memory, storage, device perf, allreduce/allgather, ports, multi-node; default) or "
+                    "full (bigger sweeps)",
             "only": "comma-separated checks to run whatever the tier, e.g. devices,allreduce,multinode",
             "deadline": "seconds after which the multi-node run is killed on every host (default 120)"})
 @boundary

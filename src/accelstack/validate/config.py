@@ -5,7 +5,8 @@ Keys (all optional for a script; each reads what it needs):
   env_file, socket_ifnames {NAME: value}, required_symbols {library: [symbols]}, library_dirs [globs], remedy,
   checkpoint_dir, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
   min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
-  run_tag.
+  run_tag, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
+  device_floors; an inventory ``device_thresholds`` list of rows wins).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..context import HostContext
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
+from .device_floors import load_device_floors
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
@@ -105,6 +107,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "min_shm_gb": v.get("min_shm_gb") or (1 if vendor == "cpu" else 16),
         "nproc": v.get("nproc_per_node") or (2 if vendor == "cpu" else None),
         **sweep,
+        **load_device_floors(overrides=v.get("device_thresholds"), vendor=vendor),
     }
     for key in ("sizes", "iters", "warmup", "size_budget_s", "nproc"):
         if v.get(f"cluster_{key}") is not None:

@@ -4,6 +4,12 @@
 Prints the real tool's formats (reference ascend.md 4.1, 4.2) for the devices recorded in the driver's
 ``.simulated/devices.json``; driver and firmware versions come from their ``version.info`` files, as the real
 tool reports what is installed. A device marked ``present: false`` is gone from every listing (a lab fault).
+
+``npu-smi info -t ecc -i N`` prints the ECC counters in the format of Huawei's npu-smi documentation (quoted in
+the vllm-ascend install guide): ``Key : value`` lines, keys padded to 40. Fault knobs, per device in
+``devices.json`` (optional): ``health`` (``Warning``, ``Critical``), ``temp_c``, ``aicore_pct``, ``hbm_used_mb``,
+``hbm_double_bit`` (now) and ``hbm_double_bit_aggregate`` (lifetime) ECC counts, ``processes``
+(``[{"pid": n, "name": "python", "memory_mb": n}]``: listed in the process table).
 """
 
 import json
@@ -16,7 +22,7 @@ FIRMWARE_HOME = "@@FIRMWARE_HOME@@"
 
 RULE = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * 52 + "+"
 DOUBLE = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
-USAGE = """Usage: npu-smi info [-h|-l|-m] | npu-smi info -t <board|health> -i <npu_id> [-c <chip_id>]
+USAGE = """Usage: npu-smi info [-h|-l|-m] | npu-smi info -t <board|health|ecc> -i <npu_id> [-c <chip_id>]
     (simulated npu-smi, accelstack lab)
 """
 KEY_WIDTH = 31
@@ -76,7 +82,12 @@ def info_table(doc):  # type: (dict) -> str
                  + "Process name".ljust(25) + "| " + "Process memory(MB)".ljust(24) + "|")
     lines.append(DOUBLE)
     for d in devices:
-        lines.append("| " + ("No running processes found in NPU %d" % d["id"]).ljust(95) + "|")
+        procs = d.get("processes") or []
+        if not procs:
+            lines.append("| " + ("No running processes found in NPU %d" % d["id"]).ljust(95) + "|")
+        for p in procs:
+            lines.append("| " + (str(d["id"]).ljust(8) + "0").ljust(26) + "| " + str(p["pid"]).ljust(14) + "| "
+                         + str(p.get("name", "")).ljust(25) + "| " + str(p.get("memory_mb", 0)).ljust(24) + "|")
         lines.append(DOUBLE)
     return "\n".join(lines) + "\n"
 
@@ -135,6 +146,19 @@ def health(d):  # type: (dict) -> str
                       kv("Error Information", "NA" if ok else "simulated device fault")]) + "\n"
 
 
+def ecc(d):  # type: (dict) -> str
+    now, ever = d.get("hbm_double_bit", 0), d.get("hbm_double_bit_aggregate", 0)
+    ever = max(now, ever)
+    rows = [("NPU ID", d["id"]), ("Chip Count", 1), None,
+            ("DDR Single Bit Error Count", 0), ("DDR Double Bit Error Count", 0),
+            ("DDR Single Bit Aggregate Total Err Cnt", 0), ("DDR Double Bit Aggregate Total Err Cnt", 0),
+            ("DDR Single Bit Isolated Pages Count", 0), ("DDR Double Bit Isolated Pages Count", 0),
+            ("HBM Single Bit Error Count", 0), ("HBM Double Bit Error Count", now),
+            ("HBM Single Bit Aggregate Total Err Cnt", 0), ("HBM Double Bit Aggregate Total Err Cnt", ever),
+            ("HBM Single Bit Isolated Pages Count", 0), ("HBM Double Bit Isolated Pages Count", ever)]
+    return "\n".join("" if r is None else "\t%-40s : %s" % r for r in rows) + "\n"
+
+
 def option(args, name):  # type: (list, str) -> object
     if name in args:
         i = args.index(name)
@@ -179,6 +203,8 @@ def main(args):  # type: (list) -> int
         sys.stdout.write(board(doc, device, chip))
     elif kind == "health":
         sys.stdout.write(health(device))
+    elif kind == "ecc":
+        sys.stdout.write(ecc(device))
     else:
         usage_error()
     return 0

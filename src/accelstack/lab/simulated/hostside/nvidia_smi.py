@@ -3,8 +3,18 @@
 /usr/local/bin because a lab host shares /usr/bin with the machine). Not NVIDIA's tool.
 
 Formats follow reference nvidia.md 2.1-2.3: ``--query-gpu`` CSV (header units in brackets, ``noheader``,
-``nounits``), ``-q -x`` XML, ``topo -m``, ``-L``, ``--version`` and the default table. Devices come from
-``devices.json`` next to the driver's state; a device marked ``present: false`` has fallen off the bus.
+``nounits``), ``-q -x`` XML (the health sections in the shape of a real H100's, driver 580: persistence mode,
+clock-event reasons, ECC volatile and aggregate, retired pages, remapped rows, temperature against T.Limit),
+``nvlink -s``, ``topo -m``, ``-L``, ``--version`` and the default table. Devices come from ``devices.json`` next
+to the driver's state; a device marked ``present: false`` has fallen off the bus.
+
+Fault knobs, per device in ``devices.json`` (all optional, healthy when absent): ``persistence_mode``
+(``Disabled``), ``clocks_event_reasons`` (active reasons, e.g. ``["hw_slowdown"]``; default ``gpu_idle`` while
+utilisation is 0), ``ecc_dram_uncorrectable`` (volatile), ``ecc_aggregate_uncorrectable``,
+``remapped_row_pending`` / ``remapped_row_failure`` (``Yes``), ``remapped_rows_unc``, ``retired_pages``
+(``{"single_bit": n, "double_bit": n, "pending": "Yes"}``, pre-Ampere style; absent = N/A as on Hopper),
+``temperature_c`` against ``tlimit_c`` (default 87), ``nvlinks_inactive`` (link numbers that are down),
+``pcie_current_gen`` / ``pcie_current_width`` (a link trained below Gen5 x16).
 Exit codes as documented for nvidia-smi: 2 bad arguments, 6 no devices.
 """
 
@@ -33,12 +43,20 @@ FIELDS = {
     "power.draw": ("W", lambda d, doc: "%.2f" % d["power_draw_w"]),
     "power.limit": ("W", lambda d, doc: "%.2f" % d["power_limit_w"]),
     "compute_cap": ("", lambda d, doc: "9.0"),
-    "persistence_mode": ("", lambda d, doc: "Enabled"),
+    "persistence_mode": ("", lambda d, doc: d.get("persistence_mode", "Enabled")),
     "pstate": ("", lambda d, doc: "P0"),
     "ecc.mode.current": ("", lambda d, doc: "Enabled"),
     "mig.mode.current": ("", lambda d, doc: "Disabled"),
     "ecc.errors.uncorrected.volatile.total": ("", lambda d, doc: str(d["ecc_dram_uncorrectable"])),
+    "pcie.link.gen.current": ("", lambda d, doc: str(d.get("pcie_current_gen", 5))),
+    "pcie.link.gen.max": ("", lambda d, doc: "5"),
+    "pcie.link.width.current": ("", lambda d, doc: str(d.get("pcie_current_width", 16))),
+    "pcie.link.width.max": ("", lambda d, doc: "16"),
+    "remapped_rows.pending": ("", lambda d, doc: d.get("remapped_row_pending", "No")),
+    "remapped_rows.failure": ("", lambda d, doc: d.get("remapped_row_failure", "No")),
 }
+REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
+           "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
 ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id", "gpu_serial": "serial"}
 
 
@@ -99,7 +117,9 @@ def select(devices, ids):  # type: (list, object) -> list
     if ids is None:
         return devices
     wanted = [i.strip() for i in str(ids).split(",")]
-    chosen = [d for d in devices if str(d["index"]) in wanted or d["uuid"] in wanted or d["bus_id"] in wanted]
+    wanted = [w.upper() for w in wanted]  # bus ids match whatever their hex case, as with the real tool
+    chosen = [d for d in devices if str(d["index"]) in wanted or d["uuid"].upper() in wanted
+              or d["bus_id"].upper() in wanted]
     if not chosen:
         sys.stdout.write("No devices were found\n")
         sys.exit(6)
@@ -133,6 +153,7 @@ def xml_log(doc):  # type: (dict) -> str
             "\t\t<product_name>%s</product_name>" % escape(d["name"]),
             "\t\t<product_brand>NVIDIA</product_brand>",
             "\t\t<product_architecture>Hopper</product_architecture>",
+            "\t\t<persistence_mode>%s</persistence_mode>" % d.get("persistence_mode", "Enabled"),
             "\t\t<mig_mode>\n\t\t\t<current_mig>Disabled</current_mig>\n\t\t\t<pending_mig>Disabled</pending_mig>"
             "\n\t\t</mig_mode>",
             "\t\t<serial>%s</serial>" % d["serial"],
@@ -150,23 +171,32 @@ def xml_log(doc):  # type: (dict) -> str
             "\t\t\t<pci_bus_id>%s</pci_bus_id>" % bus,
             "\t\t\t<pci_gpu_link_info>",
             "\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
-            "\t\t\t\t\t<current_link_gen>5</current_link_gen>\n\t\t\t\t</pcie_gen>",
+            "\t\t\t\t\t<current_link_gen>%d</current_link_gen>\n"
+            "\t\t\t\t\t<device_current_link_gen>%d</device_current_link_gen>\n"
+            "\t\t\t\t\t<max_device_link_gen>5</max_device_link_gen>\n"
+            "\t\t\t\t\t<max_host_link_gen>N/A</max_host_link_gen>\n\t\t\t\t</pcie_gen>"
+            % (d.get("pcie_current_gen", 5), d.get("pcie_current_gen", 5)),
             "\t\t\t\t<link_widths>\n\t\t\t\t\t<max_link_width>16x</max_link_width>\n"
-            "\t\t\t\t\t<current_link_width>16x</current_link_width>\n\t\t\t\t</link_widths>",
+            "\t\t\t\t\t<current_link_width>%dx</current_link_width>\n\t\t\t\t</link_widths>"
+            % d.get("pcie_current_width", 16),
             "\t\t\t</pci_gpu_link_info>",
             "\t\t</pci>",
+            "\t\t<performance_state>P0</performance_state>",
+            "\t\t<clocks_event_reasons>",
+        ] + ["\t\t\t<clocks_event_reason_%s>%s</clocks_event_reason_%s>"
+             % (r, "Active" if r in active_reasons(d) else "Not Active", r) for r in REASONS] + [
+            "\t\t</clocks_event_reasons>",
             "\t\t<fb_memory_usage>",
             "\t\t\t<total>%d MiB</total>" % d["memory_total_mib"],
             "\t\t\t<reserved>0 MiB</reserved>",
             "\t\t\t<used>%d MiB</used>" % d["memory_used_mib"],
             "\t\t\t<free>%d MiB</free>" % (d["memory_total_mib"] - d["memory_used_mib"]),
             "\t\t</fb_memory_usage>",
+            "\t\t<utilization>\n\t\t\t<gpu_util>%d %%</gpu_util>\n\t\t\t<memory_util>0 %%</memory_util>\n"
+            "\t\t</utilization>" % d["utilization_pct"],
             "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t\t<pending_ecc>Enabled</pending_ecc>"
             "\n\t\t</ecc_mode>",
-            "\t\t<ecc_errors>\n\t\t\t<volatile>\n\t\t\t\t<dram_correctable>0</dram_correctable>\n"
-            "\t\t\t\t<dram_uncorrectable>%d</dram_uncorrectable>\n\t\t\t</volatile>\n\t\t</ecc_errors>"
-            % d["ecc_dram_uncorrectable"],
-            "\t\t<temperature>\n\t\t\t<gpu_temp>%d C</gpu_temp>\n\t\t</temperature>" % d["temperature_c"],
+        ] + health_sections(d) + [
             "\t\t<gpu_power_readings>",
             "\t\t\t<power_state>P0</power_state>",
             "\t\t\t<power_draw>%.2f W</power_draw>" % d["power_draw_w"],
@@ -176,6 +206,80 @@ def xml_log(doc):  # type: (dict) -> str
         ]
     out.append("</nvidia_smi_log>")
     return "\n".join(out) + "\n"
+
+
+def active_reasons(d):  # type: (dict) -> list
+    return d.get("clocks_event_reasons", ["gpu_idle"] if not d["utilization_pct"] else [])
+
+
+def health_sections(d):  # type: (dict) -> list
+    """ECC, retired pages, remapped rows and temperature, in the real H100 capture's shape (driver 580)."""
+    volatile = d["ecc_dram_uncorrectable"]
+    aggregate = max(volatile, d.get("ecc_aggregate_uncorrectable", 0))
+    out = ["\t\t<ecc_errors>", "\t\t\t<volatile>"]
+    for scope, unc in (("volatile", volatile), ("aggregate", aggregate)):
+        if scope == "aggregate":
+            out.append("\t\t\t<aggregate>")
+        out += ["\t\t\t\t<sram_correctable>0</sram_correctable>",
+                "\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>",
+                "\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>",
+                "\t\t\t\t<dram_correctable>0</dram_correctable>",
+                "\t\t\t\t<dram_uncorrectable>%d</dram_uncorrectable>" % unc]
+        if scope == "aggregate":
+            out += ["\t\t\t\t<sram_threshold_exceeded>No</sram_threshold_exceeded>", "\t\t\t</aggregate>"]
+        else:
+            out.append("\t\t\t</volatile>")
+    out += ["\t\t\t<channel_repair_pending>No</channel_repair_pending>",
+            "\t\t\t<tpc_repair_pending>No</tpc_repair_pending>",
+            "\t\t\t<unrepairable_memory>No</unrepairable_memory>", "\t\t</ecc_errors>"]
+    retired = d.get("retired_pages")
+    sbe = dbe = pending = "N/A"
+    if retired is not None:
+        sbe, dbe = str(retired.get("single_bit", 0)), str(retired.get("double_bit", 0))
+        pending = retired.get("pending", "No")
+    out += ["\t\t<retired_pages>",
+            "\t\t\t<multiple_single_bit_retirement>\n\t\t\t\t<retired_count>%s</retired_count>\n"
+            "\t\t\t\t<retired_pagelist>N/A</retired_pagelist>\n\t\t\t</multiple_single_bit_retirement>" % sbe,
+            "\t\t\t<double_bit_retirement>\n\t\t\t\t<retired_count>%s</retired_count>\n"
+            "\t\t\t\t<retired_pagelist>N/A</retired_pagelist>\n\t\t\t</double_bit_retirement>" % dbe,
+            "\t\t\t<pending_blacklist>N/A</pending_blacklist>",
+            "\t\t\t<pending_retirement>%s</pending_retirement>" % pending,
+            "\t\t</retired_pages>",
+            "\t\t<remapped_rows>",
+            "\t\t\t<remapped_row_corr>0</remapped_row_corr>",
+            "\t\t\t<remapped_row_corr_inactive>0</remapped_row_corr_inactive>",
+            "\t\t\t<remapped_row_unc>%d</remapped_row_unc>" % d.get("remapped_rows_unc", 0),
+            "\t\t\t<remapped_row_unc_inactive>0</remapped_row_unc_inactive>",
+            "\t\t\t<remapped_row_pending>%s</remapped_row_pending>" % d.get("remapped_row_pending", "No"),
+            "\t\t\t<remapped_row_failure>%s</remapped_row_failure>" % d.get("remapped_row_failure", "No"),
+            "\t\t\t<row_remapper_histogram>",
+            "\t\t\t\t<row_remapper_histogram_max>2560 bank(s)</row_remapper_histogram_max>",
+            "\t\t\t\t<row_remapper_histogram_high>0 bank(s)</row_remapper_histogram_high>",
+            "\t\t\t\t<row_remapper_histogram_partial>0 bank(s)</row_remapper_histogram_partial>",
+            "\t\t\t\t<row_remapper_histogram_low>0 bank(s)</row_remapper_histogram_low>",
+            "\t\t\t\t<row_remapper_histogram_none>0 bank(s)</row_remapper_histogram_none>",
+            "\t\t\t</row_remapper_histogram>",
+            "\t\t</remapped_rows>",
+            "\t\t<temperature>",
+            "\t\t\t<gpu_temp>%d C</gpu_temp>" % d["temperature_c"],
+            "\t\t\t<gpu_temp_tlimit>%d C</gpu_temp_tlimit>" % (d.get("tlimit_c", 87) - d["temperature_c"]),
+            "\t\t\t<gpu_temp_max_tlimit_threshold>-8 C</gpu_temp_max_tlimit_threshold>",
+            "\t\t\t<gpu_temp_slow_tlimit_threshold>-2 C</gpu_temp_slow_tlimit_threshold>",
+            "\t\t\t<gpu_temp_max_gpu_tlimit_threshold>0 C</gpu_temp_max_gpu_tlimit_threshold>",
+            "\t\t\t<memory_temp>%d C</memory_temp>" % (d["temperature_c"] + 3),
+            "\t\t</temperature>"]
+    return out
+
+
+def nvlink_status(doc):  # type: (dict) -> str
+    """``nvidia-smi nvlink -s``: per GPU, ``Link N: 26.562 GB/s`` or ``Link N: <inactive>`` (nvidia.md 2.3)."""
+    lines = []
+    for d in require_devices(doc):
+        lines.append("GPU %d: %s (UUID: %s)" % (d["index"], d["name"], d["uuid"]))
+        down = set(d.get("nvlinks_inactive", []))
+        for link in range(int(doc.get("nvlinks", 18))):
+            lines.append("\t Link %d: %s" % (link, "<inactive>" if link in down else "26.562 GB/s"))
+    return "\n".join(lines) + "\n"
 
 
 def topo(doc):  # type: (dict) -> str
@@ -243,6 +347,9 @@ def main(args):  # type: (list) -> int
         return 0
     if args == ["--version"]:
         sys.stdout.write(version_text(doc))
+        return 0
+    if args in (["nvlink", "-s"], ["nvlink", "--status"]):
+        sys.stdout.write(nvlink_status(doc))
         return 0
     if args == ["topo", "-m"]:
         sys.stdout.write(topo(doc))
