@@ -69,6 +69,24 @@ def test_ip_oneline_addr_only_and_garbage() -> None:
     assert p.parse_ip_oneline('Object "addr" is unknown, try "ip help".') == []
 
 
+def test_sys_class_net_matches_ip_json() -> None:
+    # The same lab machine read without iproute2 (the H100 had none): the probe's /sys/class/net section and
+    # /proc/net/if_inet6 give what ip -j addr gives (iproute2 adds a scope to IPv4 addresses; sysfs has none).
+    from_sys = {i.name: i for i in p.parse_sys_class_net(capture("net_sys_lab.json"),
+                                                          capture("proc_net_if_inet6_lab.txt"))}
+    from_json = {i.name: i for i in p.parse_ip_json(capture("ip_j_addr_lab.json"))}
+    assert set(from_sys) == set(from_json)
+    for name, iface in from_json.items():
+        got = from_sys[name]
+        assert (got.state, got.mtu, got.up) == (iface.state, iface.mtu, iface.up), name
+        assert sorted((a.family, a.address, a.prefixlen) for a in got.addresses) == sorted(
+            (a.family, a.address, a.prefixlen) for a in iface.addresses), name
+    assert [a.scope for a in from_sys["eth0"].addresses if a.family == "inet6"] == ["global", "link"]
+    with pytest.raises(ValueError, match="net_sys"):
+        p.parse_sys_class_net("not json")
+    assert p.parse_proc_if_inet6("garbage\n") == {}
+
+
 @pytest.mark.parametrize("text", ["", "not json", '{"ifname": "eth0"}'])
 def test_ip_json_malformed_raises(text: str) -> None:
     with pytest.raises(ValueError, match="ip -j addr"):
