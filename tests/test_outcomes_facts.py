@@ -12,8 +12,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
 from accelstack.context import resolve_contexts
 from accelstack.inventory import Host
 from accelstack.stacks import load_stack, run_drift
