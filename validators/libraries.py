@@ -8,8 +8,9 @@ is resolved the way the dynamic loader would for a training job (the env file's 
 ELF dynamic symbol table is read in pure Python: no dlopen, so a broken library cannot crash the check.
 
 Only the library that will load is judged. When the stack names where its library lives (the venv's NCCL wheel,
-the CANN lib64) and that folder is missing, a copy in the loader's default folders is a different library (the
-H100's system libnccl 2.28.3 beside torch's 2.28.9): `error` (not provisioned), never a `pass` on the wrong file.
+the CANN lib64) and the stack is not installed there at all (no venv, no CANN home), a copy in the loader's
+default folders is a different library (the H100's system libnccl 2.28.3, with the stack's venv absent): `error`
+(not provisioned), never a `pass` on the wrong file.
 """
 
 import glob
@@ -97,6 +98,16 @@ def loader_dirs():
                    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
 
 
+def fixed_root(pattern):
+    """The part of a folder glob before its first wildcard: /opt/venv/lib of /opt/venv/lib/python3*/site-packages."""
+    parts = []
+    for part in pattern.split("/"):
+        if any(c in part for c in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts) or "/"
+
+
 def resolve(library, search):
     """(path, the search folder it was found in), or (None, None)."""
     for folder in search:
@@ -137,12 +148,13 @@ def main(config):
         real = os.path.realpath(path)
         info = {"path": path, "realpath": real, "found_in": origin}
         evidence["libraries"][library] = info
-        if patterns and origin == "the loader's default folders":
-            # What torch will load lives in the stack's folder; this is some other copy (a system one).
-            problems.append("%s: the stack's copy is missing (%s %s), and %s is a different library from the "
-                            "one torch will load, so it is not checked in its place"
-                            % (library, ", ".join(patterns), "matches nothing" if not stack_dirs
-                               else "lacks it", real))
+        roots = [fixed_root(p) for p in patterns]
+        if roots and origin == "the loader's default folders" and not any(os.path.isdir(r) for r in roots):
+            # The stack is not installed where it says (no venv, no CANN home): what its torch will load is not
+            # here to check, and this copy (a system one) is a different library.
+            problems.append("%s: the stack's %s is missing (not provisioned), and %s is a different library "
+                            "from the one its torch will load, so it is not checked in its place"
+                            % (library, " / ".join(roots), real))
             continue
         try:
             exported = elf_dynamic_symbols(real)
