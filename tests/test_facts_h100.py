@@ -110,3 +110,12 @@ def test_h100_analyze_names_a_stack_that_does_not_exist_as_bad_input(tmp_path: P
     # The bundle's own stack (h100-real) is not shipped: an error record saying so, not a crash.
     _facts, records, _ = analyze_bundle(BUNDLE)
     assert by_check(records)["versions"].status == "error"  # type: ignore[attr-defined]
+
+
+def test_h100_provisioning_compares_the_system_nccl_it_installs() -> None:
+    # The nccl role installs the system NCCL: its check must read that one (2.28.3), not torch's wheel (2.28.9),
+    # or a host whose torch matches the pin would never get its system NCCL brought to it.
+    sections, files = live_sections()
+    facts = parse_sections(sections, files)
+    assert facts.components(nccl="system")["nccl"] == "2.28.3"
+    assert facts.components()["nccl"] == "2.28.9"

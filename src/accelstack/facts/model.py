@@ -10,7 +10,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -225,14 +225,18 @@ class Facts(_Record):
             return torch.nccl, "torch"
         return nvidia.nccl, "system"
 
-    def components(self) -> InstalledVersions:
-        """Installed versions under the keys the stack layer compares against (None: not installed/unknown)."""
+    def components(self, *, nccl: Literal["torch", "system"] = "torch") -> InstalledVersions:
+        """Installed versions under the keys the stack layer compares against (None: not installed/unknown).
+
+        ``nccl`` is the NCCL torch loads (see :meth:`torch_nccl`); ``nccl="system"`` gives the system one instead,
+        for what installs the system NCCL (the ``nccl`` role) and must compare with what it installed.
+        """
         torch = self.torch or TorchFacts()
         ascend = self.ascend or AscendFacts()
         nvidia = self.nvidia or NvidiaFacts()
-        nccl, judged = self.torch_nccl()
+        nccl_version, judged = self.torch_nccl() if nccl == "torch" else (nvidia.nccl, "system")
         details: dict[str, dict[str, Any]] = {}
-        if nccl or nvidia.nccl:
+        if nccl_version or nvidia.nccl:
             nccl_detail: dict[str, Any] = {
                 "judged": "the NCCL torch loads" if judged == "torch" else
                           "the system NCCL (no NCCL of torch's own was found beside it)",
@@ -256,7 +260,7 @@ class Facts(_Record):
             "nnal": ascend.nnal,
             "nvidia_driver": nvidia.driver_version,
             "cuda": nvidia.cuda,
-            "nccl": nccl,
+            "nccl": nccl_version,
         }, details)
 
     def summary(self) -> str:
