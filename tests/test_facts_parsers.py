@@ -520,3 +520,24 @@ def test_parse_sections_bad_parts_become_errors() -> None:
     for name in ("pci", "cpu_count", "ip_addr", "cuda version.json"):
         assert name in joined
     assert parse_sections({}, {}) == Facts()
+
+
+def test_torch_nccl_reads_the_library_torch_loads_by_wheel_string_or_name() -> None:
+    wheel = "/v/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
+    assert p.torch_nccl({"libraries": [wheel], "wheels": {"nvidia-nccl-cu13": "2.28.9"}}) == (
+        "2.28.9", wheel, "nvidia-nccl-cu13 2.28.9 package metadata")
+    # A library bundled in torch/lib is not the wheel's, whatever pip says: its own string decides.
+    bundled = "/v/lib/python3.12/site-packages/torch/lib/libnccl.so.2"
+    assert p.torch_nccl({"libraries": [bundled], "wheels": {"nvidia-nccl-cu12": "2.21.5"},
+                         "embedded": "2.27.3+cuda12.9"})[0] == "2.27.3"
+    assert p.torch_nccl({"libraries": ["/v/torch/lib/libnccl.so.2.26.2"], "wheels": {}}) == (
+        "2.26.2", "/v/torch/lib/libnccl.so.2.26.2", "the library's file name")
+    assert p.torch_nccl({"libraries": [], "wheels": {}}) == (None, None, None)  # the system one then judges
+    assert p.torch_nccl(None) == (None, None, None)  # a probe that did not look
+
+
+def test_pip_freeze_names_the_nccl_wheel() -> None:
+    text = (Path(__file__).parent / "data" / "h100" / "bundle" / "commands" / "pip_list.txt").read_text()
+    assert p.parse_pip_freeze(text)["torch"] == "2.11.0"
+    assert p.nccl_wheel_in_pip_list(text) == ("nvidia-nccl-cu13", "2.28.9")
+    assert p.nccl_wheel_in_pip_list("torch==2.13.0+cpu\n") is None
