@@ -238,8 +238,8 @@ class Facts(_Record):
         details: dict[str, dict[str, Any]] = {}
         if nccl_version or nvidia.nccl:
             nccl_detail: dict[str, Any] = {
-                "judged": "the NCCL torch loads" if judged == "torch" else
-                          "the system NCCL (no NCCL of torch's own was found beside it)",
+                "judged": "the NCCL torch loads" if judged == "torch" else "the system NCCL" + (
+                    " (no NCCL of torch's own was found beside it)" if nccl == "torch" else ""),
                 "torch_nccl": torch.nccl, "torch_nccl_library": torch.nccl_library,
                 "torch_nccl_from": torch.nccl_from,
                 "system_nccl": nvidia.nccl, "system_nccl_libraries": list(nvidia.nccl_libraries)}
