@@ -69,6 +69,24 @@ def test_ip_oneline_addr_only_and_garbage() -> None:
     assert p.parse_ip_oneline('Object "addr" is unknown, try "ip help".') == []
 
 
+def test_sys_class_net_matches_ip_json() -> None:
+    # The same lab machine read without iproute2 (the H100 had none): the probe's /sys/class/net section and
+    # /proc/net/if_inet6 give what ip -j addr gives (iproute2 adds a scope to IPv4 addresses; sysfs has none).
+    from_sys = {i.name: i for i in p.parse_sys_class_net(capture("net_sys_lab.json"),
+                                                          capture("proc_net_if_inet6_lab.txt"))}
+    from_json = {i.name: i for i in p.parse_ip_json(capture("ip_j_addr_lab.json"))}
+    assert set(from_sys) == set(from_json)
+    for name, iface in from_json.items():
+        got = from_sys[name]
+        assert (got.state, got.mtu, got.up) == (iface.state, iface.mtu, iface.up), name
+        assert sorted((a.family, a.address, a.prefixlen) for a in got.addresses) == sorted(
+            (a.family, a.address, a.prefixlen) for a in iface.addresses), name
+    assert [a.scope for a in from_sys["eth0"].addresses if a.family == "inet6"] == ["global", "link"]
+    with pytest.raises(ValueError, match="net_sys"):
+        p.parse_sys_class_net("not json")
+    assert p.parse_proc_if_inet6("garbage\n") == {}
+
+
 @pytest.mark.parametrize("text", ["", "not json", '{"ifname": "eth0"}'])
 def test_ip_json_malformed_raises(text: str) -> None:
     with pytest.raises(ValueError, match="ip -j addr"):
@@ -502,3 +520,24 @@ def test_parse_sections_bad_parts_become_errors() -> None:
     for name in ("pci", "cpu_count", "ip_addr", "cuda version.json"):
         assert name in joined
     assert parse_sections({}, {}) == Facts()
+
+
+def test_torch_nccl_reads_the_library_torch_loads_by_wheel_string_or_name() -> None:
+    wheel = "/v/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
+    assert p.torch_nccl({"libraries": [wheel], "wheels": {"nvidia-nccl-cu13": "2.28.9"}}) == (
+        "2.28.9", wheel, "nvidia-nccl-cu13 2.28.9 package metadata")
+    # A library bundled in torch/lib is not the wheel's, whatever pip says: its own string decides.
+    bundled = "/v/lib/python3.12/site-packages/torch/lib/libnccl.so.2"
+    assert p.torch_nccl({"libraries": [bundled], "wheels": {"nvidia-nccl-cu12": "2.21.5"},
+                         "embedded": "2.27.3+cuda12.9"})[0] == "2.27.3"
+    assert p.torch_nccl({"libraries": ["/v/torch/lib/libnccl.so.2.26.2"], "wheels": {}}) == (
+        "2.26.2", "/v/torch/lib/libnccl.so.2.26.2", "the library's file name")
+    assert p.torch_nccl({"libraries": [], "wheels": {}}) == (None, None, None)  # the system one then judges
+    assert p.torch_nccl(None) == (None, None, None)  # a probe that did not look
+
+
+def test_pip_freeze_names_the_nccl_wheel() -> None:
+    text = (Path(__file__).parent / "data" / "h100" / "bundle" / "commands" / "pip_list.txt").read_text()
+    assert p.parse_pip_freeze(text)["torch"] == "2.11.0"
+    assert p.nccl_wheel_in_pip_list(text) == ("nvidia-nccl-cu13", "2.28.9")
+    assert p.nccl_wheel_in_pip_list("torch==2.13.0+cpu\n") is None

@@ -282,3 +282,64 @@ def test_old_iproute2_without_json_falls_back_to_oneline(tmp_path: Path) -> None
     lo = next(i for i in facts.interfaces if i.name == "lo")
     assert lo.up and lo.mtu == 65536 and any(a.address == "127.0.0.1" for a in lo.addresses)
     assert facts.probe_errors == []  # the fallback covered it
+
+
+def fake_torch_site(tmp_path: Path, *, wheel: str | None, library_text: bytes) -> Path:
+    """A site-packages with a torch package that reports a CUDA build and an NCCL library beside it, laid out
+    as pip installs them: nvidia/nccl/lib/libnccl.so.2 and, for a wheel, its dist-info."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("raise ImportError('the probe must not import torch')\n")
+    (site / "torch" / "version.py").write_text("__version__ = '2.11.0+cu130'\ncuda = '13.0'\n")
+    lib = site / "nvidia" / "nccl" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnccl.so.2").write_bytes(library_text)
+    if wheel:
+        name, version = wheel.split("==")
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return site
+
+
+def probe_with_site(tmp_path: Path, site: Path) -> Facts:
+    env = {**path_with(tmp_path, {}), "PYTHONPATH": str(site)}
+    return parse_probe_output(run_probe(ProbeOptions(python="python3"), env=env))
+
+
+def test_h100_versions_nccl_probe_finds_the_nccl_wheel_torch_loads(tmp_path: Path) -> None:
+    site = fake_torch_site(tmp_path, wheel="nvidia-nccl-cu13==2.28.9", library_text=b"\x7fELF not read")
+    facts = probe_with_site(tmp_path, site)
+    assert facts.torch is not None and facts.torch.version == "2.11.0+cu130"
+    assert facts.torch.nccl == "2.28.9"
+    assert facts.torch.nccl_library == str(site / "nvidia" / "nccl" / "lib" / "libnccl.so.2")
+    assert facts.torch.nccl_from == "nvidia-nccl-cu13 2.28.9 package metadata"
+    assert facts.components()["nccl"] == "2.28.9"
+
+
+def test_h100_versions_nccl_probe_reads_the_version_a_library_carries(tmp_path: Path) -> None:
+    # No wheel metadata (a library copied in by hand): the string NCCL logs at init, past the first 8 MiB read.
+    body = b"\x7fELF" + b"\0" * (9 << 20) + b"NCCL version 2.28.9+cuda13.0\0" + b"\0" * 16
+    facts = probe_with_site(tmp_path, fake_torch_site(tmp_path, wheel=None, library_text=body))
+    assert facts.torch is not None
+    assert facts.torch.nccl == "2.28.9"
+    assert facts.torch.nccl_from == "'NCCL version 2.28.9+cuda13.0' in the library"
+
+
+def test_h100_facts_without_ip_list_interfaces_from_sys_class_net(tmp_path: Path) -> None:
+    # The H100 had no iproute2. An `ip` that cannot run stands in for it (the real one sits in /usr/sbin, which
+    # the probe also searches); the interfaces must still come back, as /sys/class/net and ioctls give them.
+    env = path_with(tmp_path, {"ip": "echo 'ip: cannot run here' >&2; exit 127\n"})
+
+    def view(interfaces: list) -> dict:
+        return {i.name: (i.state, i.mtu, i.up, sorted((a.family, a.address, a.prefixlen) for a in i.addresses))
+                for i in interfaces}
+
+    for _attempt in range(3):  # other suites' labs add and remove bridges and veths: read both again on a race
+        facts = parse_probe_output(run_probe(ProbeOptions(python="python3"), env=env))
+        real = parse_probe_output(run_probe(ProbeOptions(python=sys.executable)))
+        if view(facts.interfaces) == view(real.interfaces):
+            break
+    assert real.interfaces, "this machine's ip -j addr lists interfaces"
+    assert view(facts.interfaces) == view(real.interfaces)
+    assert facts.probe_errors == []  # the fallback covered the failing ip

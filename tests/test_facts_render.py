@@ -29,3 +29,12 @@ def test_nvidia_host_table_names_driver_and_gpus() -> None:
     facts = parse_sections({"nvidia_smi": (CAPTURES / "nvidia_smi_query_h100_590.48.01.csv").read_text()}, {})
     text = render_to_text(facts_table("gpu01", facts))
     assert "driver 590.48.01" in text and "GPU(s): NVIDIA H100" in text
+
+
+def test_h100_table_shows_both_nccls_the_system_one_and_the_one_torch_loads() -> None:
+    from accelstack.bundle import bundle_facts
+
+    facts = bundle_facts(Path(__file__).parent / "data" / "h100" / "bundle")
+    text = render_to_text(facts_table("h100", facts))
+    assert "system NCCL 2.28.3" in text
+    assert "2.11.0+cu130 (CUDA 13.0), loads NCCL 2.28.9" in text

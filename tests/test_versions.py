@@ -79,7 +79,9 @@ def test_local_tags_and_builds() -> None:
     assert local_tag("2.5.1") is None
     # a build number of a release is the same release, ordered after it
     assert versions_match("8.1.RC1", "8.1.RC1.B150", "release")
-    assert not versions_match("8.1.RC1", "8.1.RC1.B150", "exact")
+    # ... and a pin without a build names the release, as pip's == does; a pin with one names that build
+    assert versions_match("8.1.RC1", "8.1.RC1.B150", "exact")
+    assert not versions_match("8.1.RC1.B150", "8.1.RC1.B151", "exact")
     assert compare("8.1.RC1", "8.1.RC1.B150") == -1
 
 
@@ -88,6 +90,17 @@ def test_match_modes() -> None:
     assert versions_match("2.13.0", "2.13.0+cpu", "release")
     assert not versions_match("2.13.0+cpu", "2.13.0", "exact")
     assert not versions_match("2.6.0+cu124", "2.6.0+cpu", "exact")
+
+
+def test_h100_versions_torch_pin_with_and_without_a_local_build_as_users_mean_them() -> None:
+    # The H100 host's torch.__version__ is 2.11.0+cu130 (pip's metadata says 2.11.0).
+    assert versions_match("2.11.0", "2.11.0+cu130", "exact")  # a bare pin names the release
+    assert versions_match("2.11.0+cu130", "2.11.0+cu130", "exact")
+    assert not versions_match("2.11.0+cu130", "2.11.0+cu128", "exact")  # a pin with a build names that build
+    assert not versions_match("2.11.0+cu130", "2.11.0+cpu", "exact")
+    assert not versions_match("2.11.0+cu130", "2.11.0", "exact")  # metadata alone cannot show the build
+    assert not versions_match("2.11.0", "2.10.0+cu130", "exact")
+    assert not versions_match("2.11.0", "2.11.0rc1+cu130", "exact")
     assert versions_match("3.11", "3.11.9", "prefix")
     assert not versions_match("3.11", "3.12.1", "prefix")
     assert not versions_match("3.1", "3.11.0", "prefix")

@@ -6,8 +6,10 @@ lists in that environment are usable.
 A wrong *_SOCKET_IFNAME only shows at the first collective ("Bootstrap : no socket interface found"), and a
 non-contiguous visible-device list makes local rank N a different physical device than N, the mapping behind
 "using GPU N to perform barrier as devices used by this process are currently unknown".
+
+The inventory says which interface a job should use; the login environment (the rendered env file) is what a job
+really gets. When the two disagree, the host is not as configured: `fail`, naming both.
 """
-from __future__ import annotations
 
 import fcntl
 import os
@@ -90,33 +92,49 @@ def matching_interfaces(spec, names):
     return [n for n in names if (not hit(n)) == exclude and n != "lo"] if exclude else [n for n in names if hit(n)]
 
 
+def describe_interfaces(ifaces):
+    return ", ".join("%s(%s%s)" % (n, "up" if i["up"] else "down", " " + i["ipv4"] if i["ipv4"] else "")
+                     for n, i in sorted(ifaces.items()) if n != "lo")
+
+
 def check_ifnames(env, config, ifaces):
     checks = []
-    wanted = {}
-    for key, value in (config.get("socket_ifnames") or {}).items():
-        if value:
-            wanted[key] = (str(value), "inventory")
-    for key, value in env.items():
-        if key.endswith("_SOCKET_IFNAME") and value:
-            wanted[key] = (value, "login environment")
-    for key, (value, origin) in sorted(wanted.items()):
+    intended = dict((k, str(v)) for k, v in (config.get("socket_ifnames") or {}).items() if v)
+    sources = config.get("socket_ifname_sources") or {}
+    rendered = dict((k, v) for k, v in env.items() if k.endswith("_SOCKET_IFNAME") and v)
+    for key in sorted(set(intended) | set(rendered)):
+        name = "env.%s" % key.lower()
+        want, have = intended.get(key), rendered.get(key)
+        want_from = sources.get(key) or "inventory var %s" % key.lower()
+        if want is not None and have is not None and want != have:
+            evidence = {"variable": key, "inventory": want, "inventory_from": want_from, "login_environment": have,
+                        "matches": {want: matching_interfaces(want, sorted(ifaces)),
+                                    have: matching_interfaces(have, sorted(ifaces))},
+                        "interfaces": ifaces}
+            checks.append(result(
+                "fail", "%s disagrees: the %s says %s, the login environment (the rendered env file) has %s, and "
+                "a job uses the latter; interfaces here: %s" % (key, want_from, want, have,
+                                                                describe_interfaces(ifaces)),
+                {"usable": 0}, evidence,
+                "decide which interface the nodes reach each other on, set it in the %s, then re-render the env "
+                "file (inv provision --limit %s)" % (want_from, config.get("host", "HOST")), check=name))
+            continue
+        value, origin = (have, "login environment") if have is not None else (want, want_from)
         names = matching_interfaces(value, sorted(ifaces))
         usable = [n for n in names if ifaces[n]["up"] and ifaces[n]["ipv4"]]
         evidence = {"variable": key, "value": value, "from": origin, "matches": names, "interfaces": ifaces}
         if usable:
             checks.append(result("pass", "%s=%s -> %s" % (key, value, ", ".join(
                 "%s %s" % (n, ifaces[n]["ipv4"]) for n in usable)), {"usable": len(usable)}, evidence,
-                check="env.%s" % key.lower()))
+                check=name))
         else:
             state = "no interface matches" if not names else "matching interface(s) %s down or without an " \
                 "address" % ", ".join(names)
-            have = ", ".join("%s(%s%s)" % (n, "up" if i["up"] else "down", " " + i["ipv4"] if i["ipv4"] else "")
-                             for n, i in sorted(ifaces.items()) if n != "lo")
-            checks.append(result("fail", "%s=%s (%s): %s; interfaces here: %s" % (key, value, origin, state, have),
-                                 {"usable": 0}, evidence,
-                                 "set %s to an interface that is up with an address on every node (the one the "
-                                 "nodes reach each other on), in the inventory's %s var, then re-render the env "
-                                 "file" % (key, key.lower()), check="env.%s" % key.lower()))
+            checks.append(result("fail", "%s=%s (%s): %s; interfaces here: %s" % (
+                key, value, origin, state, describe_interfaces(ifaces)), {"usable": 0}, evidence,
+                "set %s to an interface that is up with an address on every node (the one the nodes reach each "
+                "other on), in the inventory's %s var, then re-render the env file" % (key, key.lower()),
+                check=name))
     return checks
 
 

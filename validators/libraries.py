@@ -6,8 +6,12 @@ torch_npu dlsym()s HcclCommInitRootInfoConfig from libhccl.so at the first commu
 torch_npu build expects lacks it, and the job dies only then ("Failed to find function ..."). Here the library
 is resolved the way the dynamic loader would for a training job (the env file's LD_LIBRARY_PATH first) and its
 ELF dynamic symbol table is read in pure Python: no dlopen, so a broken library cannot crash the check.
+
+Only the library that will load is judged. When the stack names where its library lives (the venv's NCCL wheel,
+the CANN lib64) and the stack is not installed there at all (no venv, no CANN home), a copy in the loader's
+default folders is a different library (the H100's system libnccl 2.28.3, with the stack's venv absent): `error`
+(not provisioned), never a `pass` on the wrong file.
 """
-from __future__ import annotations
 
 import glob
 import os
@@ -94,12 +98,23 @@ def loader_dirs():
                    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
 
 
+def fixed_root(pattern):
+    """The part of a folder glob before its first wildcard: /opt/venv/lib of /opt/venv/lib/python3*/site-packages."""
+    parts = []
+    for part in pattern.split("/"):
+        if any(c in part for c in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts) or "/"
+
+
 def resolve(library, search):
+    """(path, the search folder it was found in), or (None, None)."""
     for folder in search:
         candidate = os.path.join(folder, library)
         if os.path.isfile(candidate):
-            return candidate
-    return None
+            return candidate, folder
+    return None, None
 
 
 def main(config):
@@ -112,37 +127,56 @@ def main(config):
     if ld_path is None:
         ld_path = os.environ.get("LD_LIBRARY_PATH", "")
         source = "the login environment (no env file rendered)"
-    extra = []
-    for pattern in config.get("library_dirs") or []:
-        extra.extend(sorted(glob.glob(pattern)))
-    search = [d for d in ld_path.split(":") if d] + extra + loader_dirs()
-    checks = []
+    patterns = list(config.get("library_dirs") or [])
+    stack_dirs = []
+    for pattern in patterns:
+        stack_dirs.extend(sorted(glob.glob(pattern)))
+    env_dirs = [d for d in ld_path.split(":") if d]
+    search = env_dirs + stack_dirs + loader_dirs()
     missing_all = {}
+    problems = []
     evidence = {"LD_LIBRARY_PATH_from": source, "LD_LIBRARY_PATH": ld_path, "search_head": search[:12],
-                "libraries": {}}
+                "stack_library_dirs": patterns, "stack_library_dirs_found": stack_dirs, "libraries": {}}
     for library, symbols in sorted(required.items()):
-        path = resolve(library, search)
+        path, folder = resolve(library, search)
         if path is None:
             evidence["libraries"][library] = None
-            missing_all[library] = ["(library not found)"]
+            problems.append("%s is nowhere on the search path (%s)" % (library, ", ".join(search[:6])))
             continue
+        origin = ("LD_LIBRARY_PATH" if folder in env_dirs else "the stack's folder" if folder in stack_dirs
+                  else "the loader's default folders")
         real = os.path.realpath(path)
-        exported = elf_dynamic_symbols(real)
+        info = {"path": path, "realpath": real, "found_in": origin}
+        evidence["libraries"][library] = info
+        roots = [fixed_root(p) for p in patterns]
+        if roots and origin == "the loader's default folders" and not any(os.path.isdir(r) for r in roots):
+            # The stack is not installed where it says (no venv, no CANN home): what its torch will load is not
+            # here to check, and this copy (a system one) is a different library.
+            problems.append("%s: the stack's %s is missing (not provisioned), and %s is a different library "
+                            "from the one its torch will load, so it is not checked in its place"
+                            % (library, " / ".join(roots), real))
+            continue
+        try:
+            exported = elf_dynamic_symbols(real)
+        except (OSError, ValueError, IndexError, struct.error) as exc:
+            problems.append("%s: cannot read its symbols: %s" % (real, exc))
+            continue
         missing = [s for s in symbols if s not in exported]
-        evidence["libraries"][library] = {"path": path, "realpath": real, "exported_symbols": len(exported),
-                                         "missing": missing}
+        info.update({"exported_symbols": len(exported), "missing": missing})
         if missing:
             missing_all[library] = missing
     metrics = {"libraries": len(required), "missing": sum(len(v) for v in missing_all.values())}
     if missing_all:
         parts = ["%s: %s" % (lib, ", ".join(syms)) for lib, syms in sorted(missing_all.items())]
-        checks.append(result("fail", "missing from the library the stack's environment loads: " + "; ".join(parts),
-                             metrics, evidence, config.get("remedy")))
-    else:
-        found = ", ".join("%s (%s)" % (lib, info["realpath"]) for lib, info in evidence["libraries"].items())
-        checks.append(result("pass", "all %d required symbol(s) exported by %s"
-                             % (sum(len(v) for v in required.values()), found), metrics, evidence))
-    return checks
+        return [result("fail", "missing from the library the stack's environment loads: " + "; ".join(parts),
+                       metrics, evidence, config.get("remedy"))]
+    if problems:
+        return [result("error", "not checked: " + "; ".join(problems), metrics, evidence,
+                       "install the stack so its library is where torch loads it from (inv provision --limit %s), "
+                       "then validate again" % config.get("host", "HOST"))]
+    found = ", ".join("%s (%s)" % (lib, info["realpath"]) for lib, info in evidence["libraries"].items())
+    return [result("pass", "all %d required symbol(s) exported by %s"
+                   % (sum(len(v) for v in required.values()), found), metrics, evidence)]
 
 
 if __name__ == "__main__":

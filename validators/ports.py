@@ -6,7 +6,6 @@ Two roles, config["role"]: "listen" binds every port in config["ports"] and acce
 runs out (a port already taken is reported: a stale rendezvous from an earlier job is a classic), "probe"
 connects to config["peers"] = [{host, address, ports}] and reports what answered.
 """
-from __future__ import annotations
 
 import json
 import os

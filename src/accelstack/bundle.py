@@ -138,6 +138,10 @@ def bundle_facts(folder: Path) -> Facts:
     """Facts from a bundle's saved outputs, through the same parsers as a live run."""
     meta = json.loads((folder / "bundle.json").read_text())
     sections = {name: {**info, "out": (folder / info["file"]).read_text()} for name, info in meta["sections"].items()}
+    for relative, info in (meta.get("commands") or {}).items():
+        # The stack python's pip list: it names the NCCL wheel torch loads when the probe's own look is absent.
+        if info.get("cmd") == "pip list" and info.get("rc") == 0 and (folder / relative).exists():
+            sections.setdefault("pip_list", {**info, "out": (folder / relative).read_text()})
     files = {path: (folder / rel).read_text() for path, rel in meta["files"].items()}
     doc = {"probe": 1, "sections": sections, "files": files, "errors": meta.get("probe_errors") or []}
     if meta.get("fatal"):
@@ -145,18 +149,31 @@ def bundle_facts(folder: Path) -> Facts:
     return parse_probe_output(json.dumps(doc))
 
 
-def analyze_bundle(path: Path, *, expect_devices: int | None = None) -> tuple[Facts, list[Record], Any]:
-    """Facts, offline check records, and the diagnosis of the bundle's logs (dmesg and any ``*.log`` in it)."""
+def analyze_bundle(path: Path, *, expect_devices: int | None = None,
+                   stack: str | Path | None = None) -> tuple[Facts, list[Record], Any]:
+    """Facts, offline check records, and the diagnosis of the bundle's logs (dmesg and any ``*.log`` in it).
+
+    The installed versions are judged against ``stack`` (a name under ``stacks/`` or a stack file) when given,
+    else against the stack the bundle was collected for; the records are the ``versions.*`` a live validate
+    gives. A ``stack`` that does not load raises ConfigError (bad input); the bundle's own stack that does not
+    load here gives a ``versions`` error record.
+    """
     folder = open_bundle(path)
     meta = json.loads((folder / "bundle.json").read_text())
     host = meta["host"]
+    chosen = load_stack(stack) if stack is not None else None
     facts = bundle_facts(folder)
     records: list[Record] = [Record(host, "facts", "pass", facts.summary(), evidence={"facts": facts.to_dict()})]
-    if meta.get("stack"):
+    if chosen is None and meta.get("stack"):
         try:
-            records.extend(drift(host, load_stack(meta["stack"]), facts.components(), load_matrix()))
+            chosen = load_stack(meta["stack"])
         except ConfigError as err:
-            records.append(Record(host, "versions", "error", f"stack {meta['stack']!r}: {err.message}"))
+            records.append(Record(host, "versions", "error", f"stack {meta['stack']!r}: {err.message}",
+                                  remedy="name a stack that pins this host with analyze --stack NAME|FILE"))
+    if chosen is not None:
+        for record in drift(host, chosen, facts.components(), load_matrix()):
+            record.check = "versions." + record.check.split(".", 1)[-1]
+            records.append(record)
     if expect_devices is not None:
         seen = len(facts.accelerators)
         status: Status = "pass" if seen >= expect_devices else "fail"

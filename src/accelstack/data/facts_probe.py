@@ -90,6 +90,52 @@ for name in ("torch", "torch_npu"):
         continue
     out["packages"][name] = {"version": version, "location": location, "package_dir": pdir,
                              "version_py": text}
+def embedded_nccl_version(path, limit=1 << 30):
+    # libnccl carries "NCCL version 2.28.9+cuda13.0" (what it logs at init); read in chunks, stop at the first.
+    marker = b"NCCL version "
+    try:
+        with open(path, "rb") as f:
+            tail, seen = b"", 0
+            while seen < limit:
+                chunk = f.read(8 << 20)
+                data = tail + chunk
+                at = data.find(marker)
+                if at >= 0 and (len(data) - at > 64 or not chunk):
+                    text = data[at + len(marker):at + len(marker) + 40].split(b"\0")[0]
+                    return text.decode("ascii", "replace").split()[0] if text.strip() else None
+                if not chunk:
+                    return None
+                seen += len(chunk)
+                tail = data[-128:]
+    except Exception:
+        return None
+    return None
+def torch_nccl():
+    # The NCCL torch loads: the nvidia-nccl wheel's library, found the way torch finds it (RPATH to its own
+    # site-packages' nvidia/nccl/lib, then sys.path), else a libnccl bundled in torch/lib; never the system one.
+    import glob
+    torch = out["packages"].get("torch") or {}
+    pdir = torch.get("package_dir")
+    roots = ([os.path.dirname(pdir)] if pdir else []) + [p for p in sys.path if p]
+    libraries = []
+    for root in roots:
+        for pattern in ("nvidia/nccl/lib/libnccl.so*", "nvidia/cu*/lib/libnccl.so*"):
+            for path in sorted(glob.glob(os.path.join(root, pattern))):
+                if path not in libraries:
+                    libraries.append(path)
+    if pdir:
+        libraries.extend(sorted(glob.glob(os.path.join(pdir, "lib", "libnccl.so*"))))
+    wheels = {}
+    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nvidia-nccl"):
+        version, _location = dist_info(name)
+        if version:
+            wheels[name] = version
+    embedded = None
+    if libraries and not wheels:
+        embedded = embedded_nccl_version(os.path.realpath(libraries[0]))
+    return {"libraries": libraries, "wheels": wheels, "embedded": embedded}
+if out["packages"].get("torch"):
+    out["nccl"] = torch_nccl()
 print(json.dumps(out))
 '''
 
@@ -240,6 +286,39 @@ def disk_free(paths):
     return result
 
 
+SIOCGIFADDR = 0x8915
+SIOCGIFNETMASK = 0x891b
+
+
+def _ifreq_ipv4(name, request):
+    import fcntl
+    import struct
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        packed = fcntl.ioctl(sock.fileno(), request, struct.pack("256s", name[:15].encode()))
+        return socket.inet_ntoa(packed[20:24])
+    except Exception:
+        return None  # no IPv4 address on it (EADDRNOTAVAIL), or no such ioctl here
+    finally:
+        sock.close()
+
+
+def sys_class_net():
+    """Interfaces without iproute2: name, operstate, mtu and flags from /sys/class/net, IPv4 from ioctls."""
+    found = []
+    base = "/sys/class/net"
+    for name in sorted(os.listdir(base)):
+        found.append({
+            "name": name,
+            "operstate": read_sys(os.path.join(base, name, "operstate")),
+            "mtu": read_sys(os.path.join(base, name, "mtu")),
+            "flags": read_sys(os.path.join(base, name, "flags")),
+            "ipv4": _ifreq_ipv4(name, SIOCGIFADDR),
+            "netmask": _ifreq_ipv4(name, SIOCGIFNETMASK),
+        })
+    return found
+
+
 def nccl_libraries():
     found = []
     for d in NCCL_LIB_DIRS:
@@ -322,6 +401,10 @@ def gather(options):
         # iproute2 older than 4.13 (CentOS 7, old EulerOS) has no -j.
         sections["ip_addr_text"] = run_tool("ip", ["-o", "addr"], timeout)
         sections["ip_link_text"] = run_tool("ip", ["-o", "link"], timeout)
+    text_ok = sections.get("ip_addr_text", {}).get("rc") == 0
+    if ip_json.get("missing") or (ip_json["rc"] != 0 and not text_ok):
+        sections["net_sys"] = native("read /sys/class/net", sys_class_net)
+        files["/proc/net/if_inet6"] = read_file("/proc/net/if_inet6")
 
     # NVIDIA
     files["/proc/driver/nvidia/version"] = read_file("/proc/driver/nvidia/version")

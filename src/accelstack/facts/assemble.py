@@ -17,7 +17,7 @@ from accelstack.facts.model import AscendFacts, Facts, NvidiaFacts
 T = TypeVar("T")
 
 # A failed section whose fallback succeeded is not an error.
-FALLBACKS = {"ip_addr": "ip_addr_text"}
+FALLBACKS = {"ip_addr": ("ip_addr_text", "net_sys"), "ip_addr_text": ("net_sys",), "ip_link_text": ("net_sys",)}
 # The tool behind a section, for documents whose missing sections do not name it (hand-made bundles).
 TOOL_SECTIONS = {"nvidia_smi": "nvidia-smi", "nvcc": "nvcc", "npu_smi": "npu-smi", "ip_addr": "ip"}
 
@@ -74,7 +74,7 @@ def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Fa
         return text if text is not None and text.strip() else None
 
     _basics(facts, c, section, files)
-    _network(facts, c, section)
+    _network(facts, c, section, files)
     facts.nvidia = _nvidia(facts, c, section, files)
     facts.ascend = _ascend(facts, c, section, files)
     text = section("stack_python")
@@ -84,6 +84,12 @@ def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Fa
             facts.stack_python_version = stack.version
             facts.stack_python = stack.executable
             facts.torch = stack.torch
+    pip_list = section("pip_list")
+    if facts.torch is not None and facts.torch.nccl is None and pip_list is not None:
+        # A bundle from a probe that did not yet look for torch's NCCL: the stack python's pip list names the
+        # NCCL wheel torch loads from.
+        if (wheel := p.nccl_wheel_in_pip_list(pip_list)) is not None:
+            facts.torch.nccl, facts.torch.nccl_from = wheel[1], f"pip list: {wheel[0]}=={wheel[1]}"
     return facts
 
 
@@ -128,12 +134,18 @@ def _basics(
             facts.disk_free = {str(k): (int(v) if v is not None else None) for k, v in free.items()}
 
 
-def _network(facts: Facts, c: _Collector, section: Callable[[str], str | None]) -> None:
+def _network(
+    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
+) -> None:
     text = section("ip_addr")
     if text is not None and text.lstrip().startswith("["):
         facts.interfaces = c.attempt("ip_addr", p.parse_ip_json, text) or []
     elif (addr := section("ip_addr_text")) is not None:
         facts.interfaces = p.parse_ip_oneline(addr, section("ip_link_text") or "")
+    elif (sysfs := section("net_sys")) is not None:
+        # No iproute2 (minimal images, containers): /sys/class/net and ioctls, as the env validator reads them.
+        inet6 = _file(files, "/proc/net/if_inet6") or ""
+        facts.interfaces = c.attempt("net_sys", lambda t: p.parse_sys_class_net(t, inet6), sysfs) or []
 
 
 def _nvidia(
@@ -259,8 +271,8 @@ def parse_probe_output(text: str) -> Facts:
         elif sec.get("timeout"):
             errors.append(f"{name}: `{sec.get('cmd')}` timed out")
         elif sec.get("rc") != 0:
-            fallback = raw_sections.get(FALLBACKS.get(name, ""))
-            if isinstance(fallback, dict) and fallback.get("rc") == 0:
+            fallbacks = [raw_sections.get(other) for other in FALLBACKS.get(name, ())]
+            if any(isinstance(f, dict) and f.get("rc") == 0 for f in fallbacks):
                 continue  # e.g. iproute2 without -j: expected on old distributions, and covered
             detail = (sec.get("err") or sec.get("out") or "").strip().splitlines()
             errors.append(

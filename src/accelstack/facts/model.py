@@ -10,7 +10,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -166,7 +166,8 @@ class AscendFacts(_Record):
 
 @dataclass
 class TorchFacts(_Record):
-    version: str | None = None
+    version: str | None = None  # torch.__version__ with its local build tag (2.11.0+cu130), else the package's
+    dist_version: str | None = None  # the package metadata's version: pip's wheels drop the tag there (2.11.0)
     cuda: str | None = None  # CUDA torch was built with; None for CPU and NPU builds
     git_version: str | None = None
     hip: str | None = None
@@ -174,6 +175,19 @@ class TorchFacts(_Record):
     torch_npu: str | None = None
     torch_npu_git_version: str | None = None
     torch_npu_location: str | None = None
+    nccl: str | None = None  # the NCCL torch loads: its wheel's (nvidia-nccl-cuXX) or one bundled in torch/lib
+    nccl_library: str | None = None  # that library's path, when the probe found it
+    nccl_from: str | None = None  # how the version was read, for a person: "nvidia-nccl-cu13 metadata", ...
+
+
+class InstalledVersions(dict[str, "str | None"]):
+    """Installed versions under the stack's component keys, plus ``details``: per component, where the version
+    came from and what else is installed beside it (the system libnccl next to the one torch loads), for the
+    evidence of a versions record."""
+
+    def __init__(self, versions: dict[str, str | None], details: dict[str, dict[str, Any]] | None = None) -> None:
+        super().__init__(versions)
+        self.details: dict[str, dict[str, Any]] = details or {}
 
 
 @dataclass
@@ -202,12 +216,39 @@ class Facts(_Record):
     missing_tools: list[str] = field(default_factory=list)
     probe_errors: list[str] = field(default_factory=list)
 
-    def components(self) -> dict[str, str | None]:
-        """Installed versions under the keys the stack layer compares against (None: not installed/unknown)."""
+    def torch_nccl(self) -> tuple[str | None, str]:
+        """The NCCL version that judges this host, and which one it is: ``torch`` (the library torch loads) or
+        ``system`` (nccl.h / libnccl.so.X.Y.Z, which is what a torch without an NCCL of its own beside it links)."""
+        torch = self.torch or TorchFacts()
+        nvidia = self.nvidia or NvidiaFacts()
+        if torch.nccl:
+            return torch.nccl, "torch"
+        return nvidia.nccl, "system"
+
+    def components(self, *, nccl: Literal["torch", "system"] = "torch") -> InstalledVersions:
+        """Installed versions under the keys the stack layer compares against (None: not installed/unknown).
+
+        ``nccl`` is the NCCL torch loads (see :meth:`torch_nccl`); ``nccl="system"`` gives the system one instead,
+        for what installs the system NCCL (the ``nccl`` role) and must compare with what it installed.
+        """
         torch = self.torch or TorchFacts()
         ascend = self.ascend or AscendFacts()
         nvidia = self.nvidia or NvidiaFacts()
-        return {
+        nccl_version, judged = self.torch_nccl() if nccl == "torch" else (nvidia.nccl, "system")
+        details: dict[str, dict[str, Any]] = {}
+        if nccl_version or nvidia.nccl:
+            nccl_detail: dict[str, Any] = {
+                "judged": "the NCCL torch loads" if judged == "torch" else "the system NCCL" + (
+                    " (no NCCL of torch's own was found beside it)" if nccl == "torch" else ""),
+                "torch_nccl": torch.nccl, "torch_nccl_library": torch.nccl_library,
+                "torch_nccl_from": torch.nccl_from,
+                "system_nccl": nvidia.nccl, "system_nccl_libraries": list(nvidia.nccl_libraries)}
+            if judged == "torch" and nvidia.nccl and nvidia.nccl != torch.nccl:
+                nccl_detail["note"] = f"the system NCCL {nvidia.nccl} is installed too; torch does not load it"
+            details["nccl"] = nccl_detail
+        if torch.dist_version and torch.version and torch.dist_version != torch.version:
+            details["torch"] = {"torch.__version__": torch.version, "package_metadata": torch.dist_version}
+        return InstalledVersions({
             "python": self.stack_python_version or self.python_version,
             "torch": torch.version,
             "torch_npu": torch.torch_npu,
@@ -219,8 +260,8 @@ class Facts(_Record):
             "nnal": ascend.nnal,
             "nvidia_driver": nvidia.driver_version,
             "cuda": nvidia.cuda,
-            "nccl": nvidia.nccl,
-        }
+            "nccl": nccl_version,
+        }, details)
 
     def summary(self) -> str:
         """One line for a result record."""

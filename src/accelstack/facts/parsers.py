@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import ipaddress
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -192,6 +193,64 @@ def parse_ip_oneline(addr_text: str, link_text: str = "") -> list[Interface]:
             )
         )
     return list(by_name.values())
+
+
+_IFF_UP = 0x1
+_IPV6_SCOPES = {"00": "global", "20": "link", "10": "host", "40": "site"}
+
+
+def parse_sys_class_net(text: str, if_inet6: str = "") -> list[Interface]:
+    """Interfaces read without iproute2: the probe's ``net_sys`` section (JSON ``[{name, operstate, mtu, flags,
+    ipv4, netmask}]`` from ``/sys/class/net`` and the SIOCGIFADDR/SIOCGIFNETMASK ioctls) plus the text of
+    ``/proc/net/if_inet6`` for IPv6. The state is upper-cased as ``ip`` prints it. Raises ValueError when the
+    section is not that JSON list."""
+    data = _load_json(text, "net_sys")
+    if not isinstance(data, list):
+        raise ValueError(f"net_sys: expected a JSON list: {_snippet(text)}")
+    inet6 = parse_proc_if_inet6(if_inet6)
+    interfaces = []
+    for item in data:
+        if not isinstance(item, dict) or not item.get("name"):
+            continue
+        name = str(item["name"])
+        try:
+            flag_bits = int(str(item.get("flags") or "0"), 16)
+        except ValueError:
+            flag_bits = 0
+        addresses = []
+        if item.get("ipv4"):
+            prefix = None
+            if item.get("netmask"):
+                try:
+                    prefix = bin(int.from_bytes(bytes(int(o) for o in str(item["netmask"]).split(".")), "big")
+                                 ).count("1")
+                except ValueError:
+                    prefix = None
+            addresses.append(Address("inet", str(item["ipv4"]), prefix))
+        addresses.extend(inet6.get(name, []))
+        state = item.get("operstate")
+        mtu = item.get("mtu")
+        interfaces.append(Interface(name=name, state=str(state).upper() if state else None,
+                                    mtu=_int(str(mtu)) if mtu is not None else None,
+                                    up=bool(flag_bits & _IFF_UP), addresses=addresses))
+    return interfaces
+
+
+def parse_proc_if_inet6(text: str) -> dict[str, list[Address]]:
+    """``/proc/net/if_inet6`` -> {interface: [inet6 Address]}, the address with its colons back. Lenient: other
+    lines are skipped."""
+    found: dict[str, list[Address]] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) < 6 or len(parts[0]) != 32:
+            continue
+        try:
+            prefix, scope = int(parts[2], 16), parts[3]
+            address = str(ipaddress.IPv6Address(int(parts[0], 16)))  # compressed, as ip prints it
+        except ValueError:
+            continue
+        found.setdefault(parts[5], []).append(Address("inet6", address, prefix, _IPV6_SCOPES.get(scope, scope)))
+    return found
 
 
 _PCI_VENDORS = {"0x10de": "nvidia", "0x19e5": "huawei"}
@@ -842,8 +901,11 @@ def parse_stack_python(text: str) -> StackPython:
     if torch or npu:
         tv = parse_version_py(torch.get("version_py") or "")
         nv = parse_version_py(npu.get("version_py") or "")
+        # torch.__version__ carries the build's local tag (2.11.0+cu130); pip's CUDA wheels leave it out of the
+        # package metadata (2.11.0), so only __version__ can be compared with a pin that names the build.
         facts = TorchFacts(
-            version=torch.get("version") or tv.get("__version__"),
+            version=tv.get("__version__") or torch.get("version"),
+            dist_version=torch.get("version"),
             cuda=tv.get("cuda"),
             git_version=tv.get("git_version"),
             hip=tv.get("hip"),
@@ -852,7 +914,55 @@ def parse_stack_python(text: str) -> StackPython:
             torch_npu_git_version=nv.get("git_version"),
             torch_npu_location=(npu.get("package_dir") or npu.get("location")) if npu else None,
         )
+        if torch:
+            facts.nccl, facts.nccl_library, facts.nccl_from = torch_nccl(data.get("nccl"))
     return StackPython(version=data.get("python"), executable=data.get("executable"), torch=facts)
+
+
+_NCCL_EMBEDDED = re.compile(r"^(\d+\.\d+\.\d+)")
+
+
+def torch_nccl(found: Any) -> tuple[str | None, str | None, str | None]:
+    """(version, library, how it was read) of the NCCL torch loads, from the stack snippet's ``nccl`` part:
+    ``{"libraries": [paths, the one torch loads first], "wheels": {dist: version}, "embedded": text}``.
+
+    A library in an ``nvidia/`` wheel folder has its wheel's version (``nvidia-nccl-cu13`` 2.28.9 installs
+    ``nvidia/nccl/lib/libnccl.so.2``); otherwise the "NCCL version 2.28.9+cuda13.0" string the library carries,
+    else a versioned file name. Lenient: anything else gives ``(None, None, None)``.
+    """
+    if not isinstance(found, dict):
+        return None, None, None
+    libraries = [str(x) for x in found.get("libraries") or [] if x]
+    wheels = {str(k): str(v) for k, v in (found.get("wheels") or {}).items() if v}
+    library = libraries[0] if libraries else None
+    in_wheel = library is not None and "/nvidia/" in library
+    if wheels and (in_wheel or library is None):
+        name, version = next(iter(sorted(wheels.items(), reverse=True)))  # cu13 before cu12 before cu11
+        how = f"{name} {version} package metadata" + ("" if library else " (its library was not found)")
+        return version, library, how
+    embedded = found.get("embedded")
+    if library and isinstance(embedded, str) and (match := _NCCL_EMBEDDED.match(embedded.strip())):
+        return match.group(1), library, f"'NCCL version {embedded.strip()}' in the library"
+    if library and (from_name := parse_nccl_library_name(library)):
+        return from_name, library, "the library's file name"
+    return None, library, None
+
+
+def parse_pip_freeze(text: str) -> dict[str, str]:
+    """``pip list --format=freeze`` -> {normalised name: version}. Lenient: other lines are skipped."""
+    packages: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        name, sep, version = line.strip().partition("==")
+        if sep and name and version:
+            packages[re.sub(r"[-_.]+", "-", name).lower()] = version.strip()
+    return packages
+
+
+def nccl_wheel_in_pip_list(text: str) -> tuple[str, str] | None:
+    """(``nvidia-nccl-cu13``, ``2.28.9``): the NCCL wheel a pip list names, newest CUDA first; None without."""
+    wheels = sorted(((n, v) for n, v in parse_pip_freeze(text).items() if re.fullmatch(r"nvidia-nccl(-cu\d+)?", n)),
+                    reverse=True)
+    return wheels[0] if wheels else None
 
 
 def parse_hccn_conf(text: str) -> dict[int, str]:

@@ -36,7 +36,7 @@ def facts_rows(facts: Facts) -> list[tuple[str, str]]:
     rows.append(("disk free", ", ".join(f"{p} {_gib(v, 1)}" for p, v in facts.disk_free.items()) or "-"))
     if facts.nvidia:
         nv = facts.nvidia
-        rows.append(("nvidia", f"driver {nv.driver_version or '-'}, CUDA {nv.cuda or '-'}, NCCL {nv.nccl or '-'}, "
+        rows.append(("nvidia", f"driver {nv.driver_version or '-'}, CUDA {nv.cuda or '-'}, system NCCL {nv.nccl or '-'}, "
                                f"{len(nv.gpus)} GPU(s)" + (f": {nv.gpus[0].name}" if nv.gpus else "")))
     if facts.ascend:
         asc = facts.ascend
@@ -46,7 +46,9 @@ def facts_rows(facts: Facts) -> list[tuple[str, str]]:
     if facts.torch:
         t = facts.torch
         build = f"CUDA {t.cuda}" if t.cuda else "no CUDA"
-        rows.append(("torch", f"{t.version or '-'} ({build})" + (f", torch_npu {t.torch_npu}" if t.torch_npu else "")))
+        nccl = f", loads NCCL {t.nccl} ({t.nccl_library or t.nccl_from})" if t.nccl else ""
+        rows.append(("torch", f"{t.version or '-'} ({build})" + (f", torch_npu {t.torch_npu}" if t.torch_npu else "")
+                     + nccl))
     else:
         rows.append(("torch", "not installed in the stack python"))
     if facts.missing_tools:

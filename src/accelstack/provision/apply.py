@@ -207,7 +207,7 @@ def _component_ok(facts: Facts, change: Change, prepared: Prepared, name: str) -
     if change.component is None or change.target is None:
         return True
     pin = prepared.contexts[name].stack.pins.get(change.component)
-    installed = facts.components().get(change.component)
+    installed = facts.components(nccl="system").get(change.component)  # what the nccl role installs
     if installed is None:
         return False
     try:
@@ -264,7 +264,7 @@ def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
         if change.kind == "installer":
             facts = probe(transport, probe_options_for(transport.host, prepared.contexts[name]))
             if not _component_ok(facts, change, prepared, name):
-                have = facts.components().get(change.component or "")
+                have = facts.components(nccl="system").get(change.component or "")
                 if result.reboot_needed:
                     status, summary = "warn", f"{change.summary} (reads {have} until the reboot)"
                 else:

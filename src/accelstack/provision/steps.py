@@ -92,7 +92,7 @@ class HostView:
 
     @property
     def installed(self) -> dict[str, str | None]:
-        return self.facts.components()
+        return self.facts.components(nccl="system")  # the nccl role installs the system NCCL
 
     @property
     def cache(self) -> str:

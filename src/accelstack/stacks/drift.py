@@ -13,6 +13,7 @@ Status per component:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -55,9 +56,17 @@ def _provision(host: str) -> str:
     return f"inv provision --limit {host}"
 
 
-def drift(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: Matrix | None = None) -> list[Record]:
-    """One ``drift.<component>`` record per component the stack pins, in the vocabulary's order."""
+def drift(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: Matrix | None = None,
+          details: Mapping[str, Mapping[str, Any]] | None = None) -> list[Record]:
+    """One ``drift.<component>`` record per component the stack pins, in the vocabulary's order.
+
+    ``details`` (default: ``installed.details`` when it has them, as :meth:`Facts.components` gives) join each
+    component's evidence: which installed copy was judged and what else is installed beside it; a ``note``
+    there ends the summary, so a person sees the system libnccl next to the one torch loads.
+    """
     matrix = matrix or load_matrix()
+    if details is None:
+        details = getattr(installed, "details", None) or {}
     violations = check_components(installed, stack.vendor, devices=stack.devices, matrix=matrix)
     critical = CRITICAL.get(stack.vendor, frozenset())
     pinned = [key for key in COMPONENTS if key in stack.pins]
@@ -73,14 +82,20 @@ def drift(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: 
             if key in blamed:
                 blamed[key].append(violation)
 
-    records = []
+    records: list[Record] = []
     for key in pinned:
+        before = len(records)
         pin = stack.pins[key]
         have = installed.get(key)
         where = stack.where(f"components.{key}")
         evidence: dict[str, object] = {"component": key, "pinned": pin.version, "installed": have,
                                        "match": pin.match, "stack": stack.name}
         check = f"drift.{key}"
+        extra = dict(details.get(key) or {})
+        note = extra.pop("note", None)
+        evidence.update(extra)
+        if note:
+            evidence["note"] = note
         change_pin = (f"or, if {have} is intended, pin {key}: \"{have}\" at {where} and run "
                       f"inv stack.check {stack.name}")
         if not have:
@@ -123,6 +138,9 @@ def drift(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: 
         else:
             records.append(Record(host, check, "pass", f"{key} {have} matches the pin {pin.version}",
                                   evidence=evidence))
+        if note:
+            for record in records[before:]:
+                record.summary += f" ({note})"
     return records
 
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from packaging.specifiers import Specifier
 from packaging.version import InvalidVersion
 from packaging.version import Version as _Pep440
 
@@ -176,13 +177,19 @@ def release_prefix(text: str, prefix: str) -> bool:
 def versions_match(pinned: str, installed: str, mode: MatchMode = "exact") -> bool:
     """Whether an installed version satisfies a pin.
 
-    ``exact``: equal as versions (``8.0.RC2`` == ``8.0.rc2``, ``2.1`` == ``2.1.0``), local tag included, because
-    ``2.6.0+cpu`` on a GPU host is a different build from ``2.6.0+cu124``. ``release``: the local build tag is
+    ``exact``: equal as versions (``8.0.RC2`` == ``8.0.rc2``, ``2.1`` == ``2.1.0``), compared the way pip
+    compares ``==`` (PEP 440): a pin with a local build tag names that build, so ``2.6.0+cu124`` is not met by
+    ``2.6.0+cpu`` or by a bare ``2.6.0``; a pin without one names the release, so ``2.6.0`` is met by
+    ``2.6.0+cu124``, as a user who writes ``torch: 2.6.0`` means. ``release``: the local build tag is
     ignored (the CPU torch wheel is ``2.13.0+cpu`` on x86 and ``2.13.0`` on aarch64). ``prefix``: the pin names a
     release series (python ``3.11`` is met by ``3.11.9``).
     """
     if mode == "exact":
-        return parse_version(pinned) == parse_version(installed)
+        want = parse_version(pinned)
+        have = parse_version(installed)
+        # packaging's Specifier holds PEP 440's rule for a local tag in ``==``; the parsed forms keep the Ascend
+        # stand-ins (8.1.RC1.B150 -> 8.1rc1+b150) comparable the same way.
+        return Specifier(f"=={want}").contains(have, prereleases=True)
     if mode == "release":
         return public(pinned) == public(installed)
     if mode == "prefix":

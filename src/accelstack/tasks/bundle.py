@@ -51,15 +51,17 @@ def collect_bundles(c, inventory=None, limit=None, output=None, json=False, fork
 
 @task(help={"bundle": "bundle folder or .tar.gz from `inv collect`",
             "expect_devices": "accelerators the host should have (default: not checked)",
+            "stack": "judge the installed versions against this stack (a name or a .yml file; default: the "
+                     "stack the bundle was collected for)",
             "json": "print {\"records\": [...], \"findings\": [...]} instead of tables"})
 @boundary
-def analyze(c, bundle, expect_devices=None, json=False):
+def analyze(c, bundle, expect_devices=None, json=False, stack=None):
     """Run the fact parsers, the offline checks and the log diagnosis on a bundle, as if the host were there."""
     from ..bundle import analyze_bundle
     from ..diagnose import render_diagnosis
 
     facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=None if expect_devices is None
-                                               else int(expect_devices))
+                                               else int(expect_devices), stack=stack)
     failing = [r for r in records if r.status in ("fail", "error")]
     if json:
         print(jsonlib.dumps({"facts": facts.to_dict(), "records": [r.to_dict() for r in records],

@@ -2,7 +2,8 @@
 
 Keys (all optional for a script; each reads what it needs):
   host, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
-  env_file, socket_ifnames {NAME: value}, required_symbols {library: [symbols]}, library_dirs [globs], remedy,
+  env_file, socket_ifnames {NAME: value}, socket_ifname_sources {NAME: where it was set},
+  required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,
   checkpoint_dir, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
   min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
   run_tag, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
@@ -71,10 +72,14 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     vendor = stack.vendor
     env = dict(v.get("env") or {})
     socket_ifnames = {}
+    socket_ifname_sources = {}  # where each intended value was set, so the env check can name it
     for name in SOCKET_VARS:
-        value = v.get(name.lower()) or env.get(name)
-        if value:
-            socket_ifnames[name] = str(value)
+        if v.get(name.lower()):
+            socket_ifnames[name] = str(v[name.lower()])
+            socket_ifname_sources[name] = f"inventory var {name.lower()}"
+        elif env.get(name):
+            socket_ifnames[name] = str(env[name])
+            socket_ifname_sources[name] = f"env.{name} of the stack or inventory"
     venv = stack.paths.get("venv")
     library_dirs = []
     if vendor == "nvidia" and venv:
@@ -97,6 +102,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "tier": tier,
         "env_file": str(v.get("env_file") or ENV_FILE),
         "socket_ifnames": socket_ifnames,
+        "socket_ifname_sources": socket_ifname_sources,
         "required_symbols": REQUIRED_SYMBOLS.get(vendor, {}),
         "library_dirs": library_dirs,
         "remedy": libraries_remedy(ctx),

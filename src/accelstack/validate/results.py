@@ -17,8 +17,9 @@ TAIL_LINES = 20
 # What a person reading a failed collective wants first (reference nvidia.md 5, ascend.md 6).
 LOG_LINE = re.compile(r"NCCL (INFO|WARN)|NCCL error|HCCL|hccl|ERR\d{5}|E[IHJ]\d{4}|[Gg]loo|ProcessGroup|Watchdog|"
                       r"[Tt]imed? ?out|Connection (reset|closed|refused)|RuntimeError|Error:")
+# Words, not substrings: "npu" inside "input" once attached a keyboard line to a GPU failure.
 DMESG_LINE = re.compile(r"NVRM: Xid|Xid \(|fallen off the bus|Out of memory|oom-kill|oom_reaper|Killed process|"
-                        r"hccl|davinci|npu", re.IGNORECASE)
+                        r"(?<![a-z])(?:hccl|davinci|npu)(?![a-z])", re.IGNORECASE)
 STATUSES = ("pass", "warn", "fail", "error", "skip")
 
 
