@@ -243,6 +243,7 @@ def test_every_script_prints_one_document_even_when_it_breaks(tmp_path: Path) ->
 
 def test_storage_warns_when_a_save_outlasts_the_collective_timeout(tmp_path: Path) -> None:
     storage = load_script("storage")
+    (tmp_path / "ckpt").mkdir()
     checks = storage.main({"checkpoint_dir": str(tmp_path / "ckpt"), "checkpoint_size_gb": 50,
                            "collective_timeout_s": 0.001, "storage_probe_mb": 4})
     assert checks[0]["status"] in ("warn", "fail")

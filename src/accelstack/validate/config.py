@@ -3,9 +3,9 @@
 Keys (all optional for a script; each reads what it needs):
   host, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
   env_file, socket_ifnames {NAME: value}, required_symbols {library: [symbols]}, library_dirs [globs], remedy,
-  checkpoint_dir, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
-  min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
-  run_tag.
+  checkpoint_dir, checkpoint_fs (lustre|nfs|gpfs|..., or a list), checkpoint_size_gb, collective_timeout_s,
+  storage_probe_mb, min_shm_gb, min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s,
+  deadline_s, mode, collectives, run_tag, inventory (the file the host was read from, for remedies).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from ..context import HostContext
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
+from .results import inventory_of
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
@@ -99,6 +100,8 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "library_dirs": library_dirs,
         "remedy": libraries_remedy(ctx),
         "checkpoint_dir": v.get("checkpoint_dir"),
+        "checkpoint_fs": v.get("checkpoint_fs"),
+        "inventory": inventory_of(ctx.host.source),
         "checkpoint_size_gb": v.get("checkpoint_size_gb"),
         "collective_timeout_s": float(v.get("collective_timeout_s") or default_timeout),
         "storage_probe_mb": v.get("storage_probe_mb") or (32 if vendor == "cpu" else 1024),
