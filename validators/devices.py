@@ -84,7 +84,8 @@ def main(config):
     if env_lists:
         evidence["visible_devices"] = env_lists
     if not view["imported"]:
-        remedy = "install the stack's python packages: inv provision --limit %s" % (config.get("host") or "<host>")
+        remedy = "install the stack's python packages: inv provision %s--limit %s" % (
+            "--inventory %s " % config["inventory"] if config.get("inventory") else "", config.get("host") or "<host>")
         if view.get("missing_module") in ("torch", "torch_npu"):
             return [result("error", "%s is not installed in the stack's python (%s): the stack is not provisioned, "
                            "devices were not checked through torch" % (view["missing_module"], sys.executable),
@@ -102,7 +103,8 @@ def main(config):
                        % (count, view["matmul_error"]), metrics, evidence,
                        "check dmesg and the vendor tool's health for device 0")]
     # The count against expect_devices and the tool's health are judged on the control side.
-    return [result("pass", "torch sees %d %s device(s) via %s" % (count, view.get("type"), view.get("api")),
+    return [result("pass", "torch sees %d %s device(s) via %s" % (count, view.get("type") or "accelerator",
+                                                                  view.get("api")),
                    metrics, evidence)]
 
 

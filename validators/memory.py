@@ -95,8 +95,9 @@ def main(config):
             failed = tool_failure(tool + " --query-compute-apps", evidence["apps_exit"], evidence["apps_output"])
         if failed:
             checks.append(result("error", failed, {}, evidence, "install or repair the driver so that %s answers "
-                                 "(inv provision --limit %s); a hung tool points at a wedged device"
-                                 % (tool, config.get("host") or "<host>"), check="memory.devices"))
+                                 "(inv provision %s--limit %s); a hung tool points at a wedged device"
+                                 % (tool, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
+                                    config.get("host") or "<host>"), check="memory.devices"))
         else:
             # Judged on the control side (accelstack.validate.results.refine_memory); provisional until then.
             checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,

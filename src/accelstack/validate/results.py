@@ -160,9 +160,11 @@ def tool_failure(tool: str, exit_status: Any, output: str) -> str | None:
     return f"{tool} failed (exit {exit_status}: {last})"
 
 
-def _tool_error(record: Record, tool: str, why: str, config: Mapping[str, Any], what: str) -> Record:
+def _tool_error(record: Record, tool: str, why: str, config: Mapping[str, Any], what: str,
+                keep_summary: bool = True) -> Record:
     record.status = "error"
-    record.summary = f"{why}: {what} not measured" + (f"; {record.summary}" if record.summary else "")
+    record.summary = f"{why}: {what} not measured" + (f"; {record.summary}" if keep_summary and record.summary
+                                                        else "")
     host = str(config.get("host") or "<host>")
     record.remedy = (f"{tool} must answer before anything can train: install or repair the stack's driver "
                      f"({rerun_command('provision', host, config.get('inventory'))}); a hung tool points at a "
@@ -212,7 +214,9 @@ def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
         record.summary = "; ".join(problems)
         record.remedy = record.remedy or (
             "drain the host and check the missing/unhealthy device: dmesg, the vendor tool's detail view, "
-            "reseat or RMA; then inv validate --limit <host> --only devices")
+            "reseat or RMA; then "
+            + rerun_command("validate", str(config.get("host") or "<host>"), config.get("inventory"), "--only",
+                            "devices"))
     elif record.status == "pass":
         record.summary = f"{count} device(s) healthy; " + record.summary
     elif record.status == "error":
@@ -239,7 +243,7 @@ def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
     failed = tool_failure(tool, record.evidence.get("tool_exit"), output) or tool_failure(
         f"{tool} --query-compute-apps", record.evidence.get("apps_exit"), str(record.evidence.get("apps_output")))
     if failed:
-        return _tool_error(record, tool, failed, config, "device memory was")
+        return _tool_error(record, tool, failed, config, "device memory was", keep_summary=False)
     min_free = float(config.get("min_device_free_fraction") or 0.9)
     busy: list[str] = []
     procs: list[str] = []
@@ -266,7 +270,7 @@ def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
     if not devices:
         return _tool_error(record, tool, f"{tool} lists no device whose memory can be read"
                            + (f" ({tail(output, 1)[0][:120]})" if output.strip() else ""), config,
-                           "device memory was")
+                           "device memory was", keep_summary=False)
     record.metrics.update(busy_devices=len(busy), foreign_processes=len(procs))
     if busy or procs:
         record.status = "warn" if not busy else "fail"
