@@ -283,3 +283,55 @@ def test_the_runner_sees_a_wrong_expectation(tmp_path: Path) -> None:
                                 "expect": {"status": "pass"}}))
     expect, record = run_case(case, tmp_path, lambda: None)
     assert record.status == "fail" != expect["status"]
+
+
+# ----- lab states: the same outcomes on real sshd hosts, faults injected by real means -----
+
+def lab_inventory(lab: Any, tmp_path: Path, per_host: dict[str, dict[str, Any]]) -> str:
+    import yaml
+
+    doc = yaml.safe_load(Path(lab.inventory).read_text())
+    for name, extra in per_host.items():
+        doc["hosts"][name].update(extra)
+    path = tmp_path / "lab.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(healthy_lab: Any,
+                                                                              tmp_path: Path) -> None:
+    """lab1 checkpoints on its /data tmpfs as the lab inventory says (pass); lab2's inventory says lustre (fail,
+    naming the tmpfs); lab3's folder does not exist (fail, and still does not exist after the check); lab4's
+    sshd is stopped (one connect error, no per-check records)."""
+    from accelstack.lab import Lab
+    from accelstack.validate import validate_inventory
+
+    lab: Lab = healthy_lab
+    path = lab_inventory(lab, tmp_path, {"lab2": {"checkpoint_fs": "lustre"},
+                                         "lab3": {"checkpoint_dir": "/data/not-mounted/ckpt"}})
+    lab.fault("lab4", "sshd-stop")
+    records = validate_inventory(path, only={"storage"})
+    got = {(r.host, r.check): r for r in records}
+    assert sorted(got) == [("lab1", "storage"), ("lab2", "storage"), ("lab3", "storage"), ("lab4", "connect")]
+    assert got["lab1", "storage"].status == "pass", got["lab1", "storage"].summary
+    assert got["lab1", "storage"].metrics["fstype"] == "tmpfs"
+    wrong = got["lab2", "storage"]
+    assert wrong.status == "fail" and "is on /data (tmpfs from lab-data), not lustre" in wrong.summary
+    missing = got["lab3", "storage"]
+    assert missing.status == "fail" and "/data would be on /data (tmpfs from lab-data)" in missing.summary
+    host3 = lab.load()["lab3"]
+    inside = subprocess.run(["nsenter", "-t", str(host3.anchor_pid), "-m", "--", "test", "-e", "/data/not-mounted"])
+    assert inside.returncode == 1, "the storage check created the folder it measures"
+    down = got["lab4", "connect"]
+    assert down.status == "error" and down.evidence["error"] == "HostUnreachable"
+    assert down.remedy and f"inv validate --inventory {path} --limit lab4" in down.remedy
+
+
+def test_lab_storage_fails_on_a_full_disk(healthy_lab: Any, tmp_path: Path) -> None:
+    from accelstack.validate import validate_inventory
+
+    healthy_lab.fault("lab1", "disk-full")
+    path = lab_inventory(healthy_lab, tmp_path, {})
+    [record] = validate_inventory(path, only={"storage"}, limit="lab1")
+    assert record.status == "fail" and "No space left on device" in record.summary, record.summary
+    assert record.remedy and "free space" in record.remedy
