@@ -506,3 +506,13 @@ def test_a_missing_stack_python_is_named_as_an_unprovisioned_stack() -> None:
     assert "--only allreduce" in record.remedy
     killed = unparsable_record("n1", "devices", command="c", stdout="", stderr="", exit_status=124)
     assert "time limit" in killed.summary and "inv validate --limit n1 --only devices" in (killed.remedy or "")
+
+
+def test_a_missing_system_python_names_the_os_package() -> None:
+    from accelstack.validate.results import unparsable_record
+
+    stderr = "timeout: failed to run command 'python3': No such file or directory\n"
+    record = unparsable_record("n1", "memory.shm", command="timeout -k 5 60 python3 memory.py", stdout="",
+                               stderr=stderr, exit_status=127)
+    assert record.summary.startswith("python3 is not installed on n1") and record.status == "error"
+    assert record.remedy and "install python3" in record.remedy and "--only memory" in record.remedy

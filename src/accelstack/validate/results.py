@@ -98,13 +98,15 @@ def unparsable_record(host: str, check: str, *, command: str, stdout: str, stder
     if missing and exit_status in (126, 127):
         python = missing.group("path")
         evidence["python"] = python
+        again = rerun_command("validate", host, inventory, "--only", check.split(".")[0])
         if "/" in python:
             summary = (f"the stack is not provisioned on {host}: its python {python} "
                        f"{'does not exist' if exit_status == 127 else 'cannot run'} ({missing.group('why')})")
+            remedy = (f"{rerun_command('provision', host, inventory)} installs the stack (its python and "
+                      f"packages), then {again}")
         else:
             summary = f"{python} is not installed on {host} ({missing.group('why')}): the validators need it"
-        remedy = (f"{rerun_command('provision', host, inventory)} installs the stack (its python and packages), "
-                  f"then {rerun_command('validate', host, inventory, '--only', check.split('.')[0])}")
+            remedy = f"install the OS's {python} package on {host} (apt-get/yum install {python}), then {again}"
         return Record(host=host, check=check, status="error", summary=summary, evidence=evidence, remedy=remedy,
                       duration_s=round(duration_s, 3))
     if exit_status in (124, 137) and not (stdout or "").strip():
