@@ -516,3 +516,21 @@ def test_a_missing_system_python_names_the_os_package() -> None:
                                stderr=stderr, exit_status=127)
     assert record.summary.startswith("python3 is not installed on n1") and record.status == "error"
     assert record.remedy and "install python3" in record.remedy and "--only memory" in record.remedy
+
+
+def test_no_host_record_passes_with_its_tool_failing_in_its_own_evidence() -> None:
+    from accelstack.validate.results import refine
+    from accelstack.validate.thresholds import load_thresholds
+
+    for status in ("pass", "warn"):
+        record = Record(host="n", check="some_future_check", status=status, summary="looks fine",  # type: ignore[arg-type]
+                        evidence={"command": "hl-smi -Q", "tool_exit": 127, "tool_output": "hl-smi: not found"})
+        judged = refine(record, {"vendor": "nvidia"}, load_thresholds())
+        assert judged.status == "error" and judged.summary.startswith("hl-smi is not installed"), judged.summary
+        assert judged.remedy
+    fine = Record(host="n", check="some_future_check", status="pass", summary="ok",
+                  evidence={"command": "x", "tool_exit": 0})
+    assert refine(fine, {}, load_thresholds()).status == "pass"
+    measured_bad = Record(host="n", check="some_future_check", status="fail", summary="bad",
+                          evidence={"tool_exit": 3})
+    assert refine(measured_bad, {}, load_thresholds()).status == "fail"  # a fail stays what the check measured

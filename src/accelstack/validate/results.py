@@ -304,12 +304,27 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
 
 def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
     if record.check == "devices":
-        return refine_devices(record, config)
-    if record.check.startswith("memory."):
-        return refine_memory(record, config)
-    if record.check in ("allreduce", "allgather"):
-        return judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
-                               thresholds=thresholds)
+        record = refine_devices(record, config)
+    elif record.check.startswith("memory."):
+        record = refine_memory(record, config)
+    elif record.check in ("allreduce", "allgather"):
+        record = judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
+                                 thresholds=thresholds)
+    return never_pass_a_failed_tool(record)
+
+
+def never_pass_a_failed_tool(record: Record) -> Record:
+    """The last word on every host record: a ``pass`` or ``warn`` whose own evidence shows its tool missing or
+    failing (``tool_exit`` not 0) measured nothing, so it is ``error``, whatever check printed it."""
+    exit_status = record.evidence.get("tool_exit")
+    if record.status not in ("pass", "warn") or exit_status in (0, None):
+        return record
+    output = str(record.evidence.get("tool_output") or "")
+    tool = str(record.evidence.get("command") or "its tool").split()[0]
+    why = tool_failure(tool, exit_status, output) or f"{tool} exited {exit_status}"
+    record.summary = f"{why}: not measured, though the check said {record.status}: {record.summary}"
+    record.status = "error"
+    record.remedy = record.remedy or f"make {tool} answer on the host, then re-run this check"
     return record
 
 
