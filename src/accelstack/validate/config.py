@@ -1,11 +1,11 @@
 """The per-host config JSON each validator receives as its one argument, built from the host's context.
 
 Keys (all optional for a script; each reads what it needs):
-  host, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
+  host, inventory, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
   env_file, socket_ifnames {NAME: value}, required_symbols {library: [symbols]}, library_dirs [globs], remedy,
-  checkpoint_dir, checkpoint_fs (lustre|nfs|gpfs|..., or a list), checkpoint_size_gb, collective_timeout_s,
-  storage_probe_mb, min_shm_gb, min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s,
-  deadline_s, mode, collectives, run_tag, inventory (the file the host was read from, for remedies).
+  checkpoint_dir, checkpoint_fs, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
+  min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
+  run_tag.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from ..context import HostContext
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
-from .results import inventory_of
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
@@ -62,6 +61,14 @@ def libraries_remedy(ctx: HostContext) -> str:
                 f"({pin.version if pin else 'see compat/nvidia.yml'}), and keep an older system libnccl off "
                 f"LD_LIBRARY_PATH (inv provision --limit {host})")
     return f"inv provision --limit {host}"
+
+
+def inventory_of(source: str | None) -> str | None:
+    """The inventory file a host was read from (``Host.source`` is ``file:line``): remedies name it."""
+    if not source:
+        return None
+    path, sep, line = source.rpartition(":")
+    return path if sep and line.isdigit() else source
 
 
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:

@@ -14,6 +14,7 @@ from ..errors import HostUnreachable
 from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
 from ..inventory.model import Host
 from ..records import Record, Status, error_record
+from .config import inventory_of
 from .thresholds import Thresholds, judge
 
 TAIL_LINES = 20
@@ -72,14 +73,6 @@ def to_record(host: str, item: Mapping[str, Any], *, command: str, stdout: str =
 
 # GNU timeout's words when it cannot start the command it was given (exit 127: not there, 126: not runnable).
 NOT_STARTED = re.compile(r"timeout: failed to run command [‘'`]?(?P<path>[^’'`:]+)[’'`]?: (?P<why>.+)")
-
-
-def inventory_of(source: str | None) -> str | None:
-    """The inventory file a host was read from: ``Host.source`` is ``file:line``."""
-    if not source:
-        return None
-    path, sep, line = source.rpartition(":")
-    return path if sep and line.isdigit() else source
 
 
 def rerun_command(task: str, host: str, inventory: str | None = None, *extra: str) -> str:
