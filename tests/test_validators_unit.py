@@ -243,6 +243,7 @@ def test_every_script_prints_one_document_even_when_it_breaks(tmp_path: Path) ->
 
 def test_storage_warns_when_a_save_outlasts_the_collective_timeout(tmp_path: Path) -> None:
     storage = load_script("storage")
+    (tmp_path / "ckpt").mkdir()
     checks = storage.main({"checkpoint_dir": str(tmp_path / "ckpt"), "checkpoint_size_gb": 50,
                            "collective_timeout_s": 0.001, "storage_probe_mb": 4})
     assert checks[0]["status"] in ("warn", "fail")
@@ -416,3 +417,120 @@ def test_hccn_skips_hosts_without_an_ascend_driver(ascend_root: Path, tmp_path: 
     empty.mkdir()
     check = run_hccn(empty, tmp_path, {"host": "n1"})  # no stack named, no driver found
     assert check["status"] == "skip" and "no Ascend driver" in check["summary"], check
+
+
+# ----- storage: which mount holds the checkpoint folder (validators/storage.py) -----
+
+MOUNTINFO = REPO / "tests" / "data" / "captures" / "proc_self_mountinfo_head.txt"
+
+
+def test_mountinfo_parser_reads_the_captured_table_and_escaped_points() -> None:
+    storage = load_script("storage")
+    mounts = storage.parse_mountinfo(MOUNTINFO.read_text())
+    assert {"mount_point": "/", "fstype": "ext4", "source": "/dev/vda"} in mounts
+    assert storage.mount_for("/dev/shm/x", mounts)["fstype"] == "tmpfs"
+    assert storage.mount_for("/home/ckpt", mounts)["mount_point"] == "/"
+    # A space in a mount point is written \040; optional fields (shared:N) sit before the " - ".
+    odd = "901 27 0:99 / /mnt/check\\040points rw shared:7 master:2 - nfs4 filer:/a\\040b rw,vers=4.2\n"
+    [mount] = storage.parse_mountinfo(odd)
+    assert mount == {"mount_point": "/mnt/check points", "fstype": "nfs4", "source": "filer:/a b"}
+    assert storage.parse_proc_mounts("filer:/x /mnt/check\\040points nfs4 rw 0 0\n") == [mount | {"source": "filer:/x"}]
+
+
+def test_the_longest_mount_point_wins_and_a_later_mount_covers_an_earlier_one() -> None:
+    storage = load_script("storage")
+    mounts = [{"mount_point": "/", "fstype": "ext4", "source": "/dev/sda1"},
+              {"mount_point": "/scratch", "fstype": "nfs4", "source": "old:/s"},
+              {"mount_point": "/scratch", "fstype": "lustre", "source": "mgs@o2ib:/s"},
+              {"mount_point": "/scratch/ckpt-other", "fstype": "xfs", "source": "/dev/nvme0n1"}]
+    assert storage.mount_for("/scratch/ckpt", mounts)["fstype"] == "lustre"  # not /scratch/ckpt-other
+    assert storage.mount_for("/scratch", mounts)["fstype"] == "lustre"
+    assert storage.mount_for("/scratchy", mounts)["fstype"] == "ext4"
+    assert storage.mount_for("/x", []) is None
+
+
+@pytest.mark.parametrize(("fstype", "wanted", "ok"), [
+    ("lustre", "lustre", True), ("nfs4", "nfs", True), ("nfs", "nfs", True), ("fuse.weka", "weka", True),
+    ("gpfs", "GPFS", True), ("ext4", "lustre", False), ("nfsd", "nfs", False), ("tmpfs", "nfs", False)])
+def test_checkpoint_fs_names_a_family(fstype: str, wanted: str, ok: bool) -> None:
+    assert load_script("storage").fs_matches(fstype, wanted) is ok
+
+
+def test_storage_never_creates_the_checkpoint_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "mnt" / "ckpt"
+    [check] = load_script("storage").main({"checkpoint_dir": str(missing), "storage_probe_mb": 1})
+    assert check["status"] == "fail" and "does not exist" in check["summary"]
+    assert not (tmp_path / "mnt").exists()
+
+
+# ----- one record for a host the run cannot reach (validate/run.py, validate/results.py) -----
+
+def test_an_unreachable_host_gives_one_connect_record_whose_remedy_rechecks_it(tmp_path: Path) -> None:
+    import socket
+
+    from accelstack.validate import validate_inventory
+
+    with socket.socket() as probe:  # a port nothing listens on: the connection is refused at once
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(f"vars:\n  stack: cpu\n  expect_devices: 0\nhosts:\n  gone:\n    address: 127.0.0.1\n"
+                         f"    port: {port}\n    user: root\n    accept_new_host_keys: true\n")
+    records = validate_inventory(str(inventory), tier="standard", only={"devices", "memory", "storage", "topology"},
+                                 reporter=_Collect())
+    assert [(r.host, r.check, r.status) for r in records] == [("gone", "connect", "error")], records
+    assert records[0].evidence["error"] == "HostUnreachable"
+    assert records[0].remedy and f"inv validate --inventory {inventory} --limit gone" in records[0].remedy
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+
+    def add_all(self, records) -> None:  # type: ignore[no-untyped-def]
+        self.records.extend(records)
+
+
+def test_a_missing_stack_python_is_named_as_an_unprovisioned_stack() -> None:
+    from accelstack.validate.results import unparsable_record
+
+    stderr = "timeout: failed to run command ‘/opt/accelstack/venv/bin/python’: No such file or directory\n"
+    record = unparsable_record("n1", "allreduce", command="timeout -k 5 420 /opt/accelstack/venv/bin/python x.py",
+                               stdout="", stderr=stderr, exit_status=127, inventory="inventories/npu8.yml")
+    assert record.status == "error"
+    assert "the stack is not provisioned on n1" in record.summary and "3.8" not in (record.remedy or "")
+    assert record.remedy and record.remedy.startswith("inv provision --inventory inventories/npu8.yml --limit n1")
+    assert "--only allreduce" in record.remedy
+    killed = unparsable_record("n1", "devices", command="c", stdout="", stderr="", exit_status=124)
+    assert "time limit" in killed.summary and "inv validate --limit n1 --only devices" in (killed.remedy or "")
+
+
+def test_a_missing_system_python_names_the_os_package() -> None:
+    from accelstack.validate.results import unparsable_record
+
+    stderr = "timeout: failed to run command 'python3': No such file or directory\n"
+    record = unparsable_record("n1", "memory.shm", command="timeout -k 5 60 python3 memory.py", stdout="",
+                               stderr=stderr, exit_status=127)
+    assert record.summary.startswith("python3 is not installed on n1") and record.status == "error"
+    assert record.remedy and "install python3" in record.remedy and "--only memory" in record.remedy
+
+
+def test_no_host_record_passes_with_its_tool_failing_in_its_own_evidence() -> None:
+    from accelstack.validate.results import refine
+    from accelstack.validate.thresholds import load_thresholds
+
+    for status in ("pass", "warn"):
+        record = Record(host="n", check="some_future_check", status=status, summary="looks fine",  # type: ignore[arg-type]
+                        evidence={"command": "hl-smi -Q", "tool_exit": 127, "tool_output": "hl-smi: not found"})
+        judged = refine(record, {"vendor": "nvidia"}, load_thresholds())
+        assert judged.status == "error" and judged.summary.startswith("hl-smi is not installed"), judged.summary
+        assert judged.remedy
+    fine = Record(host="n", check="some_future_check", status="pass", summary="ok",
+                  evidence={"command": "x", "tool_exit": 0})
+    assert refine(fine, {}, load_thresholds()).status == "pass"
+    measured_bad = Record(host="n", check="some_future_check", status="fail", summary="bad",
+                          evidence={"tool_exit": 3})
+    assert refine(measured_bad, {}, load_thresholds()).status == "fail"  # a fail stays what the check measured

@@ -4,9 +4,10 @@
 
 Runs with the stack's python (torch). The vendor tool's raw output goes back as evidence and is parsed on the
 control side with accelstack.facts.parsers, so the count and health rules live next to their tested parsers.
-This script judges only what needs the host: can torch see and use the devices.
+This script judges only what needs the host: can torch see and use the devices. A torch (or torch_npu) that is
+not installed in the stack's python is ``error``: the stack is not provisioned, nothing was measured. Stdlib
+only (plus torch), Python 3.6 syntax.
 """
-from __future__ import annotations
 
 import os
 import sys
@@ -36,6 +37,8 @@ def torch_view(vendor):
         view["imported"] = True
     except Exception as exc:  # an import failure is the finding
         view["import_error"] = "%s: %s" % (type(exc).__name__, exc)
+        # ImportError's name: the module that is not there (None when a module is there and breaks on import).
+        view["missing_module"] = getattr(exc, "name", None) if type(exc).__name__ == "ModuleNotFoundError" else None
         return view
     accel = getattr(torch, "accelerator", None)
     if accel is not None and hasattr(accel, "is_available"):
@@ -81,8 +84,13 @@ def main(config):
     if env_lists:
         evidence["visible_devices"] = env_lists
     if not view["imported"]:
-        return [result("fail", "torch does not import: %s" % view.get("import_error"), metrics, evidence,
-                       "reinstall the stack's python packages: inv provision --limit %s" % config.get("host", ""))]
+        remedy = "install the stack's python packages: inv provision %s--limit %s" % (
+            "--inventory %s " % config["inventory"] if config.get("inventory") else "", config.get("host") or "<host>")
+        if view.get("missing_module") in ("torch", "torch_npu"):
+            return [result("error", "%s is not installed in the stack's python (%s): the stack is not provisioned, "
+                           "devices were not checked through torch" % (view["missing_module"], sys.executable),
+                           metrics, evidence, remedy)]
+        return [result("fail", "torch does not import: %s" % view.get("import_error"), metrics, evidence, remedy)]
     if vendor == "cpu":
         if expect:
             return [result("fail", "the cpu stack sees no accelerator but %s are expected" % expect, metrics,
@@ -95,7 +103,8 @@ def main(config):
                        % (count, view["matmul_error"]), metrics, evidence,
                        "check dmesg and the vendor tool's health for device 0")]
     # The count against expect_devices and the tool's health are judged on the control side.
-    return [result("pass", "torch sees %d %s device(s) via %s" % (count, view.get("type"), view.get("api")),
+    return [result("pass", "torch sees %d %s device(s) via %s" % (count, view.get("type") or "accelerator",
+                                                                  view.get("api")),
                    metrics, evidence)]
 
 

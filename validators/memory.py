@@ -2,9 +2,14 @@
 # accelstack-validator: check=memory tier=standard python=system timeout=60
 """Memory: /dev/shm (DataLoader workers and NCCL/HCCL shared buffers live there), the memlock limit (RDMA
 registers memory: "ibv_reg_mr ... Cannot allocate memory"), and device memory held by processes that are not
-ours. The vendor tool's output is judged on the control side with the facts parsers."""
-from __future__ import annotations
+ours. The vendor tool's output is judged on the control side with the facts parsers; a vendor tool that is
+missing or fails makes ``memory.devices`` an ``error`` here already (nothing was measured).
 
+``ACCELSTACK_SIM_ROOT`` (unset on real hosts) prefixes ``/dev/shm``, as in network.py, for the unit tests.
+Stdlib only, Python 3.6 syntax.
+"""
+
+import errno
 import os
 import resource
 import sys
@@ -14,19 +19,43 @@ from _common import main_entry, results_for, run_tool
 
 GIB = 1 << 30
 result = results_for("memory")
+SHM = "/dev/shm"
+
+
+def tool_failure(name, exit_status, output):
+    """The summary of a vendor tool that did not answer, or None when it did (exit 0)."""
+    if exit_status == 0:
+        return None
+    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
+    last = lines[-1] if lines else "no output"
+    if exit_status == 127:
+        return "%s is not installed (%s): device memory was not measured" % (name, last)
+    if exit_status == 124:
+        return "%s did not answer (%s): device memory was not measured" % (name, last)
+    return "%s failed (exit %d: %s): device memory was not measured" % (name, exit_status, last)
 
 
 def main(config):
     vendor = config.get("vendor", "cpu")
     checks = []
     min_shm = float(config.get("min_shm_gb") or 1.0)
+    shm_path = os.environ.get("ACCELSTACK_SIM_ROOT", "").rstrip("/") + SHM
     try:
-        stat = os.statvfs("/dev/shm")
+        stat = os.statvfs(shm_path)
         shm = stat.f_blocks * stat.f_frsize
-    except OSError:
+    except OSError as exc:
         shm = 0
+        if exc.errno != errno.ENOENT:  # there is a /dev/shm, it could not be measured
+            checks.append(result("error", "cannot stat %s: %s" % (SHM, exc.strerror or exc), {}, {"path": shm_path},
+                                 "check the /dev/shm mount (stat -f /dev/shm)", check="memory.shm"))
     metrics = {"shm_bytes": shm}
-    if shm < min_shm * GIB:
+    if checks:  # the error above: nothing measured to judge
+        metrics = {}
+    elif shm == 0:
+        checks.append(result("fail", "there is no %s: DataLoader workers and shared-memory transports need it" % SHM,
+                             metrics, {"path": shm_path}, "mount a tmpfs at /dev/shm (in containers --shm-size or "
+                             "--ipc=host)", check="memory.shm"))
+    elif shm < min_shm * GIB:
         checks.append(result("fail" if shm < 256 * (1 << 20) else "warn",
                              "/dev/shm is %.2f GiB (< %.1f GiB): DataLoader workers die with 'bus error' and "
                              "shared-memory transports fall back or fail" % (shm / GIB, min_shm), metrics,
@@ -60,9 +89,19 @@ def main(config):
         evidence["command"] = "npu-smi info"
         evidence["tool_exit"], evidence["tool_output"] = run_tool(["npu-smi", "info"])
     if evidence:
-        # Judged on the control side (accelstack.validate.refine); provisional until then.
-        checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
-                             check="memory.devices"))
+        tool = "nvidia-smi" if vendor == "nvidia" else "npu-smi"
+        failed = tool_failure(tool, evidence["tool_exit"], evidence["tool_output"])
+        if failed is None and "apps_exit" in evidence:
+            failed = tool_failure(tool + " --query-compute-apps", evidence["apps_exit"], evidence["apps_output"])
+        if failed:
+            checks.append(result("error", failed, {}, evidence, "install or repair the driver so that %s answers "
+                                 "(inv provision %s--limit %s); a hung tool points at a wedged device"
+                                 % (tool, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
+                                    config.get("host") or "<host>"), check="memory.devices"))
+        else:
+            # Judged on the control side (accelstack.validate.results.refine_memory); provisional until then.
+            checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
+                                 check="memory.devices"))
     return checks
 
 

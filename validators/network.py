@@ -7,7 +7,8 @@ HCCL's rank table takes every NPU's ``device_ip`` from ``address_<id>`` in ``/et
 interface answers on is what ``hccn_tool -i N -ip -g`` reports. A stale ``address_N`` makes NPU N unreachable
 over RDMA, which surfaces only later as HCCL connect timeouts (EI0006 "Getting socket times out", link
 establish timeouts). One record, ``hccn``: ``pass`` when every NPU agrees, ``fail`` naming each NPU whose
-addresses differ or that one side lacks, ``skip`` on hosts without an Ascend driver (cpu and NVIDIA stacks).
+addresses differ or that one side lacks, ``error`` when hccn_tool or npu-smi is missing, fails to list the NPUs
+or hangs on one, ``skip`` on hosts without an Ascend driver (cpu and NVIDIA stacks).
 
 NPU ids: ``npu-smi info -l``'s ``NPU ID`` lines (what Huawei's own DeviceIP-conf.sh walks), plus every
 ``address_<id>`` hccn.conf lists (an A3 board has more hccn devices than npu-smi NPU ids). The queries run side by
@@ -213,12 +214,14 @@ def main(config):
         if evidence["tool_exit"] != 0:
             evidence["tool_output"] = output[-2000:]
     evidence["npu_smi_ids"] = listed
+    if npu_smi is None or evidence.get("tool_exit") != 0:
+        # Without the NPU list an NPU missing from hccn.conf goes unseen: nothing complete was measured.
+        return [result("error", "cannot list the NPUs: npu-smi info -l %s" % (
+            "is not installed" if npu_smi is None else "failed (exit %d)" % evidence["tool_exit"]),
+            evidence=evidence, remedy="check the Ascend driver: npu-smi info must answer (inv provision --limit "
+                                      "%s installs the stack's driver)" % host)]
     ids = sorted(set(listed) | set(conf))
     if not ids:
-        if npu_smi is None or evidence.get("tool_exit") != 0:
-            return [result("error", "cannot list the NPUs: npu-smi info -l %s and %s lists no address_N"
-                           % ("is missing" if npu_smi is None else "failed", conf_path), evidence=evidence,
-                           remedy="check the Ascend driver: npu-smi info must answer")]
         return [result("skip", "no NPU on this host (npu-smi info -l lists none, %s lists no address_N)"
                        % conf_path, evidence=evidence)]
     answers = query_all(tool, ids)

@@ -211,7 +211,7 @@ class Lab:
                f"workdir={shlex.quote(str(work))} /etc")
         script = "; ".join([
             "set -e", f"hostname {host.name}", etc, f"echo {host.name} > /etc/hostname", *mounts,
-            f"mount -t tmpfs -o size={DATA_SIZE},mode=0755 lab-data /data",
+            f"mount -t tmpfs -o size={DATA_SIZE},mode=0755 lab-data /data", "mkdir /data/checkpoints",
             f"touch {shlex.quote(str(ready))}", "exec sleep infinity",
         ])
         proc = subprocess.Popen(
@@ -291,6 +291,7 @@ class Lab:
             "  expect_devices: 0",
             "  accelerator: cpu",
             "  checkpoint_dir: /data/checkpoints",
+            "  checkpoint_fs: tmpfs",
             "  gloo_socket_ifname: eth0",
             "hosts:",
             *[f"  {h.name}: {{address: {h.address}}}" for h in ordered],

@@ -373,12 +373,18 @@ def clock_records(members: Sequence[Member], thresholds: Thresholds) -> list[Rec
 
     with ThreadPoolExecutor(max_workers=max(1, len(members))) as pool:
         samples = list(pool.map(sample, members))
+    return judge_clock(samples, thresholds)
+
+
+def judge_clock(samples: Sequence[tuple[str, float | None, float, str]], thresholds: Thresholds) -> list[Record]:
+    """``(host, offset from this machine or None, error bound, why not read)`` per host -> its clock record."""
     offsets = [o for _n, o, _e, _w in samples if o is not None]
     median = statistics.median(offsets) if offsets else 0.0
     records = []
     for name, offset, error, why in samples:
         if offset is None:
-            records.append(Record(host=name, check="clock", status="error", summary=f"could not read the clock: {why}"))
+            records.append(Record(host=name, check="clock", status="error", summary=f"could not read the clock: {why}",
+                                  remedy=f"run `date +%s.%N` on {name}: it must print seconds since the epoch"))
             continue
         skew = offset - median
         metrics = {"skew_s": round(skew, 4), "offset_from_control_s": round(offset, 4), "error_s": round(error, 4)}

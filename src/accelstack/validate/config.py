@@ -1,10 +1,10 @@
 """The per-host config JSON each validator receives as its one argument, built from the host's context.
 
 Keys (all optional for a script; each reads what it needs):
-  host, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
+  host, inventory, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
   env_file, socket_ifnames {NAME: value}, socket_ifname_sources {NAME: where it was set},
   required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,
-  checkpoint_dir, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
+  checkpoint_dir, checkpoint_fs, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
   min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
   run_tag, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
   device_floors; an inventory ``device_thresholds`` list of rows wins).
@@ -66,6 +66,14 @@ def libraries_remedy(ctx: HostContext) -> str:
     return f"inv provision --limit {host}"
 
 
+def inventory_of(source: str | None) -> str | None:
+    """The inventory file a host was read from (``Host.source`` is ``file:line``): remedies name it."""
+    if not source:
+        return None
+    path, sep, line = source.rpartition(":")
+    return path if sep and line.isdigit() else source
+
+
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     stack = ctx.stack
     v = ctx.vars
@@ -107,6 +115,8 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "library_dirs": library_dirs,
         "remedy": libraries_remedy(ctx),
         "checkpoint_dir": v.get("checkpoint_dir"),
+        "checkpoint_fs": v.get("checkpoint_fs"),
+        "inventory": inventory_of(ctx.host.source),
         "checkpoint_size_gb": v.get("checkpoint_size_gb"),
         "collective_timeout_s": float(v.get("collective_timeout_s") or default_timeout),
         "storage_probe_mb": v.get("storage_probe_mb") or (32 if vendor == "cpu" else 1024),

@@ -53,7 +53,8 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
         items = parse_document(result.stdout)
     except ValueError:
         return [unparsable_record(ctx.host.name, check, command=command, stdout=result.stdout,
-                                  stderr=result.stderr, exit_status=result.exit_status, duration_s=duration)
+                                  stderr=result.stderr, exit_status=result.exit_status, duration_s=duration,
+                                  inventory=config.get("inventory"))
                 for check in validator.checks]
     records = [to_record(ctx.host.name, item, command=command, stdout=result.stdout, stderr=result.stderr,
                          duration_s=duration) for item in items]

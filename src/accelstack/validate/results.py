@@ -6,11 +6,15 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import HostUnreachable
 from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
-from ..records import Record, Status
+from ..inventory.model import Host
+from ..records import Record, Status, error_record
+from .config import inventory_of
 from .thresholds import Thresholds, judge
 
 TAIL_LINES = 20
@@ -68,15 +72,62 @@ def to_record(host: str, item: Mapping[str, Any], *, command: str, stdout: str =
                   evidence=evidence, remedy=item.get("remedy"), duration_s=round(duration_s, 3))
 
 
+# GNU timeout's words when it cannot start the command it was given (exit 127: not there, 126: not runnable).
+NOT_STARTED = re.compile(r"timeout: failed to run command [‘'`]?(?P<path>[^’'`:]+)[’'`]?: (?P<why>.+)")
+
+
+def rerun_command(task: str, host: str, inventory: str | None = None, *extra: str) -> str:
+    """The command a person runs to do ``task`` again on this one host: ``inv validate --inventory X --limit H``."""
+    parts = ["inv", task] + (["--inventory", shlex.quote(inventory)] if inventory else [])
+    return " ".join(parts + ["--limit", shlex.quote(host), *extra])
+
+
 def unparsable_record(host: str, check: str, *, command: str, stdout: str, stderr: str, exit_status: int,
-                      duration_s: float = 0.0) -> Record:
-    return Record(host=host, check=check, status="error",
-                  summary=f"the validator printed no result (exit {exit_status})"
-                          + (f": {tail(stderr, 1)[0]}" if stderr.strip() else ""),
-                  evidence={"command": command, "exit_status": exit_status, "stdout_tail": tail(stdout),
-                            "stderr_tail": tail(stderr), "log_lines": log_lines(stderr + "\n" + stdout)},
-                  remedy="run the command on the host by hand; the validator needs python 3.8+ (and torch for "
-                         "python=stack validators)", duration_s=round(duration_s, 3))
+                      duration_s: float = 0.0, inventory: str | None = None) -> Record:
+    """The ``error`` record of a validator that printed no document, naming why it did not run where the shell
+    says so: a python that is not there is a stack that is not provisioned on the host."""
+    evidence = {"command": command, "exit_status": exit_status, "stdout_tail": tail(stdout),
+                "stderr_tail": tail(stderr), "log_lines": log_lines(stderr + "\n" + stdout)}
+    missing = NOT_STARTED.search(stderr or "")
+    if missing and exit_status in (126, 127):
+        python = missing.group("path")
+        evidence["python"] = python
+        again = rerun_command("validate", host, inventory, "--only", check.split(".")[0])
+        if "/" in python:
+            summary = (f"the stack is not provisioned on {host}: its python {python} "
+                       f"{'does not exist' if exit_status == 127 else 'cannot run'} ({missing.group('why')})")
+            remedy = (f"{rerun_command('provision', host, inventory)} installs the stack (its python and "
+                      f"packages), then {again}")
+        else:
+            summary = f"{python} is not installed on {host} ({missing.group('why')}): the validators need it"
+            remedy = f"install the OS's {python} package on {host} (apt-get/yum install {python}), then {again}"
+        return Record(host=host, check=check, status="error", summary=summary, evidence=evidence, remedy=remedy,
+                      duration_s=round(duration_s, 3))
+    if exit_status in (124, 137) and not (stdout or "").strip():
+        summary = f"the validator was killed at its time limit (exit {exit_status}) before it printed a result"
+        remedy = ("a hung tool or device is the usual cause: see the log lines and dmesg, then "
+                  + rerun_command("validate", host, inventory, "--only", check.split(".")[0]))
+    else:
+        summary = f"the validator printed no result (exit {exit_status})" + (
+            f": {tail(stderr, 1)[0]}" if stderr.strip() else "")
+        remedy = "run the command (evidence.command) on the host by hand and read what it prints"
+    return Record(host=host, check=check, status="error", summary=summary, evidence=evidence, remedy=remedy,
+                  duration_s=round(duration_s, 3))
+
+
+def host_error_record(host: Host, err: BaseException, duration_s: float = 0.0) -> Record:
+    """The one record of a host the run could not work on at all: ``connect`` when it could not be reached
+    (none of its checks ran, so none gets a record of its own), ``host`` when its work broke or overran the
+    per-host deadline. The remedy is the command that checks that host again."""
+    check = "connect" if isinstance(err, HostUnreachable) else "host"
+    record = error_record(host.name, check, err, duration_s)
+    again = rerun_command("validate", host.name, inventory_of(host.source))
+    if check == "connect":
+        record.summary = f"unreachable, no check ran: {record.summary}"
+        record.remedy = f"check that {host.name} is up and its sshd answers, then re-check it: {again}"
+    else:
+        record.remedy = f"see the evidence, then re-check it: {again}"
+    return record
 
 
 # ----- control-side judgement -----
@@ -93,26 +144,54 @@ def _health_counts(vendor: str, output: str) -> tuple[int, list[str]]:
     return len(gpus), []
 
 
+def tool_failure(tool: str, exit_status: Any, output: str) -> str | None:
+    """Why a vendor tool gave nothing to judge (missing, hung, failed), or None when it answered (exit 0)."""
+    if exit_status in (0, None):
+        return None
+    last = tail(output, 1)[0] if (output or "").strip() else "no output"
+    if exit_status == 127:
+        return f"{tool} is not installed ({last})"
+    if exit_status == 124:
+        return f"{tool} did not answer ({last})"
+    return f"{tool} failed (exit {exit_status}: {last})"
+
+
+def _tool_error(record: Record, tool: str, why: str, config: Mapping[str, Any], what: str,
+                keep_summary: bool = True) -> Record:
+    record.status = "error"
+    record.summary = f"{why}: {what} not measured" + (f"; {record.summary}" if keep_summary and record.summary
+                                                        else "")
+    host = str(config.get("host") or "<host>")
+    record.remedy = (f"{tool} must answer before anything can train: install or repair the stack's driver "
+                     f"({rerun_command('provision', host, config.get('inventory'))}); a hung tool points at a "
+                     f"wedged device (dmesg)")
+    return record
+
+
 def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
-    """Count against ``expect_devices`` and health, from the tool output the script sent back."""
+    """Count against ``expect_devices`` and health, from the tool output the script sent back. A tool that is
+    missing, hangs, fails or prints what the parser cannot read is ``error``: nothing was counted."""
     vendor = str(config.get("vendor") or "cpu")
-    if vendor == "cpu" or record.status in ("error", "skip"):
-        return record
+    if vendor == "cpu" or record.status == "skip" or "tool_exit" not in record.evidence:
+        return record  # cpu: no vendor tool; no tool_exit: the script itself broke (its own error record)
     # A torch that does not import (no torch_npu on the host) still leaves the tool's count to judge.
     expect = config.get("expect_devices")
     output = str(record.evidence.get("tool_output") or "")
     tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
-    if record.evidence.get("tool_exit") not in (0, None):
-        record.status = "fail"
-        record.summary = f"{tool} failed (exit {record.evidence.get('tool_exit')}): {tail(output, 1)}"
-        record.remedy = record.remedy or f"check the driver: {tool} must answer before anything can train"
-        return record
+    failed = tool_failure(tool, record.evidence.get("tool_exit"), output)
+    if failed:
+        return _tool_error(record, tool, failed, config, "the devices were")
     count, unhealthy = _health_counts(vendor, output)
+    if count == 0 and output.strip():
+        return _tool_error(record, tool, f"{tool}'s output is not understood ({tail(output, 1)[0][:120]})",
+                           config, "the devices were")
     torch_count = record.metrics.get("torch_devices")
     record.metrics.update(tool_devices=count, expect_devices=expect)
     problems = []
     if expect is not None and count != int(expect):
         problems.append(f"{tool} reports {count} device(s), {expect} expected")
+    elif count == 0:
+        problems.append(f"{tool} reports no device on a {vendor} stack")
     if unhealthy:
         problems.append("unhealthy: " + "; ".join(unhealthy[:8]))
     if torch_count is not None and torch_count != count and not record.evidence.get("visible_devices"):
@@ -124,16 +203,20 @@ def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
             record.remedy = record.remedy or (
                 f"torch {torch.get('torch') or '?'} in the stack's python has no {vendor} backend; it needs "
                 f"{backend}: inv provision --limit {config.get('host') or '<host>'} installs the stack's pins")
-    if record.status == "fail":
+    if record.status in ("fail", "error") and problems:
         problems.insert(0, record.summary)
     if problems:
         record.status = "fail"
         record.summary = "; ".join(problems)
         record.remedy = record.remedy or (
             "drain the host and check the missing/unhealthy device: dmesg, the vendor tool's detail view, "
-            "reseat or RMA; then inv validate --limit <host> --only devices")
+            "reseat or RMA; then "
+            + rerun_command("validate", str(config.get("host") or "<host>"), config.get("inventory"), "--only",
+                            "devices"))
     elif record.status == "pass":
         record.summary = f"{count} device(s) healthy; " + record.summary
+    elif record.status == "error":
+        record.summary = f"{tool}: {count} device(s) healthy; " + record.summary
     return record
 
 
@@ -146,16 +229,25 @@ def _nvidia_apps(text: str) -> list[dict[str, str]]:
 
 
 def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
-    """Device memory already in use, and the processes holding it (a foreign job, a stale rank)."""
-    if record.check != "memory.devices":
+    """Device memory already in use, and the processes holding it (a foreign job, a stale rank). A tool that is
+    missing, fails or prints nothing the parser reads is ``error``, never a pass."""
+    if record.check != "memory.devices" or record.status in ("error", "skip"):
         return record
     vendor = str(config.get("vendor") or "cpu")
     output = str(record.evidence.get("tool_output") or "")
+    tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
+    failed = tool_failure(tool, record.evidence.get("tool_exit"), output) or tool_failure(
+        f"{tool} --query-compute-apps", record.evidence.get("apps_exit"), str(record.evidence.get("apps_output")))
+    if failed:
+        return _tool_error(record, tool, failed, config, "device memory was", keep_summary=False)
     min_free = float(config.get("min_device_free_fraction") or 0.9)
     busy: list[str] = []
     procs: list[str] = []
+    devices = 0
     if vendor == "nvidia":
-        for gpu in parse_nvidia_smi_csv(output):
+        gpus = parse_nvidia_smi_csv(output)
+        devices = len(gpus)
+        for gpu in gpus:
             if gpu.memory_total_mib and gpu.memory_used_mib is not None:
                 free = 1 - gpu.memory_used_mib / gpu.memory_total_mib
                 if free < min_free:
@@ -164,12 +256,17 @@ def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
                  for a in _nvidia_apps(str(record.evidence.get("apps_output") or ""))]
     elif vendor == "ascend":
         info = parse_npu_smi_info(output)
+        devices = len(info.chips)
         for chip in info.chips:
             used, total = chip.hbm_used_mb, chip.hbm_total_mb
             if used is not None and total:
                 if 1 - used / total < min_free:
                     busy.append(f"npu {chip.npu_id}: {used}/{total} MB HBM used")
         procs = [f"pid {p.pid} {p.name} on npu {p.npu_id} ({p.memory_mb} MB)" for p in info.processes]
+    if not devices:
+        return _tool_error(record, tool, f"{tool} lists no device whose memory can be read"
+                           + (f" ({tail(output, 1)[0][:120]})" if output.strip() else ""), config,
+                           "device memory was", keep_summary=False)
     record.metrics.update(busy_devices=len(busy), foreign_processes=len(procs))
     if busy or procs:
         record.status = "warn" if not busy else "fail"
@@ -201,12 +298,27 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
 
 def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
     if record.check == "devices":
-        return refine_devices(record, config)
-    if record.check.startswith("memory."):
-        return refine_memory(record, config)
-    if record.check in ("allreduce", "allgather"):
-        return judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
-                               thresholds=thresholds)
+        record = refine_devices(record, config)
+    elif record.check.startswith("memory."):
+        record = refine_memory(record, config)
+    elif record.check in ("allreduce", "allgather"):
+        record = judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
+                                 thresholds=thresholds)
+    return never_pass_a_failed_tool(record)
+
+
+def never_pass_a_failed_tool(record: Record) -> Record:
+    """The last word on every host record: a ``pass`` or ``warn`` whose own evidence shows its tool missing or
+    failing (``tool_exit`` not 0) measured nothing, so it is ``error``, whatever check printed it."""
+    exit_status = record.evidence.get("tool_exit")
+    if record.status not in ("pass", "warn") or exit_status in (0, None):
+        return record
+    output = str(record.evidence.get("tool_output") or "")
+    tool = str(record.evidence.get("command") or "its tool").split()[0]
+    why = tool_failure(tool, exit_status, output) or f"{tool} exited {exit_status}"
+    record.summary = f"{why}: not measured, though the check said {record.status}: {record.summary}"
+    record.status = "error"
+    record.remedy = record.remedy or f"make {tool} answer on the host, then re-run this check"
     return record
 
 

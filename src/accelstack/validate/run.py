@@ -14,6 +14,7 @@ from .cluster import DEFAULT_DEADLINE, clock_records, multinode, ports_records, 
 from .config import host_config
 from .host import run_host
 from .registry import Validator, load_registry, select, validators_dir
+from .results import host_error_record
 from .thresholds import Thresholds, load_thresholds
 
 DEFAULT_RENDEZVOUS_PORT = 29500
@@ -47,10 +48,8 @@ def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: l
             if outcome.value is not None:
                 emit(outcome.value)
             else:
-                from ..records import error_record
                 assert outcome.error is not None
-                emit([error_record(outcome.host.name, v.name, outcome.error, outcome.duration_s)
-                      for v in validators if v.scope == "host"])
+                emit([host_error_record(outcome.host, outcome.error, outcome.duration_s)])
     cluster = [v for v in validators if v.scope == "cluster"]
     if not cluster:
         return records
