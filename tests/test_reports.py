@@ -112,14 +112,14 @@ def test_junit_one_testcase_per_host_and_check(runs: Path) -> None:
     assert cases[("node02", "devices")].find("failure") is not None
     assert cases[("node03", "devices")].find("error") is not None
     assert cases[("node01", "storage")].find("skipped") is not None
-    regression = cases[("node01", "allreduce.single")].find("failure")
+    regression = cases[("node01", "allreduce")].find("failure")
     assert regression is not None and regression.get("type") == "regression"
     assert "180" in regression.get("message", "") and "120" in regression.get("message", "")
     assert cases[("node01", "devices")].find("failure") is None
     assert (ODD_HOST, "devices") in cases  # escaped on the way out, intact on the way in
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
     props = {p.get("name"): p.get("value") for p in suites["node01"].iter("property")}
-    assert props["allreduce.single.busbw_gbps"] == "120"
+    assert props["allreduce.busbw_gbps"] == "120"
     assert (suites["node02"].get("failures"), suites["node03"].get("errors")) == ("1", "1")
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(len(data.records)), "2", "1")
 
@@ -190,11 +190,11 @@ def test_prometheus_textfile_is_valid_exposition_format(runs: Path) -> None:
     assert set(status.values()) <= {0, 1, 2, 3, 4}
     busbw = {(labels["host"], labels["check"]): value
              for labels, value in families["accelstack_busbw_gbps"]["samples"]}
-    assert busbw[("node01", "allreduce.single")] == 120.0 and busbw[("cluster", "allreduce.multi")] == 95.0
+    assert busbw[("node01", "allreduce")] == 120.0 and busbw[("cluster", "multinode")] == 95.0
     [(labels, stamp)] = families["accelstack_run_timestamp_seconds"]["samples"]
     assert labels == {} and stamp == datetime(2026, 11, 22, 1, tzinfo=timezone.utc).timestamp()
     regressions = families["accelstack_regression"]["samples"]
-    assert ({"host": "node01", "check": "allreduce.single", "kind": "busbw_drop"}, 1.0) in regressions
+    assert ({"host": "node01", "check": "allreduce", "kind": "busbw_drop"}, 1.0) in regressions
 
 
 def test_prometheus_label_escaping() -> None:
@@ -274,10 +274,10 @@ def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
     assert dom.fleet_rows[:2] == ["node02", "node03"]
     assert set(dom.fleet_rows) == {"node01", "node02", "node03", "cluster", ODD_HOST}
     assert ("node02", "devices", "fail") in dom.cells and ("node03", "devices", "error") in dom.cells
-    assert ("node01", "allreduce.single", "pass") in dom.cells
+    assert ("node01", "allreduce", "pass") in dom.cells
     sweep_checks = {check for kind, check in dom.plots if kind == "sweep"}
     history_checks = {check for kind, check in dom.plots if kind == "history"}
-    assert sweep_checks == {"allreduce.single", "allreduce.multi"} == history_checks
+    assert sweep_checks == {"allreduce", "multinode"} == history_checks
     assert dom.svgs == 4 and dom.polylines >= 2 + 1 + 3 + 1
     assert "what to do" in done.stdout and "npu-smi info" in done.stdout
     shot = tmp_path / "report.png"
@@ -331,15 +331,30 @@ def test_report_task_writes_file_and_exits_with_verdict(runs: Path, tmp_path: Pa
     assert exited.value.code == 3
 
 
-def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from invoke import Context
 
-    baseline_task(Context())  # the newest good validation run
-    assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261121T010000Z-validate-bbbb"
+    monkeypatch.setenv("COLUMNS", "200")
+    baseline_task(Context())  # the healthy figures of the recent validation runs
+    held = json.loads(baseline_path(runs).read_text())
+    assert held["source_run"] == "20261122T010000Z-validate-cccc" and held["keep"] == 5
+    # node01's allreduce: 180 and 176 held; cccc's 120 dropped beyond the band, so it is not held.
+    assert held["hosts"]["node01"]["allreduce"]["busbw_gbps"] == [
+        ["20261120T010000Z-validate-aaaa", 180.0], ["20261121T010000Z-validate-bbbb", 176.0]]
+    # node02 failed devices in cccc: its held devices status stays pass (so the failure is a new one).
+    assert held["hosts"]["node02"]["devices"]["status"] == "pass"
+    assert held["hosts"]["node02"]["allreduce"]["busbw_gbps"][-1] == ["20261122T010000Z-validate-cccc", 182.0]
+    out = capsys.readouterr().out
+    assert "baseline from 3 runs, newest 20261122T010000Z-validate-cccc" in out
+    assert re.search(r"node01 +│ allreduce +│ peak +│ 2 +│ 178 +│ 176\.\.180 +│ 2\.2% +│ -10\.0%", out), out
     baseline_task(Context(), from_="cccc")
     assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261122T010000Z-validate-cccc"
     capsys.readouterr()
-    history_task(Context(), host="node01", check="allreduce.single", since="2026-11-21", json=True)
+    baseline_task(Context(), show=True)
+    assert "1 run" not in capsys.readouterr().out
+    capsys.readouterr()
+    history_task(Context(), host="node01", check="allreduce", since="2026-11-21", json=True)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["metrics"]["busbw_gbps"] for line in lines] == [176.0, 120.0]
     history_task(Context(), status="error")
