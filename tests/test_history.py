@@ -228,3 +228,44 @@ def test_error_now_is_a_new_failure_with_status_error() -> None:
     now = [Record(host="node02", check="allreduce", status="error", summary="unreachable")]
     [regression] = find_regressions(now, held)
     assert (regression.kind, regression.now_status) == ("new_failure", "error")
+
+
+def test_a_record_without_busbw_is_skipped_never_stored_as_a_figure(tmp_path: Path) -> None:
+    """A one-rank result carries no busbw_gbps (or a meaningless one): history keeps no figure for it."""
+    base = tmp_path / "runs"
+    records = [
+        Record(host="h1", check="allreduce", status="pass", summary="2 ranks",
+               metrics={"ranks": 2, "busbw_gbps": 1.5, "wall_s": 3.0}),
+        Record(host="h2", check="allreduce", status="skip", summary="one rank: no bus bandwidth",
+               metrics={"ranks": 1}),
+        Record(host="h3", check="allreduce", status="pass", summary="one rank", metrics={
+            "ranks": 1, "busbw_gbps": 0.0, "sizes": [{"bytes": 1024, "busbw_gbps": 0.0, "algbw_gbps": 2.0}]}),
+        Record(host="h4", check="allreduce", status="pass", summary="bogus",
+               metrics={"ranks": 2, "busbw_gbps": "fast", "sizes": [{"bytes": 1024, "busbw_gbps": None}]}),
+        Record(host="h5", check="devices", status="pass", summary="8", metrics={"count": 8, "healthy": True}),
+    ]
+    write_run(base, records)
+    with History(base) as history:
+        assert [(p.host, p.busbw_gbps) for p in history.busbw_history()] == [("h1", 1.5)]
+        # Metrics are indexed by name, whatever check wrote them; a bool is no figure.
+        assert [(p.host, p.check, p.value) for p in history.metric_history("count")] == [("h5", "devices", 8.0)]
+        assert [p.value for p in history.metric_history("wall_s")] == [3.0]
+        assert history.metric_history("healthy") == []
+        rows = history._conn.execute("SELECT name, value FROM metrics WHERE name LIKE '%gbps'").fetchall()
+    assert rows == [("busbw_gbps", 1.5)]
+    held = baseline_from_records(records)
+    assert [host for host, checks in held.hosts.items() if checks.get("allreduce")
+            and checks["allreduce"].busbw_gbps is not None] == ["h1"]
+
+
+def test_an_index_of_the_older_schema_is_rebuilt(tmp_path: Path) -> None:
+    import sqlite3
+
+    base = tmp_path / "runs"
+    write_run(base, fleet_records())
+    base.mkdir(exist_ok=True)
+    with sqlite3.connect(base / "history.sqlite") as old:
+        old.execute("CREATE TABLE runs (run_id TEXT)")
+        old.execute("PRAGMA user_version = 1")
+    with History(base) as history:
+        assert len(history.busbw_history()) == 3 and history.drains() == []

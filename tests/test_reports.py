@@ -359,3 +359,102 @@ def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[st
     assert [line["metrics"]["busbw_gbps"] for line in lines] == [176.0, 120.0]
     history_task(Context(), status="error")
     assert "node03" in capsys.readouterr().out
+
+
+# -- a real run's report -----------------------------------------------------------------------------------
+
+REAL_RUN = Path(__file__).parent / "data" / "baseline" / "gloo-localhost-runs.jsonl"
+
+
+def real_run(base: Path) -> str:
+    """The first recorded gloo run (allreduce and allgather on this machine), written as a run folder."""
+    lines = REAL_RUN.read_text().splitlines()
+    records = [Record.from_dict(json.loads(line)) for line in lines]
+    first = [r for r in records if r.run_id == records[0].run_id]
+    return write_run(base, first, run_id=first[0].run_id)
+
+
+def test_the_sweep_plot_draws_a_real_runs_points(tmp_path: Path) -> None:
+    run_id = real_run(tmp_path / "runs")
+    page = render_html(load_report(run_id, base=tmp_path / "runs"))
+    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)">(.*?)</figure>', page)
+    assert sorted(check for check, _ in figures) == ["allgather", "allreduce"]
+    for check, svg in figures:
+        # One point per message size the validator measured (64 KiB, 1 MiB, 16 MiB), with its busbw.
+        points = re.findall(r"<circle [^>]*><title>localhost: ([0-9.]+)</title>", svg)
+        assert len(points) == 3 and "no data" not in svg, check
+    allreduce = dict(figures)["allreduce"]
+    assert re.findall(r"<title>localhost: ([0-9.]+)</title>", allreduce) == ["0.0257", "0.4449", "1.1877"]
+    assert "no bandwidth sweep in this run" not in page
+
+
+def test_junit_writes_numbers_in_full(tmp_path: Path) -> None:
+    run_id = real_run(tmp_path / "runs")
+    suite = ET.fromstring(render_junit(load_report(run_id, base=tmp_path / "runs")))
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["allreduce.at_bytes"] == "16777216"
+    assert properties["allreduce.busbw_gbps"] == "1.1877" and properties["allreduce.ranks"] == "2"
+    assert not [v for v in properties.values() if v and "e" in v.lower()]
+    assert "sizes" not in (suite.find(".//testcase/system-out").text or "")  # type: ignore[union-attr]
+
+
+def test_report_without_run_reports_the_newest_validation_run_not_facts(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path / "runs"
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(base))
+    validated = write_run(base, fleet_records(), run_id="20261120T010000Z-validate-aaaa")
+    write_run(base, [Record(host="node01", check="facts", status="pass", summary="facts")], kind="facts",
+              run_id="20261121T010000Z-facts-bbbb")
+    assert load_report().run_id == validated
+    checked = write_run(base, fleet_records(), kind="fleet-check", run_id="20261122T010000Z-fleet-check-cccc")
+    assert load_report().run_id == checked
+
+
+def test_history_labels_stay_distinct_within_a_minute() -> None:
+    from accelstack.report.html import run_labels
+
+    runs = [("20261122T010000Z-validate-aaaa", "2026-11-22T01:00:00.100Z"),
+            ("20261122T010012Z-validate-bbbb", "2026-11-22T01:00:12.000Z"),
+            ("20261122T010012Z-fleet-check-cccc", "2026-11-22T01:00:12.400Z"),
+            ("20261122T020000Z-validate-dddd", "2026-11-22T02:00:00.000Z")]
+    labels = run_labels(runs)
+    assert len(set(labels.values())) == 4
+    assert labels["20261122T020000Z-validate-dddd"] == "11-22 02:00"
+    assert labels["20261122T010000Z-validate-aaaa"] == "11-22 01:00:00"
+    assert labels["20261122T010012Z-fleet-check-cccc"] == "11-22 01:00:12 cccc"
+
+
+def every_check_records() -> list[Record]:
+    """A record for every check the registry declares, with the parts real runs write (one versions.* per
+    component, env.*, memory.*), on four hosts with realistic names."""
+    from accelstack.validate.registry import all_checks, load_registry
+
+    checks = all_checks(load_registry())
+    parts = [f"versions.{c}" for c in ("driver", "firmware", "cann", "torch", "torch_npu", "python", "nccl",
+                                       "cuda", "hccl")]
+    parts += ["env.nccl_socket_ifname", "env.hccl_socket_ifname", "memory.shm", "memory.memlock",
+              "memory.devices", "storage.space"]
+    hosts = [f"gpu-node-{i:03d}.rack12.dc1.example.com" for i in range(1, 5)]
+    return [Record(host=host, check=check, status="pass" if i % 7 else "warn", summary="ok")  # type: ignore[arg-type]
+            for host in hosts for i, check in enumerate([*checks, *parts])]
+
+
+def test_the_fleet_grid_with_every_check_fits_1400_px(tmp_path: Path) -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(ReportData(run_id="20261122T010000Z-validate-cccc", records=every_check_records()))
+    dom = _DomCollector()
+    dom.feed(page)
+    columns = {check for _, check, _ in dom.cells}
+    assert "versions" in columns and not [c for c in columns if c.startswith("versions.")]
+    # The report has no script; this copy gets one that writes the table's right edge into the DOM.
+    probe = ('<script>document.body.setAttribute("data-right", '
+             'Math.ceil(document.getElementById("fleet").getBoundingClientRect().right));</script></body>')
+    path = tmp_path / "grid.html"
+    path.write_text(page.replace("</body>", probe), encoding="utf-8")
+    done = subprocess.run([*_chromium_args(tmp_path / "profile"), "--window-size=1400,900", "--dump-dom",
+                           path.as_uri()], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-right="(\d+)"', done.stdout)
+    assert found, done.stdout[:500]
+    assert int(found.group(1)) <= 1400
