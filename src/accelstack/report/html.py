@@ -126,8 +126,8 @@ def _regressions(data: ReportData) -> str:
     if not data.regressions:
         return f'<p class="muted">no regressions against baseline {escape(data.baseline_run)}.</p>'
     rows = [f'<p class="muted">against baseline {escape(data.baseline_run)}; a bandwidth drop counts past the '
-            "larger of the configured percentage and twice the noise (the range of the baseline's healthy "
-            "runs), once a re-run confirms it</p>",
+            "larger of the configured percentage and the noise band (2.5 times the spread of the baseline's "
+            "healthy runs, on a log scale), once a re-run confirms it</p>",
             '<table id="regressions"><thead><tr><th>host</th><th>check</th><th>regression</th><th>then</th>'
             "<th>now</th><th>drop</th><th>noise band</th><th>re-run</th></tr></thead><tbody>"]
     for r in data.regressions:

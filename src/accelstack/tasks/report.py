@@ -83,7 +83,8 @@ def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: b
     """Hold, per host, check and message size, the bandwidth of the last healthy runs and their spread.
 
     A later run regresses when a figure drops below the held median by more than both --busbw-drop-pct and
-    twice the figure's noise (the range of its held runs). Prints what it holds, with the noise of each figure.
+    the figure's noise band (2.5 times the spread of its held runs, on a log scale), and a re-run confirms it.
+    Prints what it holds, with the noise of each figure and the drop that would count.
     """
     path = Path(output) if output else baseline_path()
     if show:
