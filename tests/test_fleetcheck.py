@@ -293,6 +293,9 @@ def test_a_drop_the_rerun_does_not_repeat_is_noise_not_a_regression(tmp_path: Pa
     [drop] = summary["regressions"]
     assert drop["confirmed"] is False and drop["rerun_now"] == 178.0 and "not confirmed" in drop["message"]
     assert summary["drained"] == [] and summary["exit_code"] == 0
+    # Noise raises no alert and fails no testcase.
+    assert "accelstack_regression" not in (reports / "accelstack.prom").read_text()
+    assert "<failure" not in (reports / "junit.xml").read_text()
     # The re-run's records are kept apart from the run's own, and `inv report` reads them back.
     folder = tmp_path / "runs" / summary["run_id"]
     assert [r.host for r in read_run(folder / "rerun.jsonl")] == ["node01"]
@@ -321,6 +324,9 @@ def test_a_drop_the_rerun_confirms_fails_and_drains(tmp_path: Path) -> None:
     [drop] = summary_of(reports)["regressions"]
     assert drop["confirmed"] is True and drop["rerun_now"] == 118.0 and drop["drop_pct"] == pytest.approx(33.33)
     assert log.read_text().splitlines()[0] == "host=node01"
+    assert 'accelstack_regression{host="node01",check="allreduce",kind="busbw_drop"} 1' in (
+        reports / "accelstack.prom").read_text()
+    assert 'type="regression"' in (reports / "junit.xml").read_text()
     # A confirmed drop is not held: node01 cannot drag its own baseline down.
     held = load_baseline(baseline_path(tmp_path / "runs"))
     assert held is not None

@@ -78,7 +78,7 @@ def check_max_drain(value: str | int | None) -> str | int | None:
     if not match or (not match.group(2) and "." in match.group(1)) or float(match.group(1)) > (
             100 if match.group(2) else math.inf):
         raise ConfigError(f"--max-drain {value!r} is not a number of hosts (2) or a percentage of the hosts "
-                          "checked (10%)", where="--max-drain")
+                          "checked (10%)")
     return str(value).strip()
 
 

@@ -51,7 +51,9 @@ class ReportData:
         return sorted(worst, key=lambda check: (-worst[check], check))
 
     def regressions_for(self, host: str, check: str) -> list[Regression]:
-        return [r for r in self.regressions if r.host == host and r.check == check]
+        """The host and check's regressions, less the drops their re-run did not confirm (noise: listed with
+        the regressions, but they fail no testcase and mark no cell)."""
+        return [r for r in self.regressions if r.host == host and r.check == check and r.confirmed is not False]
 
 
 def host_status(records: Iterable[Record]) -> dict[str, str]:

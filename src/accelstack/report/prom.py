@@ -54,6 +54,8 @@ def render_prom(data: ReportData) -> str:
     for host, status in sorted(host_status(data.records).items()):
         samples["accelstack_host_status"].append(f"{_labels(host=host)} {SEVERITY[status]}")
     for regression in data.regressions:
+        if regression.confirmed is False:  # a drop its re-run did not repeat: noise, no alert
+            continue
         labels = _labels(host=regression.host, check=regression.check, kind=regression.kind)
         line = f"{labels} 1"
         if line not in samples["accelstack_regression"]:

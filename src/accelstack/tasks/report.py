@@ -95,7 +95,7 @@ def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: b
         return 0
     keep = int(keep)
     if keep < 1:
-        raise ConfigError(f"--keep {keep} must be at least 1", where="--keep")
+        raise ConfigError(f"--keep {keep} must be at least 1")
     if from_:
         folder = resolve_run(from_)
         records = read_run(folder)
