@@ -34,7 +34,7 @@ def regressions_table(data: ReportData) -> Table:
         drop = band = rerun = ""
         if regression.kind == "busbw_drop":
             drop = f"-{regression.drop_pct or 0:.1f}%"
-            band = (f"{regression.noise_pct or 0:.1f}% range over {regression.samples} run(s), "
+            band = (f"{regression.noise_pct or 0:.1f}% spread over {regression.samples} run(s), "
                     f"counts past -{regression.threshold_pct or 0:.1f}%")
             rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[regression.confirmed]
             if regression.rerun_now is not None:

@@ -137,7 +137,7 @@ def _regressions(data: ReportData) -> str:
         drop = band = rerun = ""
         if r.kind == "busbw_drop":
             drop = f"-{r.drop_pct or 0:.1f}%"
-            band = (f"{r.noise_pct or 0:.1f}% range over {r.samples} run(s); counts past "
+            band = (f"{r.noise_pct or 0:.1f}% spread over {r.samples} run(s); counts past "
                     f"-{r.threshold_pct or 0:.1f}%")
             rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[r.confirmed]
             if r.rerun_now is not None:
