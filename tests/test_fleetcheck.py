@@ -13,7 +13,13 @@ import pytest
 import yaml
 from rich.console import Console
 
-from accelstack.baseline import baseline_from_records, baseline_path, load_baseline, save_baseline
+from accelstack.baseline import (
+    baseline_from_records,
+    baseline_path,
+    find_regressions,
+    load_baseline,
+    save_baseline,
+)
 from accelstack.fleetcheck import (
     FleetReporter,
     Rerun,
@@ -379,3 +385,13 @@ def test_every_drain_is_recorded_in_the_run_and_in_history(tmp_path: Path) -> No
     with History(tmp_path / "runs") as history:
         [entry] = history.drains()
     assert (entry.host, entry.run_id, entry.exit_status, entry.reason) == ("node02", run_id, 3, drain["reason"])
+
+
+def test_a_drain_reason_keeps_every_cause_short_enough_for_the_scheduler() -> None:
+    held = baseline_from_records(fleet_records({"node01": 180.0}), source_run="base")
+    records = fleet_records({"node01": 120.0}, failing={"node01": "fail"})
+    records[0].summary = "torch sees 7 of 8 devices; " * 12
+    [reason] = drain_targets(records, find_regressions(records, held, 10.0)).values()
+    assert len(reason) <= 200 and "\n" not in reason
+    assert reason.startswith("accelstack: devices failed: torch sees 7 of 8 devices;")
+    assert reason.endswith("; regression allreduce busbw -33% (180 -> 120 GB/s)")

@@ -196,7 +196,8 @@ def test_slow_link_is_a_busbw_regression_that_drains_only_that_host(
     assert multi["lab1"]["status"] == "warn" and multi["lab2"]["status"] == "warn"
     # The drain ran for lab3 and for nothing else, with the regression as its reason.
     assert [line.split(" ", 1)[0] for line in run.drained] == ["lab3"], run.drained
-    assert "regression lab3 multinode: busbw" in run.drained[0]
+    assert "multinode failed: at fault: lab3" in run.drained[0]
+    assert "regression multinode busbw -" in run.drained[0], run.drained
     assert [(d["host"], d["exit_status"]) for d in run.summary["drained"]] == [("lab3", 0)]
     assert [(r["host"], r["status"]) for r in run.summary["failing"]] == [("lab3", "fail")]
     assert_reports(run)

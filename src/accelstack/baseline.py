@@ -325,6 +325,16 @@ class Regression:
         return f"{where}: {self.then} -> {self.now}"
 
     @property
+    def short(self) -> str:
+        """The message without host and noise: for a drain reason, which schedulers cap."""
+        if self.kind == "busbw_drop":
+            at = f" at {self.bytes} B" if self.bytes is not None else ""
+            return f"{self.check} busbw{at} -{self.drop_pct or 0.0:.0f}% ({self.then:g} -> {self.now:g} GB/s)"
+        if self.kind == "version_change":
+            return f"{self.check} {self.component} {self.then} -> {self.now}"
+        return f"{self.check} {self.then} -> {self.now}"
+
+    @property
     def counts(self) -> bool:
         """Whether it says the host is bad: not an error (could not check), not a drop its re-run undid."""
         return self.now_status != "error" and self.confirmed is not False

@@ -57,6 +57,8 @@ DRAIN_TIMEOUT_S = 120
 HEARTBEAT_S = 60.0
 # Slurm caps a node's reason; a short reason also keeps the drain command line readable in logs.
 REASON_MAX = 200
+# Each failed check's cause (its summary) is cut to this, so that every cause fits in the reason.
+CAUSE_MAX = 60
 DRAINS_FILE = "drains.jsonl"
 FLEET_FILE = "fleet-check.json"
 # --max-drain default: this share of the hosts checked, at least one host.
@@ -219,11 +221,13 @@ def drain_targets(records: list[Record], regressions: list[Regression]) -> dict[
     reasons: dict[str, list[str]] = {}
     for record in records:
         if record.status == "fail" and record.host != CLUSTER_HOST:
-            cause = f": {record.summary}" if record.summary else ""
-            reasons.setdefault(record.host, []).append(f"{record.check} failed{cause}")
+            cause = " ".join(record.summary.split())
+            if len(cause) > CAUSE_MAX:
+                cause = cause[: CAUSE_MAX - 1] + "\u2026"
+            reasons.setdefault(record.host, []).append(f"{record.check} failed" + (f": {cause}" if cause else ""))
     for regression in actionable(regressions):
         if regression.host != CLUSTER_HOST and regression.kind != "new_failure":
-            reasons.setdefault(regression.host, []).append(f"regression {regression.message}")
+            reasons.setdefault(regression.host, []).append(f"regression {regression.short}")
     return {host: _reason(items) for host, items in sorted(reasons.items())}
 
 
