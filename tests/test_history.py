@@ -36,8 +36,8 @@ def sweep_for(peak: float) -> list[dict[str, Any]]:
 
 def fleet_records(busbw: dict[str, float] | None = None, *, failing: dict[str, str] | None = None,
                   versions: dict[str, dict[str, str]] | None = None, ts: str | None = None) -> list[Record]:
-    """A validation run as the validators will write it: per host devices, versions, allreduce.single,
-    plus the cluster's allreduce.multi. ``failing`` maps host -> status for its devices check."""
+    """A validation run as the validators will write it: per host devices, versions, allreduce,
+    plus the cluster's multinode. ``failing`` maps host -> status for its devices check."""
     busbw = busbw or {"node01": 180.0, "node02": 181.0}
     failing = failing or {}
     records = []
@@ -50,12 +50,12 @@ def fleet_records(busbw: dict[str, float] | None = None, *, failing: dict[str, s
         components = (versions or {}).get(host, {"driver": "24.1.rc2", "cann": "8.0.RC3", "torch": "2.4.0"})
         records.append(Record(host=host, check="versions", status="pass", summary="stack matches",
                               evidence={"components": components}, duration_s=0.2))
-        records.append(Record(host=host, check="allreduce.single", status="pass",
+        records.append(Record(host=host, check="allreduce", status="pass",
                               summary=f"busbw {peak} GB/s",
-                              metrics={"busbw_gbps": peak, "sweep": sweep_for(peak)},
+                              metrics={"busbw_gbps": peak, "sizes": sweep_for(peak)},
                               duration_s=12.5))
-    records.append(Record(host="cluster", check="allreduce.multi", status="pass", summary="2 nodes",
-                          metrics={"busbw_gbps": 95.0, "sweep": sweep_for(95.0)}, duration_s=30.0))
+    records.append(Record(host="cluster", check="multinode", status="pass", summary="2 nodes",
+                          metrics={"busbw_gbps": 95.0, "sizes": sweep_for(95.0)}, duration_s=30.0))
     for record in records:
         record.ts = ts or record.ts
     return records
@@ -87,7 +87,7 @@ def test_rebuild_from_jsonl_with_torn_line_and_interrupted_run(tmp_path: Path) -
         assert runs[good].finished and runs[good].exit_code == 0 and runs[good].record_count == 7
         assert runs[torn].interrupted and runs[torn].record_count == 3
         assert [e.record.check for e in history.records(run_id=torn)] == ["devices", "versions",
-                                                                           "allreduce.single"]
+                                                                           "allreduce"]
         assert history.last_good_run().run_id == good  # type: ignore[union-attr]
     assert (tmp_path / "history.sqlite").is_file()
 
@@ -153,12 +153,12 @@ def test_queries_by_host_check_time_and_status(tmp_path: Path) -> None:
     with History(tmp_path) as history:
         node01 = history.records(host="node01")
         assert len(node01) == 6 and {e.record.host for e in node01} == {"node01"}
-        allreduce = history.records(check="allreduce.single", host="node01")
+        allreduce = history.records(check="allreduce", host="node01")
         assert [e.record.metrics["busbw_gbps"] for e in allreduce] == [180.0, 150.0]
         since = datetime(2026, 11, 5, tzinfo=timezone.utc)
         assert {e.run_id for e in history.records(since=since)} == {"20261108T010000Z-validate-bbbb"}
         assert [e.record.host for e in history.records(status="fail")] == ["node02"]
-        points = history.busbw_history(host="node01", check="allreduce.single")
+        points = history.busbw_history(host="node01", check="allreduce")
         assert [(p.run_id[:8], p.busbw_gbps) for p in points] == [("20261101", 180.0), ("20261108", 150.0)]
         assert [r.run_id[:8] for r in history.runs(since=since)] == ["20261108"]
         assert history.last_good_run().run_id.startswith("20261101")  # type: ignore[union-attr]
@@ -185,9 +185,9 @@ def test_baseline_roundtrip_holds_busbw_status_and_versions(tmp_path: Path) -> N
     path = save_baseline(held, baseline_path(tmp_path))
     loaded = load_baseline(path)
     assert loaded is not None and loaded.source_run == run_id
-    assert loaded.entry("node01", "allreduce.single").busbw_gbps == 180.0  # type: ignore[union-attr]
+    assert loaded.entry("node01", "allreduce").busbw_gbps == 180.0  # type: ignore[union-attr]
     assert loaded.entry("node02", "versions").components["cann"] == "8.0.RC3"  # type: ignore[union-attr]
-    assert loaded.entry("cluster", "allreduce.multi").busbw_gbps == 95.0  # type: ignore[union-attr]
+    assert loaded.entry("cluster", "multinode").busbw_gbps == 95.0  # type: ignore[union-attr]
     assert load_baseline(tmp_path / "nope.json") is None
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="bad.json"):
@@ -199,7 +199,7 @@ def test_busbw_drop_beyond_threshold_names_host_and_values() -> None:
     now = fleet_records({"node01": 150.0, "node02": 170.0})  # -16.7% and -6.1%
     regressions = find_regressions(now, held, busbw_drop_pct=10)
     assert [(r.host, r.check, r.kind, r.then, r.now) for r in regressions] == [
-        ("node01", "allreduce.single", "busbw_drop", 180.0, 150.0)]
+        ("node01", "allreduce", "busbw_drop", 180.0, 150.0)]
     assert "node01" in regressions[0].message and "180" in regressions[0].message
     assert "150" in regressions[0].message and "16.7%" in regressions[0].message
     assert find_regressions(now, held, busbw_drop_pct=20) == []
@@ -225,6 +225,47 @@ def test_new_failure_and_version_change() -> None:
 
 def test_error_now_is_a_new_failure_with_status_error() -> None:
     held = baseline_from_records(fleet_records())
-    now = [Record(host="node02", check="allreduce.single", status="error", summary="unreachable")]
+    now = [Record(host="node02", check="allreduce", status="error", summary="unreachable")]
     [regression] = find_regressions(now, held)
     assert (regression.kind, regression.now_status) == ("new_failure", "error")
+
+
+def test_a_record_without_busbw_is_skipped_never_stored_as_a_figure(tmp_path: Path) -> None:
+    """A one-rank result carries no busbw_gbps (or a meaningless one): history keeps no figure for it."""
+    base = tmp_path / "runs"
+    records = [
+        Record(host="h1", check="allreduce", status="pass", summary="2 ranks",
+               metrics={"ranks": 2, "busbw_gbps": 1.5, "wall_s": 3.0}),
+        Record(host="h2", check="allreduce", status="skip", summary="one rank: no bus bandwidth",
+               metrics={"ranks": 1}),
+        Record(host="h3", check="allreduce", status="pass", summary="one rank", metrics={
+            "ranks": 1, "busbw_gbps": 0.0, "sizes": [{"bytes": 1024, "busbw_gbps": 0.0, "algbw_gbps": 2.0}]}),
+        Record(host="h4", check="allreduce", status="pass", summary="bogus",
+               metrics={"ranks": 2, "busbw_gbps": "fast", "sizes": [{"bytes": 1024, "busbw_gbps": None}]}),
+        Record(host="h5", check="devices", status="pass", summary="8", metrics={"count": 8, "healthy": True}),
+    ]
+    write_run(base, records)
+    with History(base) as history:
+        assert [(p.host, p.busbw_gbps) for p in history.busbw_history()] == [("h1", 1.5)]
+        # Metrics are indexed by name, whatever check wrote them; a bool is no figure.
+        assert [(p.host, p.check, p.value) for p in history.metric_history("count")] == [("h5", "devices", 8.0)]
+        assert [p.value for p in history.metric_history("wall_s")] == [3.0]
+        assert history.metric_history("healthy") == []
+        rows = history._conn.execute("SELECT name, value FROM metrics WHERE name LIKE '%gbps'").fetchall()
+    assert rows == [("busbw_gbps", 1.5)]
+    held = baseline_from_records(records)
+    assert [host for host, checks in held.hosts.items() if checks.get("allreduce")
+            and checks["allreduce"].busbw_gbps is not None] == ["h1"]
+
+
+def test_an_index_of_the_older_schema_is_rebuilt(tmp_path: Path) -> None:
+    import sqlite3
+
+    base = tmp_path / "runs"
+    write_run(base, fleet_records())
+    base.mkdir(exist_ok=True)
+    with sqlite3.connect(base / "history.sqlite") as old:
+        old.execute("CREATE TABLE runs (run_id TEXT)")
+        old.execute("PRAGMA user_version = 1")
+    with History(base) as history:
+        assert len(history.busbw_history()) == 3 and history.drains() == []

@@ -112,14 +112,14 @@ def test_junit_one_testcase_per_host_and_check(runs: Path) -> None:
     assert cases[("node02", "devices")].find("failure") is not None
     assert cases[("node03", "devices")].find("error") is not None
     assert cases[("node01", "storage")].find("skipped") is not None
-    regression = cases[("node01", "allreduce.single")].find("failure")
+    regression = cases[("node01", "allreduce")].find("failure")
     assert regression is not None and regression.get("type") == "regression"
     assert "180" in regression.get("message", "") and "120" in regression.get("message", "")
     assert cases[("node01", "devices")].find("failure") is None
     assert (ODD_HOST, "devices") in cases  # escaped on the way out, intact on the way in
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
     props = {p.get("name"): p.get("value") for p in suites["node01"].iter("property")}
-    assert props["allreduce.single.busbw_gbps"] == "120"
+    assert props["allreduce.busbw_gbps"] == "120"
     assert (suites["node02"].get("failures"), suites["node03"].get("errors")) == ("1", "1")
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(len(data.records)), "2", "1")
 
@@ -190,11 +190,11 @@ def test_prometheus_textfile_is_valid_exposition_format(runs: Path) -> None:
     assert set(status.values()) <= {0, 1, 2, 3, 4}
     busbw = {(labels["host"], labels["check"]): value
              for labels, value in families["accelstack_busbw_gbps"]["samples"]}
-    assert busbw[("node01", "allreduce.single")] == 120.0 and busbw[("cluster", "allreduce.multi")] == 95.0
+    assert busbw[("node01", "allreduce")] == 120.0 and busbw[("cluster", "multinode")] == 95.0
     [(labels, stamp)] = families["accelstack_run_timestamp_seconds"]["samples"]
     assert labels == {} and stamp == datetime(2026, 11, 22, 1, tzinfo=timezone.utc).timestamp()
     regressions = families["accelstack_regression"]["samples"]
-    assert ({"host": "node01", "check": "allreduce.single", "kind": "busbw_drop"}, 1.0) in regressions
+    assert ({"host": "node01", "check": "allreduce", "kind": "busbw_drop"}, 1.0) in regressions
 
 
 def test_prometheus_label_escaping() -> None:
@@ -274,10 +274,10 @@ def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
     assert dom.fleet_rows[:2] == ["node02", "node03"]
     assert set(dom.fleet_rows) == {"node01", "node02", "node03", "cluster", ODD_HOST}
     assert ("node02", "devices", "fail") in dom.cells and ("node03", "devices", "error") in dom.cells
-    assert ("node01", "allreduce.single", "pass") in dom.cells
+    assert ("node01", "allreduce", "pass") in dom.cells
     sweep_checks = {check for kind, check in dom.plots if kind == "sweep"}
     history_checks = {check for kind, check in dom.plots if kind == "history"}
-    assert sweep_checks == {"allreduce.single", "allreduce.multi"} == history_checks
+    assert sweep_checks == {"allreduce", "multinode"} == history_checks
     assert dom.svgs == 4 and dom.polylines >= 2 + 1 + 3 + 1
     assert "what to do" in done.stdout and "npu-smi info" in done.stdout
     shot = tmp_path / "report.png"
@@ -331,16 +331,130 @@ def test_report_task_writes_file_and_exits_with_verdict(runs: Path, tmp_path: Pa
     assert exited.value.code == 3
 
 
-def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_baseline_and_history_tasks(runs: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from invoke import Context
 
-    baseline_task(Context())  # the newest good validation run
-    assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261121T010000Z-validate-bbbb"
+    monkeypatch.setenv("COLUMNS", "200")
+    baseline_task(Context())  # the healthy figures of the recent validation runs
+    held = json.loads(baseline_path(runs).read_text())
+    assert held["source_run"] == "20261122T010000Z-validate-cccc" and held["keep"] == 5
+    # node01's allreduce: 180 and 176 held; cccc's 120 dropped beyond the band, so it is not held.
+    assert held["hosts"]["node01"]["allreduce"]["busbw_gbps"] == [
+        ["20261120T010000Z-validate-aaaa", 180.0], ["20261121T010000Z-validate-bbbb", 176.0]]
+    # node02 failed devices in cccc: its held devices status stays pass (so the failure is a new one).
+    assert held["hosts"]["node02"]["devices"]["status"] == "pass"
+    assert held["hosts"]["node02"]["allreduce"]["busbw_gbps"][-1] == ["20261122T010000Z-validate-cccc", 182.0]
+    out = capsys.readouterr().out
+    assert "baseline from 3 runs, newest 20261122T010000Z-validate-cccc" in out
+    assert re.search(r"node01 +│ allreduce +│ peak +│ 2 +│ 178 +│ 176\.\.180 +│ 2\.2% +│ -10\.0%", out), out
     baseline_task(Context(), from_="cccc")
     assert json.loads(baseline_path(runs).read_text())["source_run"] == "20261122T010000Z-validate-cccc"
     capsys.readouterr()
-    history_task(Context(), host="node01", check="allreduce.single", since="2026-11-21", json=True)
+    baseline_task(Context(), show=True)
+    assert "1 run" not in capsys.readouterr().out
+    capsys.readouterr()
+    history_task(Context(), host="node01", check="allreduce", since="2026-11-21", json=True)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["metrics"]["busbw_gbps"] for line in lines] == [176.0, 120.0]
     history_task(Context(), status="error")
     assert "node03" in capsys.readouterr().out
+
+
+# -- a real run's report -----------------------------------------------------------------------------------
+
+REAL_RUN = Path(__file__).parent / "data" / "baseline" / "gloo-localhost-runs.jsonl"
+
+
+def real_run(base: Path) -> str:
+    """The first recorded gloo run (allreduce and allgather on this machine), written as a run folder."""
+    lines = REAL_RUN.read_text().splitlines()
+    records = [Record.from_dict(json.loads(line)) for line in lines]
+    first = [r for r in records if r.run_id == records[0].run_id]
+    return write_run(base, first, run_id=first[0].run_id)
+
+
+def test_the_sweep_plot_draws_a_real_runs_points(tmp_path: Path) -> None:
+    run_id = real_run(tmp_path / "runs")
+    page = render_html(load_report(run_id, base=tmp_path / "runs"))
+    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)">(.*?)</figure>', page)
+    assert sorted(check for check, _ in figures) == ["allgather", "allreduce"]
+    for check, svg in figures:
+        # One point per message size the validator measured (64 KiB, 1 MiB, 16 MiB), with its busbw.
+        points = re.findall(r"<circle [^>]*><title>localhost: ([0-9.]+)</title>", svg)
+        assert len(points) == 3 and "no data" not in svg, check
+    allreduce = dict(figures)["allreduce"]
+    assert re.findall(r"<title>localhost: ([0-9.]+)</title>", allreduce) == ["0.0257", "0.4449", "1.1877"]
+    assert "no bandwidth sweep in this run" not in page
+
+
+def test_junit_writes_numbers_in_full(tmp_path: Path) -> None:
+    run_id = real_run(tmp_path / "runs")
+    suite = ET.fromstring(render_junit(load_report(run_id, base=tmp_path / "runs")))
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["allreduce.at_bytes"] == "16777216"
+    assert properties["allreduce.busbw_gbps"] == "1.1877" and properties["allreduce.ranks"] == "2"
+    assert not [v for v in properties.values() if v and "e" in v.lower()]
+    assert "sizes" not in (suite.find(".//testcase/system-out").text or "")  # type: ignore[union-attr]
+
+
+def test_report_without_run_reports_the_newest_validation_run_not_facts(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path / "runs"
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(base))
+    validated = write_run(base, fleet_records(), run_id="20261120T010000Z-validate-aaaa")
+    write_run(base, [Record(host="node01", check="facts", status="pass", summary="facts")], kind="facts",
+              run_id="20261121T010000Z-facts-bbbb")
+    assert load_report().run_id == validated
+    checked = write_run(base, fleet_records(), kind="fleet-check", run_id="20261122T010000Z-fleet-check-cccc")
+    assert load_report().run_id == checked
+
+
+def test_history_labels_stay_distinct_within_a_minute() -> None:
+    from accelstack.report.html import run_labels
+
+    runs = [("20261122T010000Z-validate-aaaa", "2026-11-22T01:00:00.100Z"),
+            ("20261122T010012Z-validate-bbbb", "2026-11-22T01:00:12.000Z"),
+            ("20261122T010012Z-fleet-check-cccc", "2026-11-22T01:00:12.400Z"),
+            ("20261122T020000Z-validate-dddd", "2026-11-22T02:00:00.000Z")]
+    labels = run_labels(runs)
+    assert len(set(labels.values())) == 4
+    assert labels["20261122T020000Z-validate-dddd"] == "11-22 02:00"
+    assert labels["20261122T010000Z-validate-aaaa"] == "11-22 01:00:00"
+    assert labels["20261122T010012Z-fleet-check-cccc"] == "11-22 01:00:12 cccc"
+
+
+def every_check_records() -> list[Record]:
+    """A record for every check the registry declares, with the parts real runs write (one versions.* per
+    component, env.*, memory.*), on four hosts with realistic names."""
+    from accelstack.validate.registry import all_checks, load_registry
+
+    checks = all_checks(load_registry())
+    parts = [f"versions.{c}" for c in ("driver", "firmware", "cann", "torch", "torch_npu", "python", "nccl",
+                                       "cuda", "hccl")]
+    parts += ["env.nccl_socket_ifname", "env.hccl_socket_ifname", "memory.shm", "memory.memlock",
+              "memory.devices", "storage.space"]
+    hosts = [f"gpu-node-{i:03d}.rack12.dc1.example.com" for i in range(1, 5)]
+    return [Record(host=host, check=check, status="pass" if i % 7 else "warn", summary="ok")  # type: ignore[arg-type]
+            for host in hosts for i, check in enumerate([*checks, *parts])]
+
+
+def test_the_fleet_grid_with_every_check_fits_1400_px(tmp_path: Path) -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(ReportData(run_id="20261122T010000Z-validate-cccc", records=every_check_records()))
+    dom = _DomCollector()
+    dom.feed(page)
+    columns = {check for _, check, _ in dom.cells}
+    assert "versions" in columns and not [c for c in columns if c.startswith("versions.")]
+    # The report has no script; this copy gets one that writes the table's right edge into the DOM.
+    probe = ('<script>document.body.setAttribute("data-right", '
+             'Math.ceil(document.getElementById("fleet").getBoundingClientRect().right));</script></body>')
+    path = tmp_path / "grid.html"
+    path.write_text(page.replace("</body>", probe), encoding="utf-8")
+    done = subprocess.run([*_chromium_args(tmp_path / "profile"), "--window-size=1400,900", "--dump-dom",
+                           path.as_uri()], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-right="(\d+)"', done.stdout)
+    assert found, done.stdout[:500]
+    assert int(found.group(1)) <= 1400

@@ -1,13 +1,24 @@
 """The nightly fleet check: validate every inventory, compare with the baseline, write every report, drain.
 
-Exit codes: 0 healthy; 1 a host failed a check or regressed against the baseline; 2 hosts could not be checked
-(and none failed). ``--drain-cmd`` runs for each host that failed or regressed, never for a host whose only
-problem is ``error``: an unreachable node is not evidence of a bad node, and draining on it would let one
-network blip empty a partition.
+Exit codes: 0 healthy; 1 a host failed a check or regressed against the baseline (or the drain breaker
+tripped); 2 hosts could not be checked (and none failed). A host in several inventories is checked once, in the
+first. A bandwidth drop beyond the baseline's band is re-run once (the same check, on that host) and counts only
+if the re-run drops too. Each run's healthy figures then join the baseline (the last few per host and check).
+
+``--drain-cmd`` runs for each host that failed or regressed, never for a host whose only problem is ``error``:
+an unreachable node is not evidence of a bad node, and draining on it would let one network blip empty a
+partition. A circuit breaker (as NVSentinel's) bounds the damage of a bad run: past ``--max-drain`` hosts to
+drain (default 10 % of the hosts checked, at least 1), none is drained, the run says why and exits 1, and a
+person decides. Every drain is recorded in the run folder (``drains.jsonl``) and so in the history.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -26,17 +37,19 @@ from .baseline import (
     Regression,
     baseline_from_records,
     baseline_path,
+    confirm_regressions,
     find_regressions,
     load_baseline,
+    needs_rerun,
     save_baseline,
 )
-from .errors import AccelstackError
+from .errors import AccelstackError, ConfigError
 from .history import History
 from .history.metrics import CLUSTER_HOST
 from .output import STATUS_STYLE
-from .records import Record, RunWriter, error_record
+from .records import Record, RunWriter, error_record, utc_now
 from .report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
-from .report.model import actionable, read_meta, verdict
+from .report.model import RERUN_FILE, actionable, read_meta, verdict
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}
@@ -44,6 +57,48 @@ DRAIN_TIMEOUT_S = 120
 HEARTBEAT_S = 60.0
 # Slurm caps a node's reason; a short reason also keeps the drain command line readable in logs.
 REASON_MAX = 200
+# Each failed check's cause (its summary) is cut to this, so that every cause fits in the reason.
+CAUSE_MAX = 60
+DRAINS_FILE = "drains.jsonl"
+FLEET_FILE = "fleet-check.json"
+# --max-drain default: this share of the hosts checked, at least one host.
+DEFAULT_MAX_DRAIN_PCT = 10.0
+
+# validate(inventory, skip): the records of an inventory's hosts, leaving out ``skip`` (hosts already checked
+# in an earlier inventory). rerun(inventory, hosts, check): that check again on those hosts, records returned.
+Validate = Callable[[str, frozenset[str]], list[Record]]
+Rerun = Callable[[str, list[str], str], list[Record]]
+_MAX_DRAIN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+def check_max_drain(value: str | int | None) -> str | int | None:
+    """``--max-drain`` as given, once checked: a count of hosts (``2``) or a share of those checked (``10%``).
+    Bad input is a ConfigError (exit 3), raised before any host is touched."""
+    if value is None or isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    match = _MAX_DRAIN.match(str(value))
+    if not match or (not match.group(2) and "." in match.group(1)) or float(match.group(1)) > (
+            100 if match.group(2) else math.inf):
+        raise ConfigError(f"--max-drain {value!r} is not a number of hosts (2) or a percentage of the hosts "
+                          "checked (10%)")
+    return str(value).strip()
+
+
+def max_drain_for(value: str | int | None, hosts_checked: int) -> int:
+    """How many hosts one run may drain: a count as given; a percentage (default 10 %) of the hosts checked,
+    rounded down, but at least 1."""
+    value = check_max_drain(value)
+    if isinstance(value, int):
+        return value
+    if value is not None and not value.endswith("%"):
+        return int(value)
+    pct = float(value[:-1]) if value else DEFAULT_MAX_DRAIN_PCT
+    return max(1, math.floor(hosts_checked * pct / 100.0))
+
+
+def checked_hosts(records: Iterable[Record]) -> list[str]:
+    """The machines a run checked: not the cluster aggregate, not an inventory that could not be read."""
+    return sorted({r.host for r in records if r.host != CLUSTER_HOST and not r.host.startswith("inventory:")})
 
 
 class FleetReporter:
@@ -63,6 +118,8 @@ class FleetReporter:
         self.counts: dict[str, int] = {}
         self._seen: set[int] = set()
         self._hosts: set[str] = set()
+        # Hosts checked in an earlier inventory: a later inventory's records of them are not kept twice.
+        self.skip_hosts: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._activity = "starting"
         self._since = time.monotonic()
@@ -95,7 +152,7 @@ class FleetReporter:
 
     def add(self, record: Record) -> None:
         with self._lock:
-            if id(record) in self._seen:
+            if id(record) in self._seen or record.host in self.skip_hosts:
                 return
             self._seen.add(id(record))
             if self.writer is not None:
@@ -151,10 +208,12 @@ class DrainResult:
     command: str
     exit_status: int | None
     output: str
+    ts: str = ""
+    run_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "reason": self.reason, "command": self.command,
-                "exit_status": self.exit_status, "output": self.output}
+        return {"run_id": self.run_id, "ts": self.ts, "host": self.host, "reason": self.reason,
+                "command": self.command, "exit_status": self.exit_status, "output": self.output}
 
 
 def drain_targets(records: list[Record], regressions: list[Regression]) -> dict[str, str]:
@@ -162,10 +221,13 @@ def drain_targets(records: list[Record], regressions: list[Regression]) -> dict[
     reasons: dict[str, list[str]] = {}
     for record in records:
         if record.status == "fail" and record.host != CLUSTER_HOST:
-            reasons.setdefault(record.host, []).append(f"{record.check} failed")
+            cause = " ".join(record.summary.split())
+            if len(cause) > CAUSE_MAX:
+                cause = cause[: CAUSE_MAX - 1] + "\u2026"
+            reasons.setdefault(record.host, []).append(f"{record.check} failed" + (f": {cause}" if cause else ""))
     for regression in actionable(regressions):
         if regression.host != CLUSTER_HOST and regression.kind != "new_failure":
-            reasons.setdefault(regression.host, []).append(f"regression {regression.message}")
+            reasons.setdefault(regression.host, []).append(f"regression {regression.short}")
     return {host: _reason(items) for host, items in sorted(reasons.items())}
 
 
@@ -190,15 +252,22 @@ def run_drain(template: str, host: str, reason: str, *, timeout_s: float = DRAIN
         done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout_s,
                               check=False)
     except subprocess.TimeoutExpired:
-        return DrainResult(host, reason, command, None, f"timed out after {timeout_s:g}s")
+        return DrainResult(host, reason, command, None, f"timed out after {timeout_s:g}s", ts=utc_now())
     output = (done.stdout + done.stderr).strip()
-    return DrainResult(host, reason, command, done.returncode, output[-2000:])
+    return DrainResult(host, reason, command, done.returncode, output[-2000:], ts=utc_now())
 
 
-def _validate_safely(validate: Callable[[str], list[Record]], inventory: str) -> list[Record]:
+def _append_jsonl(path: Path, item: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(item, default=str) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _validate_safely(validate: Validate, inventory: str, skip: frozenset[str]) -> list[Record]:
     try:
-        return list(validate(inventory))
-    # Broad on purpose: one broken inventory must not cost the report on the others.
+        return list(validate(inventory, skip))
+    # Broad on purpose: one inventory that breaks mid-run must not cost the report on the others.
     except Exception as err:
         record = error_record(f"inventory:{inventory}", "validate", err)
         if not isinstance(err, AccelstackError):
@@ -206,21 +275,56 @@ def _validate_safely(validate: Callable[[str], list[Record]], inventory: str) ->
         return [record]
 
 
-def fleet_check(inventories: list[str], *, validate: Callable[[str], list[Record]], drain_cmd: str | None,
+def _rerun_drops(regressions: list[Regression], records: list[Record], inventory_of: dict[str, str],
+                 rerun: Rerun, writer: RunWriter, progress: FleetReporter) -> list[Record]:
+    """Each dropped check once more, per inventory and check (all its dropped hosts together); the records
+    go to the run folder's ``rerun.jsonl``, apart from the run's own."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for regression in regressions:
+        if needs_rerun(regression) and regression.host in inventory_of:
+            hosts = wanted.setdefault((inventory_of[regression.host], regression.check), [])
+            if regression.host not in hosts:
+                hosts.append(regression.host)
+    found: list[Record] = []
+    for (inventory, check), hosts in sorted(wanted.items()):
+        progress.step(escape(f"re-running {check} on {', '.join(hosts)} to confirm a bandwidth drop"))
+        try:
+            again = list(rerun(inventory, hosts, check))
+        except Exception as err:  # an unconfirmed drop stays unconfirmed; the run and its report go on
+            progress.note(escape(f"re-run of {check} on {', '.join(hosts)} failed: {err}"))
+            continue
+        for record in again:
+            if record.host in hosts and record.check == check:
+                record.run_id = writer.run_id
+                _append_jsonl(writer.path / RERUN_FILE, record.to_dict())
+                found.append(record)
+    return found
+
+
+def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | None,
                 reports_dir: Path, busbw_drop_pct: float, progress: FleetReporter | None = None,
-                runs_base: Path | None = None) -> int:
+                runs_base: Path | None = None, rerun: Rerun | None = None,
+                max_drain: str | int | None = None) -> int:
     """Validate each inventory, write one run and every report, drain bad hosts; the exit code (0, 1 or 2).
 
     ``validate`` may stream records into ``progress.add`` as they arrive and return them too; records it only
-    returns are written when it returns. With no baseline yet, a healthy run becomes the baseline.
+    returns are written when it returns. ``rerun`` confirms bandwidth drops (without it, a drop counts as
+    found). With no baseline yet, a healthy run becomes the baseline; later runs add their healthy figures.
     """
+    max_drain = check_max_drain(max_drain)
     progress = progress or FleetReporter()
     writer = RunWriter("fleet-check", base=runs_base, meta={"inventories": inventories})
     progress.start(writer)
     try:
+        inventory_of: dict[str, str] = {}
         for number, inventory in enumerate(inventories, 1):
             progress.step(escape(f"validating {inventory} ({number}/{len(inventories)})"))
-            progress.add_all(_validate_safely(validate, inventory))
+            skip = frozenset(inventory_of)
+            progress.skip_hosts = skip
+            progress.add_all(_validate_safely(validate, inventory, skip))
+            progress.skip_hosts = frozenset()
+            for record in writer.records:
+                inventory_of.setdefault(record.host, inventory)
         writer.close()
         records = writer.records
 
@@ -228,38 +332,72 @@ def fleet_check(inventories: list[str], *, validate: Callable[[str], list[Record
         baseline_file = baseline_path(runs_base)
         baseline = load_baseline(baseline_file)
         regressions = find_regressions(records, baseline, busbw_drop_pct)
+        if rerun is not None and any(needs_rerun(r) for r in regressions):
+            again = _rerun_drops(regressions, records, inventory_of, rerun, writer, progress)
+            assert baseline is not None  # a drop needs a baseline
+            regressions = confirm_regressions(regressions, again, baseline.excluding(writer.run_id),
+                                              busbw_drop_pct)
         for regression in regressions:
-            progress.note("[bold red]regression[/] " + escape(regression.message))
+            label = "regression" if regression.counts else "not counted"
+            progress.note(f"[bold red]{label}[/] " + escape(regression.message))
         code = verdict(records, regressions)
         extra: dict[str, Any] = {"inventories": inventories, "busbw_drop_pct": busbw_drop_pct,
-                                 "baseline_created": False, "drained": []}
+                                 "baseline_created": False, "baseline_updated": False, "drained": [],
+                                 "drain_breaker": None}
+        counted = {(r.host, r.check) for r in actionable(regressions) if r.kind == "busbw_drop"}
         if baseline is None and code == 0:
             save_baseline(baseline_from_records(records, source_run=writer.run_id), baseline_file)
             extra["baseline_created"] = True
             progress.note(escape(f"no baseline yet: this healthy run is now the baseline ({baseline_file})"))
         elif baseline is None:
             progress.note("no baseline yet, and this run is not healthy: `inv baseline --from RUN` sets one")
+        else:
+            # The run's healthy figures join the baseline (its last few per host and check): a regressed
+            # figure does not, so a slow host cannot drag its own baseline down.
+            save_baseline(baseline.add_run(records, writer.run_id, skip=counted), baseline_file)
+            extra["baseline_updated"] = True
 
         if drain_cmd:
-            for host, reason in drain_targets(records, regressions).items():
-                progress.step(escape(f"draining {host}"))
-                result = run_drain(drain_cmd, host, reason)
-                extra["drained"].append(result.to_dict())
-                outcome = "done"
-                if result.exit_status != 0:
-                    outcome = f"[red]failed[/] ({result.exit_status}) " + escape(result.output[-200:])
-                progress.note(escape(f"drain {host}: ") + outcome)
+            targets = drain_targets(records, regressions)
+            checked = checked_hosts(records)
+            limit = max_drain_for(max_drain, len(checked))
+            if len(targets) > limit:
+                why = (f"{len(targets)} host(s) to drain, more than --max-drain {limit} "
+                       f"({max_drain or f'{DEFAULT_MAX_DRAIN_PCT:g}%'} of {len(checked)} host(s) checked): "
+                       "drained none; a fault this wide is more likely the fleet check's own or the network's "
+                       "than every node's. Look at the report, then drain by hand or re-run with a larger "
+                       "--max-drain")
+                extra["drain_breaker"] = {"tripped": True, "max_drain": limit, "hosts_checked": len(checked),
+                                          "targets": targets, "reason": why}
+                progress.note("[bold red]drain breaker tripped[/]: " + escape(why))
+                code = max(code, 1)
+            else:
+                extra["drain_breaker"] = {"tripped": False, "max_drain": limit, "hosts_checked": len(checked)}
+                for host, reason in targets.items():
+                    progress.step(escape(f"draining {host}"))
+                    result = run_drain(drain_cmd, host, reason)
+                    result = dataclasses.replace(result, run_id=writer.run_id)
+                    _append_jsonl(writer.path / DRAINS_FILE, result.to_dict())
+                    extra["drained"].append(result.to_dict())
+                    outcome = "done"
+                    if result.exit_status != 0:
+                        outcome = f"[red]failed[/] ({result.exit_status}) " + escape(result.output[-200:])
+                    progress.note(escape(f"drain {host}: ") + outcome)
+        write_atomic(writer.path / FLEET_FILE, json.dumps(
+            {**extra, "regressions": [r.to_dict() for r in regressions]}, indent=2, default=str) + "\n")
 
         progress.step("writing reports")
         with History(runs_base) as history:
             points = history.busbw_history()
         data = ReportData(run_id=writer.run_id, records=records, meta=read_meta(writer.path),
-                          regressions=regressions, baseline_run=baseline.source_run if baseline else None,
+                          regressions=regressions, baseline_run=baseline.describe() if baseline else None,
                           busbw_history=points, extra=extra)
         for name, renderer in REPORT_FILES.items():
             write_atomic(reports_dir / name, renderer(data))
         progress.note(escape(f"reports in {reports_dir}: {', '.join(REPORT_FILES)}"))
         verdict_text = {0: "healthy", 1: "failures or regressions", 2: "hosts could not be checked"}[code]
+        if extra["drain_breaker"] and extra["drain_breaker"]["tripped"]:
+            verdict_text += "; drain breaker tripped, nothing drained"
         progress.note(f"fleet check {verdict_text} (exit {code})")
         return code
     finally:

@@ -7,13 +7,15 @@ unreadable, of an older schema, or stale for a run (its files changed size or mt
 from __future__ import annotations
 
 from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
-from .queries import BusbwPoint, HistoryEntry
+from .queries import BusbwPoint, DrainEntry, HistoryEntry, MetricPoint
 
 __all__ = [
     "HISTORY_FILE",
     "BusbwPoint",
+    "DrainEntry",
     "History",
     "HistoryEntry",
+    "MetricPoint",
     "RunInfo",
     "history_path",
     "parse_since",

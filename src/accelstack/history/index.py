@@ -19,12 +19,21 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import Record, read_run, runs_dir
-from .metrics import peak_busbw
-from .queries import BusbwPoint, HistoryEntry, query_busbw, query_records
+from .metrics import record_figures
+from .queries import (
+    BusbwPoint,
+    DrainEntry,
+    HistoryEntry,
+    MetricPoint,
+    query_drains,
+    query_metric,
+    query_records,
+)
 
 HISTORY_FILE = "history.sqlite"
 # Bump when the tables change: an index of another version is thrown away and rebuilt from the files.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+DRAINS_FILE = "drains.jsonl"
 
 _SCHEMA = """
 CREATE TABLE runs (
@@ -38,7 +47,9 @@ CREATE TABLE runs (
     results_size INTEGER NOT NULL,
     results_mtime_ns INTEGER NOT NULL,
     meta_size INTEGER NOT NULL,
-    meta_mtime_ns INTEGER NOT NULL
+    meta_mtime_ns INTEGER NOT NULL,
+    drains_size INTEGER NOT NULL,
+    drains_mtime_ns INTEGER NOT NULL
 );
 CREATE TABLE records (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -48,8 +59,29 @@ CREATE TABLE records (
     host TEXT NOT NULL,
     check_name TEXT NOT NULL,
     status TEXT NOT NULL,
-    busbw_gbps REAL,
     record_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+-- Every plain number a record measured, by name: history knows metrics, not checks.
+CREATE TABLE metrics (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (run_id, seq, name),
+    FOREIGN KEY (run_id, seq) REFERENCES records(run_id, seq) ON DELETE CASCADE
+);
+CREATE INDEX metrics_name ON metrics(name);
+-- What the fleet check drained: host, reason (with its cause), the command and how it exited.
+CREATE TABLE drains (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    host TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    command TEXT NOT NULL,
+    exit_status INTEGER,
+    output TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX records_host ON records(host, ts_epoch);
@@ -149,6 +181,28 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def _read_drains(path: Path) -> list[tuple[Any, ...]]:
+    """``(ts, host, reason, command, exit_status, output)`` per line of a run's drains.jsonl; torn lines
+    (a crash mid-write) are skipped."""
+    rows: list[tuple[Any, ...]] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, dict) or not item.get("host"):
+            continue
+        status = item.get("exit_status")
+        rows.append((str(item.get("ts") or ""), str(item["host"]), str(item.get("reason") or ""),
+                     str(item.get("command") or ""), status if isinstance(status, int) else None,
+                     str(item.get("output") or "")))
+    return rows
+
+
 class History:
     """The index over every run in a runs folder. Call :meth:`sync` (done on open) before querying."""
 
@@ -210,22 +264,25 @@ class History:
     def sync(self) -> list[str]:
         """Bring the index in step with the run folders; the run ids (re)indexed, for tests and logs."""
         on_disk = {folder.name: folder for folder in self.run_folders()}
-        known = {row[0]: (_FileStamp(row[1], row[2]), _FileStamp(row[3], row[4]))
+        known = {row[0]: (_FileStamp(row[1], row[2]), _FileStamp(row[3], row[4]), _FileStamp(row[5], row[6]))
                  for row in self._conn.execute(
-                     "SELECT run_id, results_size, results_mtime_ns, meta_size, meta_mtime_ns FROM runs")}
+                     "SELECT run_id, results_size, results_mtime_ns, meta_size, meta_mtime_ns, drains_size, "
+                     "drains_mtime_ns FROM runs")}
         changed = []
         with self._conn:
             for run_id in known.keys() - on_disk.keys():
                 self._conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
             for run_id, folder in sorted(on_disk.items()):
-                stamps = (_FileStamp.of(folder / "results.jsonl"), _FileStamp.of(folder / "meta.json"))
+                stamps = (_FileStamp.of(folder / "results.jsonl"), _FileStamp.of(folder / "meta.json"),
+                          _FileStamp.of(folder / DRAINS_FILE))
                 if known.get(run_id) == stamps:
                     continue
                 self._index_run(folder, *stamps)
                 changed.append(run_id)
         return changed
 
-    def _index_run(self, folder: Path, results: _FileStamp, meta_stamp: _FileStamp) -> None:
+    def _index_run(self, folder: Path, results: _FileStamp, meta_stamp: _FileStamp,
+                   drains_stamp: _FileStamp) -> None:
         run_id = folder.name
         meta = _read_meta(folder)
         records = read_run(folder) if results.size >= 0 else []
@@ -237,19 +294,26 @@ class History:
         exit_code = meta.get("exit_code")
         self._conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         self._conn.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, str(meta.get("kind") or _run_id_kind(run_id)), started,
              started_at.timestamp(), meta.get("finished"), exit_code if isinstance(exit_code, int) else None,
-             len(records), results.size, results.mtime_ns, meta_stamp.size, meta_stamp.mtime_ns))
+             len(records), results.size, results.mtime_ns, meta_stamp.size, meta_stamp.mtime_ns,
+             drains_stamp.size, drains_stamp.mtime_ns))
         self._conn.executemany(
-            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [self._record_row(run_id, seq, record, started_at) for seq, record in enumerate(records)])
+        self._conn.executemany(
+            "INSERT INTO metrics VALUES (?, ?, ?, ?)",
+            [(run_id, seq, name, value) for seq, record in enumerate(records)
+             for name, value in record_figures(record).items()])
+        self._conn.executemany("INSERT INTO drains VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               [(run_id, seq, *row) for seq, row in enumerate(_read_drains(folder / DRAINS_FILE))])
 
     @staticmethod
     def _record_row(run_id: str, seq: int, record: Record, run_started: datetime) -> tuple[Any, ...]:
         moment = parse_timestamp(record.ts) or run_started
         return (run_id, seq, record.ts, moment.timestamp(), record.host, record.check, record.status,
-                peak_busbw(record), record.to_json())
+                record.to_json())
 
     # -- queries ---------------------------------------------------------------------------------------------
 
@@ -293,7 +357,18 @@ class History:
         return query_records(self._conn, host=host, check=check, since=since, until=until, run_id=run_id,
                              status=status)
 
+    def metric_history(self, name: str, *, host: str | None = None, check: str | None = None,
+                       since: datetime | None = None) -> list[MetricPoint]:
+        """A metric's highest value per run, host and check, oldest run first; records without it are absent
+        (never a zero)."""
+        return query_metric(self._conn, name, host=host, check=check, since=since)
+
     def busbw_history(self, *, host: str | None = None, check: str | None = None,
                       since: datetime | None = None) -> list[BusbwPoint]:
         """Peak busbw per run, host and check, oldest run first: the points of the history plot."""
-        return query_busbw(self._conn, host=host, check=check, since=since)
+        return [BusbwPoint(p.run_id, p.run_started, p.started_epoch, p.host, p.check, p.value)
+                for p in self.metric_history("busbw_gbps", host=host, check=check, since=since)]
+
+    def drains(self, *, host: str | None = None, since: datetime | None = None) -> list[DrainEntry]:
+        """Every drain the fleet check ran, oldest first."""
+        return query_drains(self._conn, host=host, since=since)

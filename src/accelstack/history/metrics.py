@@ -1,7 +1,7 @@
 """The figures that history, baselines and reports read off a record, whatever check wrote it.
 
 Validation records carry bandwidth as ``metrics.busbw_gbps`` (the peak) with the per-size
-``metrics.sweep``, and versions as ``components: {name: version}`` in ``metrics`` or ``evidence``. Values
+``metrics.sizes`` (the name the collectives validator writes), and versions as ``components: {name: version}`` in ``metrics`` or ``evidence``. Values
 come from JSON written by other tools, so every reader here tolerates a missing or mistyped field and
 answers ``None``/empty instead.
 """
@@ -33,9 +33,21 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _bandwidth(value: Any) -> float | None:
+    # Zero or less is no bandwidth anyone measured (a one-rank run, a placeholder): never a figure to hold.
+    number = _number(value)
+    return number if number is not None and number > 0 else None
+
+
+def _one_rank(record: Record) -> bool:
+    return _number(record.metrics.get("ranks")) == 1
+
+
 def peak_busbw(record: Record) -> float | None:
-    """``metrics.busbw_gbps``, else the best point of the sweep, else ``None``."""
-    peak = _number(record.metrics.get("busbw_gbps"))
+    """``metrics.busbw_gbps``, else the best point of the sweep, else ``None`` (always for one rank)."""
+    if _one_rank(record):
+        return None
+    peak = _bandwidth(record.metrics.get("busbw_gbps"))
     if peak is not None:
         return peak
     points = sweep(record)
@@ -43,8 +55,11 @@ def peak_busbw(record: Record) -> float | None:
 
 
 def sweep(record: Record) -> list[SweepPoint]:
-    """The message-size sweep, smallest size first; malformed points are dropped."""
-    raw = record.metrics.get("sweep")
+    """The message-size sweep (``metrics.sizes``), smallest size first; malformed or bandwidth-less points
+    (one rank has no bus bandwidth) are dropped."""
+    if _one_rank(record):
+        return []
+    raw = record.metrics.get("sizes")
     if not isinstance(raw, list):
         return []
     points = []
@@ -52,7 +67,7 @@ def sweep(record: Record) -> list[SweepPoint]:
         if not isinstance(item, dict):
             continue
         size = _number(item.get("bytes"))
-        busbw = _number(item.get("busbw_gbps"))
+        busbw = _bandwidth(item.get("busbw_gbps"))
         if size is None or size <= 0 or busbw is None:
             continue
         points.append(SweepPoint(bytes=int(size), busbw_gbps=busbw,
@@ -74,6 +89,25 @@ def components(record: Record) -> dict[str, str]:
 
 
 def scalar_metrics(record: Record) -> dict[str, float]:
-    """The plain numbers in ``metrics`` (no sweep, no nested values), for JUnit properties and JSON."""
-    return {name: number for name, value in record.metrics.items()
-            if (number := _number(value)) is not None}
+    """The plain numbers in ``metrics`` (no sweep, no nested values), for JUnit properties, JSON and the
+    history index; a bandwidth (``*_gbps``) that is no figure (one rank, zero) is left out."""
+    found = {}
+    for name, value in record.metrics.items():
+        number = _number(value)
+        if number is None:
+            continue
+        if name.endswith("_gbps") and (_one_rank(record) or number <= 0):
+            continue
+        found[name] = number
+    return found
+
+
+def record_figures(record: Record) -> dict[str, float]:
+    """What the history index keeps of a record: its plain numbers, the peak bus bandwidth among them when
+    the record has one (read from the sweep if need be), and no bandwidth where it means nothing."""
+    figures = scalar_metrics(record)
+    figures.pop("busbw_gbps", None)
+    peak = peak_busbw(record)
+    if peak is not None:
+        figures["busbw_gbps"] = peak
+    return figures

@@ -32,6 +32,32 @@ class BusbwPoint:
     busbw_gbps: float
 
 
+@dataclass(frozen=True)
+class MetricPoint:
+    run_id: str
+    run_started: str
+    started_epoch: float
+    host: str
+    check: str
+    name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class DrainEntry:
+    run_id: str
+    ts: str
+    host: str
+    reason: str
+    command: str
+    exit_status: int | None
+    output: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "ts": self.ts, "host": self.host, "reason": self.reason,
+                "command": self.command, "exit_status": self.exit_status, "output": self.output}
+
+
 def _filters(host: str | None, check: str | None, since: datetime | None, until: datetime | None,
              run_id: str | None = None, status: str | None = None) -> tuple[str, list[Any]]:
     clauses = []
@@ -60,13 +86,27 @@ def query_records(conn: sqlite3.Connection, *, host: str | None, check: str | No
             for run_id, kind, started, blob in rows]
 
 
-def query_busbw(conn: sqlite3.Connection, *, host: str | None, check: str | None,
-                since: datetime | None) -> list[BusbwPoint]:
+def query_metric(conn: sqlite3.Connection, name: str, *, host: str | None, check: str | None,
+                 since: datetime | None) -> list[MetricPoint]:
     where, params = _filters(host, check, since, None)
     rows = conn.execute(
-        "SELECT r.run_id, u.started, u.started_epoch, r.host, r.check_name, MAX(r.busbw_gbps)"
-        " FROM records r JOIN runs u ON u.run_id = r.run_id"
-        f" WHERE r.busbw_gbps IS NOT NULL{where}"
+        "SELECT r.run_id, u.started, u.started_epoch, r.host, r.check_name, m.name, MAX(m.value)"
+        " FROM metrics m JOIN records r ON r.run_id = m.run_id AND r.seq = m.seq"
+        " JOIN runs u ON u.run_id = r.run_id"
+        f" WHERE m.name = ?{where}"
         " GROUP BY r.run_id, r.host, r.check_name ORDER BY u.started_epoch, r.run_id, r.host, r.check_name",
-        params)
-    return [BusbwPoint(*row) for row in rows]
+        [name, *params])
+    return [MetricPoint(*row) for row in rows]
+
+
+def query_drains(conn: sqlite3.Connection, *, host: str | None, since: datetime | None) -> list[DrainEntry]:
+    sql = ("SELECT d.run_id, d.ts, d.host, d.reason, d.command, d.exit_status, d.output FROM drains d"
+           " JOIN runs u ON u.run_id = d.run_id WHERE 1=1")
+    params: list[Any] = []
+    if host is not None:
+        sql += " AND d.host = ?"
+        params.append(host)
+    if since is not None:
+        sql += " AND u.started_epoch >= ?"
+        params.append(since.timestamp())
+    return [DrainEntry(*row) for row in conn.execute(sql + " ORDER BY u.started_epoch, d.run_id, d.seq", params)]

@@ -11,8 +11,8 @@ from html import escape
 
 from ..history import parse_timestamp
 from ..history.metrics import sweep
-from ..records import SEVERITY, Record
-from .model import ReportData, summary, verdict
+from ..records import SEVERITY
+from .model import ReportData, cells, summary, verdict
 from .svg import Series, line_chart
 
 HISTORY_RUNS = 30
@@ -30,7 +30,9 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8p
 table { border-collapse: collapse; margin: 6px 0; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 thead th { background: #f6f8fa; position: sticky; top: 0; }
-#fleet td { text-align: center; font-weight: 600; font-size: 12px; min-width: 64px; }
+#fleet td { text-align: center; font-weight: 600; font-size: 12px; min-width: 44px; padding: 4px 5px; }
+#fleet thead th { font-size: 12px; padding: 4px 5px; } #fleet td .n { font-weight: 400; opacity: .7; }
+#fleet th[scope=row] { max-width: 220px; overflow-wrap: anywhere; }
 td.st-pass { background: #e6f4ea; color: var(--pass); }
 td.st-warn { background: #fff4d6; color: var(--warn); }
 td.st-fail { background: #fde2e1; color: var(--fail); }
@@ -56,32 +58,47 @@ def _badge(status: str) -> str:
     return f'<span class="badge {escape(status)}">{escape(status.upper())}</span>'
 
 
+def column_of(check: str) -> str:
+    """The fleet grid's column for a check: its family (``versions.driver`` -> ``versions``), so a report with
+    every check, one column per installed component included, still fits a 1400 px screen."""
+    return check.split(".", 1)[0]
+
+
+def _header(name: str) -> str:
+    # A break opportunity after "_" keeps long names (collective_init) from setting a column's width.
+    return escape(name).replace("_", "_<wbr>")
+
+
 def _fleet_table(data: ReportData) -> str:
-    cells: dict[tuple[str, str], Record] = {}
-    for record in data.records:
-        key = (record.host, record.check)
-        # Several records for one cell (a retried check): the worst one speaks for it.
-        if key not in cells or SEVERITY[record.status] > SEVERITY[cells[key].status]:
-            cells[key] = record
-    checks = data.checks
+    found = cells(data.records)
+    columns = list(dict.fromkeys(column_of(check) for check in data.checks))
+    members: dict[str, list[str]] = defaultdict(list)
+    for check in data.checks:
+        members[column_of(check)].append(check)
     rows = ['<table id="fleet"><thead><tr><th>host</th>'
-            + "".join(f'<th data-check="{escape(c)}">{escape(c)}</th>' for c in checks)
+            + "".join(f'<th data-check="{escape(c)}" title="{escape(", ".join(sorted(members[c])))}">'
+                      f"{_header(c)}</th>" for c in columns)
             + "</tr></thead><tbody>"]
     for host in data.hosts:
         row = [f'<tr data-host="{escape(host)}"><th scope="row">{escape(host)}</th>']
-        for check in checks:
-            found = cells.get((host, check))
-            if found is None:
+        for column in columns:
+            records = [found[(host, check)] for check in sorted(members[column]) if (host, check) in found]
+            if not records:
                 row.append('<td class="st-none" data-status="none">&ndash;</td>')
                 continue
-            record = found
-            regressions = data.regressions_for(host, check)
-            tip = record.summary + "".join(f"\nregression: {r.message}" for r in regressions)
+            worst = max(records, key=lambda r: SEVERITY[r.status])
+            regressions = [r for record in records for r in data.regressions_for(host, record.check)]
+            if len(records) == 1:
+                tip = worst.summary
+            else:
+                tip = "\n".join(f"{r.check}: {r.status} {r.summary}" for r in records)
+            tip += "".join(f"\nregression: {r.message}" for r in regressions)
             marker = " &#9660;" if regressions else ""
-            css = f"st-{record.status}" + (" regressed" if regressions else "")
-            row.append(f'<td class="{css}" data-status="{escape(record.status)}" '
-                       f'data-check="{escape(check)}" title="{escape(tip)}">'
-                       f"{escape(record.status.upper())}{marker}</td>")
+            count = f' <span class="n">{len(records)}</span>' if len(records) > 1 else ""
+            css = f"st-{worst.status}" + (" regressed" if regressions else "")
+            row.append(f'<td class="{css}" data-status="{escape(worst.status)}" '
+                       f'data-check="{escape(column)}" title="{escape(tip)}">'
+                       f"{escape(worst.status.upper())}{count}{marker}</td>")
         rows.append("".join(row) + "</tr>")
     rows.append("</tbody></table>")
     return "".join(rows)
@@ -108,13 +125,26 @@ def _regressions(data: ReportData) -> str:
                 "sets one.</p>")
     if not data.regressions:
         return f'<p class="muted">no regressions against baseline {escape(data.baseline_run)}.</p>'
-    rows = [f'<p class="muted">against baseline {escape(data.baseline_run)}</p>',
+    rows = [f'<p class="muted">against baseline {escape(data.baseline_run)}; a bandwidth drop counts past the '
+            "larger of the configured percentage and the noise band (2.5 times the spread of the baseline's "
+            "healthy runs, on a log scale), once a re-run confirms it</p>",
             '<table id="regressions"><thead><tr><th>host</th><th>check</th><th>regression</th><th>then</th>'
-            "<th>now</th></tr></thead><tbody>"]
+            "<th>now</th><th>drop</th><th>noise band</th><th>re-run</th></tr></thead><tbody>"]
     for r in data.regressions:
         kind = r.kind.replace("_", " ") + (f" ({r.component})" if r.component else "")
-        rows.append(f'<tr data-host="{escape(r.host)}"><td>{escape(r.host)}</td><td>{escape(r.check)}</td>'
-                    f"<td>{escape(kind)}</td><td>{escape(str(r.then))}</td><td>{escape(str(r.now))}</td></tr>")
+        if r.bytes is not None:
+            kind += f" at {r.bytes} B"
+        drop = band = rerun = ""
+        if r.kind == "busbw_drop":
+            drop = f"-{r.drop_pct or 0:.1f}%"
+            band = (f"{r.noise_pct or 0:.1f}% spread over {r.samples} run(s); counts past "
+                    f"-{r.threshold_pct or 0:.1f}%")
+            rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[r.confirmed]
+            if r.rerun_now is not None:
+                rerun += f" ({r.rerun_now:g})"
+        rows.append(f'<tr data-host="{escape(r.host)}" data-kind="{escape(r.kind)}"><td>{escape(r.host)}</td>'
+                    f"<td>{escape(r.check)}</td><td>{escape(kind)}</td><td>{escape(str(r.then))}</td>"
+                    f"<td>{escape(str(r.now))}</td><td>{drop}</td><td>{band}</td><td>{escape(rerun)}</td></tr>")
     rows.append("</tbody></table>")
     return "".join(rows)
 
@@ -134,9 +164,24 @@ def _sweep_plots(data: ReportData) -> str:
     return '<div class="plots">' + "".join(figures) + "</div>"
 
 
-def _short_time(text: str) -> str:
-    moment = parse_timestamp(text)
-    return moment.astimezone(timezone.utc).strftime("%m-%d %H:%M") if moment else text[:16]
+def run_labels(runs: list[tuple[str, str]]) -> dict[str, str]:
+    """``{run_id: label}`` for ``(run_id, started)`` pairs: ``MM-DD HH:MM``, with seconds where two runs share
+    a minute, and the run id's suffix where they share a second too; every label distinct."""
+    moments = {run: parse_timestamp(started) for run, started in runs}
+
+    def fmt(run: str, pattern: str) -> str:
+        moment = moments[run]
+        return moment.astimezone(timezone.utc).strftime(pattern) if moment else dict(runs)[run][:19]
+
+    labels = {run: fmt(run, "%m-%d %H:%M") for run, _ in runs}
+    for pattern in ("%m-%d %H:%M:%S", None):
+        counts: dict[str, int] = defaultdict(int)
+        for label in labels.values():
+            counts[label] += 1
+        for run in labels:
+            if counts[labels[run]] > 1:
+                labels[run] = fmt(run, pattern) if pattern else f"{labels[run]} {run.rsplit('-', 1)[-1]}"
+    return labels
 
 
 def _history_plots(data: ReportData) -> str:
@@ -147,7 +192,8 @@ def _history_plots(data: ReportData) -> str:
     index = {run: i for i, run in enumerate(recent)}
     if not recent:
         return '<p class="muted">no bandwidth history yet.</p>'
-    ticks = [(float(i), _short_time(run_order[run][1])) for run, i in index.items()]
+    labels = run_labels([(run, run_order[run][1]) for run in recent])
+    ticks = [(float(i), labels[run]) for run, i in index.items()]
     if len(ticks) > 8:
         step = -(-len(ticks) // 8)
         ticks = ticks[::step]
@@ -186,8 +232,9 @@ def render_html(data: ReportData) -> str:
 <p><span class="verdict v{code}" id="verdict">{escape(_VERDICT[code])}</span></p>
 <p class="counts">{counts}</p>{interrupted}
 <h2>Fleet</h2>
-<p class="muted">hosts worst first, checks that failed somewhere first; hover a cell for its summary;
-&#9660; marks a regression.</p>
+<p class="muted">hosts worst first, checks that failed somewhere first; a column holds a check and its
+parts (versions: one part per component; the number is how many), showing the worst; hover a cell for the
+summaries; &#9660; marks a regression.</p>
 {_fleet_table(data)}
 <h2>Problems and what to do</h2>
 {_problems(data)}

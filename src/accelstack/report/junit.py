@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from ..history.metrics import scalar_metrics
 from ..records import Record
-from .model import ReportData
+from .model import ReportData, cells
 
 # XML 1.0 cannot carry most control characters, even escaped; tool output sometimes has them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -30,6 +30,13 @@ def _seconds(value: float) -> str:
     return f"{max(value, 0.0):.3f}"
 
 
+def number_text(value: float) -> str:
+    """A number written in full: ``16777216``, not ``1.67772e+07``; ``0.0257`` as it was measured."""
+    if float(value).is_integer() and abs(value) < 1e18:
+        return str(int(value))
+    return repr(float(value))
+
+
 def _details(record: Record) -> str:
     lines = [_clean(record.summary)]
     if record.remedy:
@@ -41,7 +48,7 @@ def _details(record: Record) -> str:
 
 def render_junit(data: ReportData) -> str:
     by_host: dict[str, list[Record]] = defaultdict(list)
-    for record in data.records:
+    for record in cells(data.records).values():
         by_host[record.host].append(record)
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
     root = ET.Element("testsuites", name=_clean(f"accelstack {data.run_id}"))
@@ -55,7 +62,7 @@ def render_junit(data: ReportData) -> str:
         for record in records:
             for metric, value in sorted(scalar_metrics(record).items()):
                 ET.SubElement(properties, "property", name=_clean(f"{record.check}.{metric}"),
-                              value=f"{value:g}")
+                              value=number_text(value))
             case = ET.SubElement(suite, "testcase", classname=_clean(host), name=_clean(record.check),
                                  time=_seconds(record.duration_s))
             regressions = data.regressions_for(host, record.check)
@@ -77,7 +84,7 @@ def render_junit(data: ReportData) -> str:
                                           message=_clean(f"regression: {text}"))
                 regressed.text = _clean(text)
             out = [_details(record)]
-            metrics = {k: v for k, v in record.metrics.items() if k != "sweep"}
+            metrics = {k: v for k, v in record.metrics.items() if k != "sizes"}
             if metrics:
                 out.append("metrics: " + _clean(json.dumps(metrics, sort_keys=True, default=str)))
             ET.SubElement(case, "system-out").text = "\n".join(out)

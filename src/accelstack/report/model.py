@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..baseline import Regression, baseline_path, find_regressions, load_baseline
+from ..baseline import (
+    VALIDATION_KINDS,
+    Regression,
+    baseline_path,
+    confirm_regressions,
+    find_regressions,
+    load_baseline,
+)
 from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
 from ..history import BusbwPoint, History
 from ..history.metrics import CLUSTER_HOST
@@ -44,7 +51,9 @@ class ReportData:
         return sorted(worst, key=lambda check: (-worst[check], check))
 
     def regressions_for(self, host: str, check: str) -> list[Regression]:
-        return [r for r in self.regressions if r.host == host and r.check == check]
+        """The host and check's regressions, less the drops their re-run did not confirm (noise: listed with
+        the regressions, but they fail no testcase and mark no cell)."""
+        return [r for r in self.regressions if r.host == host and r.check == check and r.confirmed is not False]
 
 
 def host_status(records: Iterable[Record]) -> dict[str, str]:
@@ -57,9 +66,21 @@ def host_status(records: Iterable[Record]) -> dict[str, str]:
     return worst
 
 
+def cells(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
+    """One record per host and check, in the records' order: where a check has several (a retry, a host in
+    two inventories), the worst speaks for it. JUnit testcases and Prometheus series must be unique."""
+    found: dict[tuple[str, str], Record] = {}
+    for record in records:
+        key = (record.host, record.check)
+        if key not in found or SEVERITY[record.status] > SEVERITY[found[key].status]:
+            found[key] = record
+    return found
+
+
 def actionable(regressions: Iterable[Regression]) -> list[Regression]:
-    """Regressions that say a host is bad; one whose check now errors says it could not be checked."""
-    return [r for r in regressions if r.now_status != "error"]
+    """Regressions that say a host is bad: not one whose check now errors (it could not be checked), not a
+    bandwidth drop that its re-run did not confirm (noise)."""
+    return [r for r in regressions if r.counts]
 
 
 def verdict(records: list[Record], regressions: list[Regression]) -> int:
@@ -100,9 +121,12 @@ def summary(data: ReportData) -> dict[str, Any]:
     }
 
 
+RERUN_FILE = "rerun.jsonl"
+
+
 def resolve_run(run: str | None, base: Path | None = None) -> Path:
     """A run folder from a run id (or a unique part of it), a folder or its results.jsonl; ``None``: the
-    newest run."""
+    newest validation run (validate or fleet-check: a facts or provision run has nothing to report on)."""
     root = runs_dir(base)
     if run:
         for candidate in (Path(run), root / run):
@@ -117,9 +141,10 @@ def resolve_run(run: str | None, base: Path | None = None) -> Path:
             hint = "matches " + ", ".join(p.name for p in matches[:5])
         raise ConfigError(f"no single run {run!r} under {root}", hint=hint)
     with History(base) as history:
-        latest = history.latest_run()
+        latest = history.latest_run(kind=VALIDATION_KINDS)
     if latest is None:
-        raise ConfigError(f"no runs under {root}", hint="run `inv validate` first, or set ACCELSTACK_RUNS")
+        raise ConfigError(f"no validate or fleet-check run under {root}",
+                          hint="run `inv validate` first, name a run with --run, or set ACCELSTACK_RUNS")
     return root / latest.run_id
 
 
@@ -139,9 +164,16 @@ def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_
     baseline = load_baseline(baseline_file or baseline_path(base))
     regressions: list[Regression] = []
     baseline_run = None
-    if baseline is not None and baseline.source_run != folder.name:
-        regressions = find_regressions(records, baseline, busbw_drop_pct)
-        baseline_run = baseline.source_run
+    if baseline is not None:
+        # The run's own samples are left out: a run is never compared with itself.
+        held = baseline.excluding(folder.name)
+        if held.runs and held.runs != [folder.name]:
+            regressions = find_regressions(records, held, busbw_drop_pct)
+            # A fleet check re-ran the checks that dropped; their figures confirm a drop or undo it.
+            rerun = folder / RERUN_FILE
+            if rerun.is_file():
+                regressions = confirm_regressions(regressions, read_run(rerun), held, busbw_drop_pct)
+            baseline_run = held.describe()
     with History(base) as history:
         points = history.busbw_history()
     return ReportData(run_id=folder.name, records=records, meta=read_meta(folder), regressions=regressions,

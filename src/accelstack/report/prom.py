@@ -11,7 +11,7 @@ import math
 from ..history import parse_timestamp
 from ..history.metrics import peak_busbw
 from ..records import SEVERITY
-from .model import ReportData, host_status
+from .model import ReportData, cells, host_status
 
 
 def escape_label(value: str) -> str:
@@ -45,7 +45,7 @@ _METRICS = {
 
 def render_prom(data: ReportData) -> str:
     samples: dict[str, list[str]] = {name: [] for name in _METRICS}
-    for record in sorted(data.records, key=lambda r: (r.host, r.check)):
+    for record in sorted(cells(data.records).values(), key=lambda r: (r.host, r.check)):
         labels = _labels(host=record.host, check=record.check)
         samples["accelstack_check_status"].append(f"{labels} {SEVERITY[record.status]}")
         busbw = peak_busbw(record)
@@ -54,6 +54,8 @@ def render_prom(data: ReportData) -> str:
     for host, status in sorted(host_status(data.records).items()):
         samples["accelstack_host_status"].append(f"{_labels(host=host)} {SEVERITY[status]}")
     for regression in data.regressions:
+        if regression.confirmed is False:  # a drop its re-run did not repeat: noise, no alert
+            continue
         labels = _labels(host=regression.host, check=regression.check, kind=regression.kind)
         line = f"{labels} 1"
         if line not in samples["accelstack_regression"]:

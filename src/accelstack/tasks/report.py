@@ -17,22 +17,32 @@ from rich.table import Table
 
 from ..baseline import (
     DEFAULT_BUSBW_DROP_PCT,
+    DEFAULT_KEEP,
+    MIN_SIZE_SAMPLES,
     VALIDATION_KINDS,
+    Baseline,
     baseline_from_records,
+    baseline_from_runs,
     baseline_path,
+    load_baseline,
     save_baseline,
 )
 from ..errors import ConfigError
 from ..fleetcheck import FleetReporter
 from ..fleetcheck import fleet_check as run_fleet_check
 from ..history import History, parse_since
+from ..history.metrics import peak_busbw
 from ..output import status_text
 from ..records import Record, read_run
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
+from ..report.model import RERUN_FILE
 from .common import HELP_COMMON, boundary
 
+# `inv baseline` reads up to this many times --keep recent runs: a host missing from some still finds its last few.
+BASELINE_RUNS_FACTOR = 4
+
 HELP_REPORT = {
-    "run": "run id (or a unique part of it) or run folder; default: the newest run",
+    "run": "run id (or a unique part of it) or run folder; default: the newest validate or fleet-check run",
     "format": f"one of {', '.join(FORMATS)} (default rich)",
     "output": "write the report to this file (atomically) instead of stdout",
     "busbw_drop_pct": "flag a busbw drop beyond this percentage of the baseline "
@@ -62,28 +72,81 @@ def report(c: Any, run: str | None = None, format: str = "rich", output: str | N
     return verdict(data.records, data.regressions)
 
 
-@task(help={"from_": "run id or folder to hold as the baseline; default: the newest good validation run",
+@task(help={"from_": "run id or folder to hold alone as the baseline; default: the healthy figures of the "
+                     "recent validation runs (the last --keep per host and check)",
+            "keep": f"healthy runs held per host and check (default {DEFAULT_KEEP})",
+            "show": "only show what the baseline holds and how noisy each figure is; change nothing",
             "output": "where to store it (default: runs/baseline.json)"})
 @boundary
-def baseline(c: Any, from_: str | None = None, output: str | None = None) -> int:
-    """Record per host and check the status, peak busbw and versions a later run must hold."""
+def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: bool = False,
+             output: str | None = None) -> int:
+    """Hold, per host, check and message size, the bandwidth of the last healthy runs and their spread.
+
+    A later run regresses when a figure drops below the held median by more than both --busbw-drop-pct and
+    the figure's noise band (2.5 times the spread of its held runs, on a log scale), and a re-run confirms it.
+    Prints what it holds, with the noise of each figure and the drop that would count.
+    """
+    path = Path(output) if output else baseline_path()
+    if show:
+        held = load_baseline(path)
+        if held is None:
+            raise ConfigError(f"no baseline at {path}", hint="`inv baseline` takes one from the recent runs")
+        Console().print(baseline_table(held))
+        return 0
+    keep = int(keep)
+    if keep < 1:
+        raise ConfigError(f"--keep {keep} must be at least 1")
     if from_:
         folder = resolve_run(from_)
+        records = read_run(folder)
+        if not records:
+            raise ConfigError(f"run {folder.name} has no records", where=str(folder))
+        held = baseline_from_records(records, source_run=folder.name, keep=keep)
     else:
         with History() as history:
-            good = history.last_good_run(kind=VALIDATION_KINDS)
-        if good is None:
-            raise ConfigError("no finished validation run without failures to take a baseline from",
-                              hint="run `inv validate`, or name a run: inv baseline --from RUN")
-        folder = resolve_run(good.run_id)
-    records = read_run(folder)
-    if not records:
-        raise ConfigError(f"run {folder.name} has no records", where=str(folder))
-    held = baseline_from_records(records, source_run=folder.name)
-    path = save_baseline(held, Path(output) if output else baseline_path())
+            runs = [run for run in history.runs(kind=VALIDATION_KINDS) if not run.interrupted and run.record_count]
+            if not any(run.good for run in runs):
+                raise ConfigError("no finished validation run without failures to take a baseline from",
+                                  hint="run `inv validate`, or name a run: inv baseline --from RUN")
+        # Enough recent runs that each host and check can find its last `keep` healthy ones.
+        recent = runs[-keep * BASELINE_RUNS_FACTOR:]
+        folders = [history.runs_dir / run.run_id for run in recent]
+        held = baseline_from_runs([(folder.name, read_run(folder), _reruns(folder)) for folder in folders],
+                                  keep=keep)
+    save_baseline(held, path)
     checks = sum(len(entries) for entries in held.hosts.values())
-    print(f"baseline from {folder.name}: {len(held.hosts)} host(s), {checks} check(s) -> {path}")
+    print(f"baseline from {held.describe()}: {len(held.hosts)} host(s), {checks} check(s) -> {path}")
+    Console().print(baseline_table(held))
     return 0
+
+
+def _reruns(folder: Path) -> list[Record]:
+    rerun = folder / RERUN_FILE
+    return read_run(rerun) if rerun.is_file() else []
+
+
+def baseline_table(held: Baseline) -> Table:
+    """Each held bandwidth figure: how many runs, the median it is compared with, the range, the noise (how far
+    the worst held run fell below the best) and the drop that would count at the default percentage."""
+    table = Table(title=f"baseline ({held.describe()}; keeps {held.keep} healthy run(s) per figure)",
+                  title_justify="left")
+    for column in ("host", "check", "figure", "runs", "median GB/s", "min..max", "noise", "counts past"):
+        table.add_column(column, overflow="fold")
+    status_only = 0
+    for host, checks in sorted(held.hosts.items()):
+        for check, entry in sorted(checks.items()):
+            figures = [("peak", entry.peak)] + [(f"{size} B", fig) for size, fig in sorted(entry.sizes.items())]
+            figures = [(label, figure) for label, figure in figures if figure.samples]
+            status_only += not figures
+            for label, figure in figures:
+                judged = label == "peak" or len(figure.samples) >= MIN_SIZE_SAMPLES
+                table.add_row(host, check, label, str(len(figure.samples)), f"{figure.median:.4g}",
+                              f"{figure.low:.4g}..{figure.high:.4g}", f"{figure.noise_pct:.1f}%",
+                              f"-{figure.threshold_pct(DEFAULT_BUSBW_DROP_PCT):.1f}%" if judged
+                              else f"(from {MIN_SIZE_SAMPLES} runs)")
+    table.caption = (f"and {status_only} host/check pair(s) with a status and versions but no bandwidth"
+                     if status_only else None)
+    return table
 
 
 HELP_HISTORY = {
@@ -94,14 +157,18 @@ HELP_HISTORY = {
     "status": "only records with this status (pass, warn, fail, error, skip)",
     "limit": "show at most this many, newest (default 200; 0 = all)",
     "json": HELP_COMMON["json"],
+    "drains": "list the hosts the fleet check drained (when, why, the command and its exit) instead",
 }
 
 
 @task(help=HELP_HISTORY)
 @boundary
 def history(c: Any, host: str | None = None, check: str | None = None, since: str | None = None,
-            until: str | None = None, status: str | None = None, limit: int = 200, json: bool = False) -> int:
+            until: str | None = None, status: str | None = None, limit: int = 200, json: bool = False,
+            drains: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
+    if drains:
+        return _drain_history(host, parse_since(since) if since else None, json)
     with History() as index:
         entries = index.records(host=host, check=check, status=status,
                                 since=parse_since(since) if since else None,
@@ -116,46 +183,118 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
     for column in ("time", "run", "host", "check", "status", "busbw GB/s", "summary"):
         table.add_column(column, overflow="fold")
     for entry in entries:
-        busbw = entry.record.metrics.get("busbw_gbps")
         record = entry.record
+        busbw = peak_busbw(record)
         table.add_row(record.ts, entry.run_id, record.host, record.check, status_text(record.status),
                       "" if busbw is None else f"{busbw:g}", record.summary)
     Console().print(table)
     return 0
 
 
+def _drain_history(host: str | None, since: Any, json: bool) -> int:
+    with History() as index:
+        entries = index.drains(host=host, since=since)
+    if json:
+        for entry in entries:
+            sys.stdout.write(jsonlib.dumps(entry.to_dict()) + "\n")
+        return 0
+    table = Table(title=f"drains ({len(entries)})", title_justify="left")
+    for column in ("time", "run", "host", "reason", "command", "exit"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        table.add_row(entry.ts, entry.run_id, entry.host, entry.reason, entry.command,
+                      "timed out" if entry.exit_status is None else str(entry.exit_status))
+    Console().print(table)
+    return 0
+
+
 HELP_FLEET = {
-    "inventory": HELP_COMMON["inventory"] + "; repeatable, one run over all of them",
+    "inventory": HELP_COMMON["inventory"] + "; repeatable, one run over all of them (a host in several is "
+                                            "checked once)",
     "drain_cmd": "command run for each host that failed or regressed, never for hosts that only errored; "
                  "{host} and {reason} are replaced by shell-quoted values, e.g. "
                  "'scontrol update nodename={host} state=drain reason={reason}'",
+    "max_drain": "drain at most this many hosts in one run (2), or this share of the hosts checked (10%); "
+                 "past it none is drained and the run exits 1 (default 10%, at least 1)",
     "reports_dir": "folder for junit.xml, report.html, accelstack.prom, summary.json (default: reports)",
-    "busbw_drop_pct": HELP_REPORT["busbw_drop_pct"],
+    "busbw_drop_pct": HELP_REPORT["busbw_drop_pct"] + "; the baseline's own noise can raise it",
     "tier": "validation tier: quick, standard or full (default standard)",
     "only": "comma-separated checks to run whatever the tier, e.g. allreduce,multinode",
 }
 
 
+def _preflight(names: list[str]) -> dict[str, list[str]]:
+    """Every inventory read and its stacks checked before any host is touched: a broken one is exit 3 with
+    its file:line. The host names of each, in order."""
+    from ..context import resolve_contexts
+    from ..inventory import load_inventory
+
+    hosts: dict[str, list[str]] = {}
+    for name in names:
+        inv = load_inventory(name)
+        selected = inv.select(None)
+        resolve_contexts(selected)
+        hosts[name] = [host.name for host in selected]
+    return hosts
+
+
 @task(iterable=["inventory"], help=HELP_FLEET)
 @boundary
 def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
-                reports_dir: str = "reports", busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT,
-                tier: str = "standard", only: str | None = None) -> int:
+                max_drain: str | None = None, reports_dir: str = "reports",
+                busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT, tier: str = "standard",
+                only: str | None = None) -> int:
     """Validate the fleet, compare with the baseline, write every report, drain bad hosts.
 
-    Exit 0 healthy; 1 a failure or regression; 2 hosts could not be checked; 3 bad input.
+    A bandwidth drop counts only beyond the baseline's own noise and once a re-run of that check confirms it.
+    Exit 0 healthy; 1 a failure or regression, or the drain breaker tripped; 2 hosts could not be checked;
+    3 bad input.
     """
     # Imported here: validation is a heavier layer, and report/history/baseline load without it.
+    from ..fleetcheck import check_max_drain
     from ..validate import load_registry, select, validate_inventory
+    from ..validate.registry import all_checks
 
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
-    select(load_registry(), tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
+    registry = load_registry()
+    select(registry, tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
+    check_max_drain(max_drain)
+    names = list(inventory or ["local"])
+    hosts_of = _preflight(names)
+    known_checks = set(all_checks(registry))
+    cluster_checks = {c for v in registry if v.scope == "cluster" for c in v.checks}
     progress = FleetReporter()
+    limits: dict[str, str | None] = {}
 
-    def validate(name: str) -> list[Record]:
-        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress)
+    def validate(name: str, skip: frozenset[str]) -> list[Record]:
+        left = [host for host in hosts_of[name] if host not in skip]
+        if not left:
+            progress.note(f"{name}: every host was checked in an earlier inventory")
+            return []
+        limit = ",".join(f"!{host}" for host in hosts_of[name] if host in skip) or None
+        limits[name] = limit
+        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress, limit=limit)
         return records
 
-    return run_fleet_check(list(inventory or ["local"]), validate=validate, drain_cmd=drain_cmd,
+    def rerun(name: str, hosts: list[str], check: str) -> list[Record]:
+        # The record's check or its family (memory.shm -> memory) is what --only names.
+        family = check if check in known_checks else check.split(".", 1)[0]
+        if family not in known_checks:
+            return []
+        # A cluster check measures the hosts together: re-run it across the inventory, as it first ran.
+        limit = limits.get(name) if family in cluster_checks else ",".join(hosts)
+        return validate_inventory(name, tier=tier, only={family}, limit=limit, reporter=_Collector())
+
+    return run_fleet_check(names, validate=validate, drain_cmd=drain_cmd,
                            reports_dir=Path(reports_dir), busbw_drop_pct=float(busbw_drop_pct),
-                           progress=progress)
+                           progress=progress, rerun=rerun, max_drain=max_drain)
+
+
+class _Collector:
+    """A record sink that keeps nothing on disk: a re-run's records go to the fleet check's run folder."""
+
+    def add(self, record: Record) -> None:
+        pass
+
+    def add_all(self, records: Any) -> None:
+        pass
