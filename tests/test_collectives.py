@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from accelstack.baseline import baseline_from_records, find_regressions
 from accelstack.records import Record
 from accelstack.report import render_prom
 from accelstack.report.model import ReportData
@@ -199,6 +200,14 @@ def test_one_rank_record_yields_no_prometheus_busbw_series() -> None:
     busbw = [line for line in text.splitlines() if line.startswith("accelstack_busbw_gbps")]
     assert busbw == ['accelstack_busbw_gbps{host="h100",check="allgather"} 750.5']
     assert 'accelstack_check_status{host="h100",check="allreduce"} 0' in text
+
+
+def test_one_rank_record_holds_no_baseline_busbw_and_makes_no_regression() -> None:
+    fixed = one_rank_record()
+    assert baseline_from_records([fixed]).entry("h100", "allreduce").busbw_gbps is None  # type: ignore[union-attr]
+    # Against a baseline taken before the rule (it may hold the H100's 181631 GB/s), a one-rank run is no drop.
+    held = baseline_from_records([one_rank_record(busbw_gbps=181631.0)])
+    assert find_regressions([fixed], held, busbw_drop_pct=10) == []
 
 
 # ----- the multinode worker (torchrun) -----
