@@ -221,6 +221,7 @@ def sweep(config, device, collectives):
                 check = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
                 dist.all_reduce(check)
                 bad = int((check != expected_sum).sum().item())
+                del check  # at 8 GiB a second buffer matters: time with one
                 work = torch.zeros(count, dtype=torch.float32, device=device)
 
                 def op(work=work):
@@ -240,6 +241,7 @@ def sweep(config, device, collectives):
                     out = torch.cat(parts)
                 want = torch.arange(1, world + 1, dtype=torch.float32, device=device).repeat_interleave(per_rank)
                 bad = int((out != want).sum().item())
+                del want
                 count = per_rank * world
 
                 def op(mine=mine, out=out, gather=gather):

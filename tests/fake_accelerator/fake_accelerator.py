@@ -16,6 +16,10 @@ NCCL, accepts only that device:
   not on ``fakeaccel`` with NCCL's own message, and runs the rest over a real gloo group on the same store, so
   results are real sums and gathers between real processes.
 
+Limit: ``torch.tensor(data, device="fakeaccel")`` trips an internal assert of torch 2.13's Python PrivateUse1
+path (the copy into the new tensor never reaches Python); ``torch.full``/``torch.zeros``/``.to(device)`` work, and
+the validator uses them.
+
 Loaded into every python of a test run by ``sitecustomize.py`` beside it (the test puts this folder first on
 ``PYTHONPATH``), so the ranks that ``torch.multiprocessing`` spawns and that torchrun starts load it too and the
 validator runs unmodified. ``ACCELSTACK_FAKE_DEVICES`` sets the device count (default 2);
