@@ -5,7 +5,7 @@
 
 Both sides run the same ranks (one per device; 2 on the CPU), the same backend (nccl, hccl or gloo), sizes,
 iterations and warm-up. The plain loop is what a user would write by hand, and what the H100 capture
-(tests/data/h100/plain-torch-reference.txt) used: warm-up, then N ops between two device events (wall clock
+(tests/data/h100/plain_torch_reference.txt) used: warm-up, then N ops between two device events (wall clock
 after a barrier on the CPU), the max over ranks. Printed per collective and size: the validator's algbw, the
 plain loop's algbw and their ratio (busbw is algbw times the same factor on both sides, and is not defined on
 one rank). Target: >= 0.95x at every size >= 64 MiB.

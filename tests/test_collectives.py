@@ -1,7 +1,7 @@
 """The collectives validator (collective_init, allreduce, allgather, and the multinode torchrun worker): every
 outcome from the real script on the local torch, on the CPU (gloo) and on a fake accelerator whose backend, like
 NCCL, refuses CPU tensors (tests/fake_accelerator); and the one-rank rule (no busbw) from validator to
-thresholds and Prometheus, on the H100 capture (tests/data/h100/plain-torch-reference.txt).
+thresholds and Prometheus, on the H100 capture (tests/data/h100/plain_torch_reference.txt).
 
 No outcome here is ``skip``: the script has no case where the checks do not apply (a host without devices runs
 them on the CPU with the stack's backend, and a backend that cannot start is ``error``).
@@ -150,7 +150,7 @@ def test_one_rank_gloo_sweep_reports_algbw_and_no_busbw() -> None:
 
 
 def h100_rows() -> list[dict[str, Any]]:
-    text = (H100 / "plain-torch-reference.txt").read_text()
+    text = (H100 / "plain_torch_reference.txt").read_text()
     line = next(line for line in text.splitlines() if line.startswith("PLAIN_JSON "))
     return list(json.loads(line[len("PLAIN_JSON "):])["nccl_rows"])
 
