@@ -97,14 +97,14 @@ def test_sweep_on_a_backend_that_refuses_cpu_tensors_passes_with_device_events()
         assert size["busbw_gbps"] == pytest.approx(size["algbw_gbps"] / 2, abs=1e-4)
 
 
-def test_wrong_sums_on_one_rank_fail_allreduce_and_name_the_rank() -> None:
-    checks = run_validator(dict(TINY, backend="refusing", collectives=["allreduce"]), fake=True,
-                           ACCELSTACK_FAKE_CORRUPT_RANK="1")
-    check = checks["allreduce"]
-    assert check["status"] == "fail", check
-    assert "wrong values on rank(s) 1" in check["summary"]
-    assert {w["rank"] for w in check["evidence"]["wrong"]} == {1}
-    assert check["remedy"]
+def test_wrong_values_fail_the_collective_that_computed_them_and_name_the_rank() -> None:
+    checks = run_validator(dict(TINY, backend="refusing"), fake=True, ACCELSTACK_FAKE_CORRUPT="allreduce:1,allgather:0")
+    for name, rank in (("allreduce", 1), ("allgather", 0)):
+        check = checks[name]
+        assert check["status"] == "fail", (check["summary"], check["evidence"])
+        assert f"wrong values on rank(s) {rank}" in check["summary"]
+        assert {(w["collective"], w["rank"]) for w in check["evidence"]["wrong"]} == {(name, rank)}
+        assert check["remedy"]
 
 
 def test_collective_init_binds_the_device_and_passes() -> None:
@@ -126,6 +126,13 @@ def test_sweep_whose_ranks_cannot_run_is_an_error_for_both_checks() -> None:
     for name in ("allreduce", "allgather"):
         assert checks[name]["status"] == "error", checks[name]
         assert "could not run" in checks[name]["summary"]
+
+
+def test_collective_init_without_the_vendor_torch_plugin_is_an_error() -> None:
+    """An Ascend host whose stack python has no torch_npu cannot run the check at all: error, not fail."""
+    checks = run_validator({"mode": "init", "vendor": "ascend", "backend": "hccl"}, fake=False)
+    check = checks["collective_init"]
+    assert check["status"] == "error" and "torch_npu" in check["summary"], check
 
 
 def test_bad_config_is_an_error_not_a_traceback() -> None:
@@ -220,7 +227,7 @@ def test_multinode_worker_passes_on_a_backend_that_refuses_cpu_tensors() -> None
 
 
 def test_multinode_worker_fails_on_wrong_sums() -> None:
-    status, check = run_torchrun(dict(TINY, backend="refusing"), ACCELSTACK_FAKE_CORRUPT_RANK="1")
+    status, check = run_torchrun(dict(TINY, backend="refusing"), ACCELSTACK_FAKE_CORRUPT="allreduce:1")
     assert check["status"] == "fail" and "rank(s) 1" in check["summary"], check
 
 

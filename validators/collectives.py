@@ -253,10 +253,13 @@ def sweep(config, device, collectives):
                 wrong.append({"collective": collective, "bytes": size, "wrong_elements": bad, "rank": rank})
             seconds, done = timed(op, device, iters, budget, warmup)
             rows.append(size_row(collective, count * 4, seconds, world, done))
-    flags = torch.full((1,), 1 if wrong else 0, dtype=torch.int32, device=device)
-    every = [torch.zeros(1, dtype=torch.int32, device=device) for _ in range(world)]
+    # One flag per collective, so a rank that gathers wrong fails allgather and not allreduce too.
+    mine = [1 if any(w["collective"] == c for w in wrong) else 0 for c in collectives]
+    flags = torch.tensor(mine, dtype=torch.int32).to(device)
+    every = [torch.zeros(len(collectives), dtype=torch.int32, device=device) for _ in range(world)]
     dist.all_gather(every, flags)
-    bad_ranks = [r for r, f in enumerate(every) if int(f.item())]
+    seen = [f.cpu().tolist() for f in every]  # the result, read back to the host after the collective
+    bad_ranks = dict((c, [r for r in range(world) if seen[r][i]]) for i, c in enumerate(collectives))
     return rows, wrong, bad_ranks
 
 
@@ -272,8 +275,9 @@ def summarize(collective, rows, world, bad_ranks, wrong, extra=None, evidence=No
             metrics["busbw_note"] = ONE_RANK_NOTE
     metrics.update(extra or {})
     if bad_ranks:
+        mine_wrong = [w for w in wrong if w["collective"] == collective] or wrong
         return result(collective, "fail", "%s returned wrong values on rank(s) %s" % (
-            collective, ",".join(map(str, bad_ranks))), metrics, dict(evidence or {}, wrong=wrong),
+            collective, ",".join(map(str, bad_ranks))), metrics, dict(evidence or {}, wrong=mine_wrong),
             "a rank computes wrong sums: check that device's health (dmesg, vendor tool) and run the single-node "
             "check on its host")
     top = mine[-1] if mine else {}
@@ -364,10 +368,10 @@ def single_node(config):
         return [result("collective_init", "pass", "%d rank(s) initialised %s (%s) in %.2f s" % (
             world, first.get("backend"), note, init_s), {"ranks": world, "init_s": init_s}, evidence)]
     rows = first.get("rows") or []
-    bad = first.get("bad_ranks") or []
+    bad = first.get("bad_ranks") or {}
     wrong = [w for r in ranks for w in (r.get("wrong") or [])]
     evidence["timing"] = first.get("timing")
-    return [summarize(c, rows, world, bad, wrong, {"wall_s": wall}, evidence) for c in
+    return [summarize(c, rows, world, bad.get(c) or [], wrong, {"wall_s": wall}, evidence) for c in
             (config.get("collectives") or ["allreduce", "allgather"])]
 
 
@@ -386,7 +390,8 @@ def torchrun_worker(config):
         rows, wrong, bad = sweep(config, device, ["allreduce"])
         import torch.distributed as dist
         dist.destroy_process_group()
-        check = summarize("multinode", [dict(r, collective="multinode") for r in rows], world, bad, wrong,
+        check = summarize("multinode", [dict(r, collective="multinode") for r in rows], world, bad["allreduce"],
+                          [dict(w, collective="multinode") for w in wrong],
                           {"init_s": round(init_s, 3), "node_rank": node, "wall_s": round(time.monotonic() - started, 3)},
                           {"backend": backend, "device_id": bound, "host": host, "timing": timing_method(device)})
         status = 0

@@ -23,7 +23,8 @@ the validator uses them.
 Loaded into every python of a test run by ``sitecustomize.py`` beside it (the test puts this folder first on
 ``PYTHONPATH``), so the ranks that ``torch.multiprocessing`` spawns and that torchrun starts load it too and the
 validator runs unmodified. ``ACCELSTACK_FAKE_DEVICES`` sets the device count (default 2);
-``ACCELSTACK_FAKE_CORRUPT_RANK`` makes that rank's allreduce results wrong by one (a bad device).
+``ACCELSTACK_FAKE_CORRUPT="allreduce:1,allgather:0"`` makes those ranks' results of those collectives
+wrong by one (a bad device).
 """
 
 from __future__ import annotations
@@ -172,7 +173,9 @@ class RefusingProcessGroup(dist.ProcessGroup):
 
     def __init__(self, store: Any, rank: int, size: int, timeout: Any) -> None:
         super().__init__(rank, size)
-        self.corrupt = os.environ.get("ACCELSTACK_FAKE_CORRUPT_RANK") == str(rank)
+        # "allreduce:1,allgather:0": the collectives whose results this rank gets wrong
+        spec = [item.split(":") for item in os.environ.get("ACCELSTACK_FAKE_CORRUPT", "").split(",") if item]
+        self.corrupt = {op for op, bad_rank in spec if bad_rank == str(rank)}
         self.gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         # init_process_group(device_id=fakeaccel:N) asks the group for its backend on that device type.
         self._register_backend(torch.device(NAME), dist.ProcessGroup.BackendType.CUSTOM, self.gloo)
@@ -180,24 +183,36 @@ class RefusingProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:
         return BACKEND
 
+    def _spoil(self, op: str, data: list[torch.Tensor]) -> None:
+        if op in self.corrupt:
+            for item in data:
+                # The data (float buffers), not a one-element timing value or the int flags: ranks stay in step
+                # and the wrong values are reported, as a device that computes wrong sums would be.
+                if item.is_floating_point() and item.numel() > 1:
+                    item.add_(1)
+
     def allreduce(self, tensors: list[torch.Tensor], opts: Any) -> Any:
         data = _device_data(tensors)
         work = self.gloo.allreduce(data, opts)
         work.wait()
-        if self.corrupt:
-            for item in data:
-                if item.numel() > 1:  # the data, not the one-element timing reduction (ranks stay in step)
-                    item.add_(1.0)
+        self._spoil("allreduce", data)
         return _finished(work, tensors)
 
     def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
-        return _finished(self.gloo.allgather([_device_data(o) for o in outputs], _device_data(inputs), opts),
-                         outputs)
+        data = [_device_data(o) for o in outputs]
+        work = self.gloo.allgather(data, _device_data(inputs), opts)
+        work.wait()
+        for parts in data:
+            self._spoil("allgather", parts)
+        return _finished(work, outputs)
 
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
         out, = _device_data([output])
         inp, = _device_data([input])
-        return _finished(self.gloo._allgather_base(out, inp, opts), output)
+        work = self.gloo._allgather_base(out, inp, opts)
+        work.wait()
+        self._spoil("allgather", [out])
+        return _finished(work, output)
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
         return self._allgather_base(output, input, opts)
