@@ -29,7 +29,7 @@ from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.lab import Lab  # noqa: E402
 from accelstack.validate import validate_inventory  # noqa: E402
 from accelstack.validate.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
-from tests.test_validate_lab import _install_venv, _private_name_service  # noqa: E402
+from tests.test_validate_lab import _install_venv  # noqa: E402
 
 PLAIN = '''
 import datetime, json, os, time, torch, torch.distributed as dist
@@ -102,8 +102,7 @@ def main() -> None:
     lab = Lab(root, tag="acw", subnet="10.220")
     lab.down()
     try:
-        lab.up(args.hosts)
-        _private_name_service(lab)
+        lab.up(args.hosts)  # writes each host's /etc/hosts itself (Lab._write_name_service)
         _install_venv(lab)
         inventory = str(lab.inventory)
         sweep = dict(CPU_CLUSTER_SWEEP, size_budget_s=30.0)  # the plain loop has no budget: run all iters

@@ -9,10 +9,14 @@ One script, three uses, chosen by config["mode"]:
   sweep      the same ranks run allreduce and allgather over config["sizes"], checking every result;
   (torchrun) under torchrun (RANK in the environment) it is the multi-node worker: same sweep, and local
              rank 0 of each node prints that node's JSON line.
-The backend is hccl, nccl or gloo as the stack says: one code path, no torch.cuda on an NPU host.
+The backend is hccl, nccl or gloo as the stack says: one code path, no torch.cuda on an NPU host. Every tensor
+a collective touches lives on the collective's device (NCCL and HCCL refuse CPU tensors), the timing reduction
+and the wrong-value flags included.
+Timing follows nccl-tests: warm-up, then N back-to-back ops between two device events (CUDA events on NVIDIA,
+the NPU's on Ascend, found through torch.get_device_module) or a wall clock around a device synchronize, the
+max over ranks, algbw = S / t and busbw = algbw x factor. One rank has no bus bandwidth: busbw is left out.
 Every rank watches a deadline and its parent, so a hung collective or a killed launcher orphans nothing.
 """
-from __future__ import annotations
 
 import ctypes
 import json
@@ -34,12 +38,28 @@ DEFAULT_SIZES = [1 << 16, 1 << 20, 1 << 24]
 
 
 def busbw_factor(collective, ranks):
-    """nccl-tests doc/PERFORMANCE.md: allreduce 2(n-1)/n, allgather (n-1)/n."""
+    """nccl-tests doc/PERFORMANCE.md: allreduce 2(n-1)/n, allgather (n-1)/n. ``None`` for one rank: with no
+    other rank there is no bus, and the formula's 0 (allreduce) would be a figure that means nothing."""
     if ranks <= 1:
-        return 0.0 if collective == "allgather" else 1.0
+        return None
     if collective == "allreduce":
         return 2.0 * (ranks - 1) / ranks
     return float(ranks - 1) / ranks
+
+
+ONE_RANK_NOTE = "busbw is not defined for one rank (nccl-tests' factor is 0): algbw only, no threshold applies"
+
+
+def size_row(collective, nbytes, seconds, ranks, iters):
+    """One size of the sweep: algbw = S / t (S the gathered total for allgather), busbw = algbw x factor, and no
+    busbw at all for one rank."""
+    algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
+    row = {"collective": collective, "bytes": nbytes, "iters": iters, "time_us": round(seconds * 1e6, 2),
+           "algbw_gbps": round(algbw, 4)}
+    factor = busbw_factor(collective, ranks)
+    if factor is not None:
+        row["busbw_gbps"] = round(algbw * factor, 4)
+    return row
 
 
 def guard(deadline_s):
@@ -105,26 +125,82 @@ def sync(device):
         torch.get_device_module(device.type).synchronize()
 
 
-def timed(op, device, iters, budget_s):
-    """Mean seconds per op over up to iters runs, stopping early once budget_s is spent (a slow link must
-    not turn a sweep into an hour); the max over ranks is what the collective really took."""
+def device_clock(device):
+    """``(start, stop)``: ``stop()`` returns the seconds since ``start()``. Device events where the device module
+    has them (torch.cuda.Event, torch.npu.Event): they time the stream the collective completes on, with no
+    host round trip per op. Otherwise a device synchronize on either side of a wall clock (CPU, or a device
+    module without events)."""
+    import torch
+    state = {}
+    events = None
+    if device.type != "cpu":
+        events = getattr(torch.get_device_module(device.type), "Event", None)
+
+    if events is not None:
+        def start():
+            state["begin"], state["end"] = events(enable_timing=True), events(enable_timing=True)
+            state["begin"].record()
+
+        def stop():
+            state["end"].record()
+            state["end"].synchronize()
+            return state["begin"].elapsed_time(state["end"]) / 1e3  # milliseconds
+        return start, stop
+
+    def start_wall():
+        sync(device)
+        state["begin"] = time.perf_counter()
+
+    def stop_wall():
+        sync(device)
+        return time.perf_counter() - state["begin"]
+    return start_wall, stop_wall
+
+
+def timing_method(device):
+    """How ``device_clock`` times this device, for the record's evidence."""
+    import torch
+    if device.type != "cpu" and getattr(torch.get_device_module(device.type), "Event", None) is not None:
+        return "%s events around N back-to-back ops, max over ranks" % device.type
+    return "wall clock around N back-to-back ops after a %s synchronize, max over ranks" % device.type
+
+
+def slowest(seconds, device):
+    """The max over ranks, reduced on the collective's device (NCCL and HCCL refuse a CPU tensor). float32:
+    every backend reduces it, and 7 digits are plenty for a time."""
     import torch
     import torch.distributed as dist
-    dist.barrier()
-    sync(device)
-    done = 0
-    started = time.perf_counter()
-    while done < iters:
+    value = torch.full((1,), float(seconds), dtype=torch.float32, device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return float(value.item())
+
+
+def iterations_within(budget_s, one_op_s, iters):
+    """How many ops fit the size's budget (at least 1, at most ``iters``), from the slowest rank's calibration:
+    the same figure on every rank, so every rank runs the same number of collectives."""
+    if one_op_s <= 0:
+        return max(1, int(iters))
+    return max(1, min(int(iters), int(budget_s / one_op_s)))
+
+
+def timed(op, device, iters, budget_s, warmup=1):
+    """Seconds per op as nccl-tests times it: ``warmup`` ops, a calibration op that sizes the run to the
+    budget (a slow link must not turn a sweep into an hour), then N ops back to back between two device
+    events (or a synchronize and the wall clock), the max over ranks. Returns (seconds per op, N)."""
+    import torch.distributed as dist
+    for _ in range(max(1, int(warmup))):
         op()
-        done += 1
-        if done % 2 == 0 or done == 1:
-            sync(device)
-            if time.perf_counter() - started > budget_s:
-                break
-    sync(device)
-    elapsed = torch.tensor([(time.perf_counter() - started) / done], dtype=torch.float64)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return float(elapsed.item()), done
+    start, stop = device_clock(device)
+    start()
+    op()
+    one = slowest(stop(), device)
+    count = iterations_within(budget_s, one, iters)
+    dist.barrier()
+    start()
+    for _ in range(count):
+        op()
+    seconds = stop() / count
+    return slowest(seconds, device), count
 
 
 def sweep(config, device, collectives):
@@ -145,6 +221,7 @@ def sweep(config, device, collectives):
                 check = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
                 dist.all_reduce(check)
                 bad = int((check != expected_sum).sum().item())
+                del check  # at 8 GiB a second buffer matters: time with one
                 work = torch.zeros(count, dtype=torch.float32, device=device)
 
                 def op(work=work):
@@ -164,6 +241,7 @@ def sweep(config, device, collectives):
                     out = torch.cat(parts)
                 want = torch.arange(1, world + 1, dtype=torch.float32, device=device).repeat_interleave(per_rank)
                 bad = int((out != want).sum().item())
+                del want
                 count = per_rank * world
 
                 def op(mine=mine, out=out, gather=gather):
@@ -173,38 +251,42 @@ def sweep(config, device, collectives):
                         dist.all_gather([torch.empty_like(mine) for _ in range(world)], mine)
             if bad:
                 wrong.append({"collective": collective, "bytes": size, "wrong_elements": bad, "rank": rank})
-            for _ in range(warmup):
-                op()
-            seconds, done = timed(op, device, iters, budget)
-            nbytes = count * 4
-            algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
-            rows.append({"collective": collective, "bytes": nbytes, "iters": done, "time_us": round(seconds * 1e6, 2),
-                         "algbw_gbps": round(algbw, 4),
-                         "busbw_gbps": round(algbw * busbw_factor(collective, world), 4)})
-    flags = torch.tensor([1 if wrong else 0], dtype=torch.int32)
-    every = [torch.zeros(1, dtype=torch.int32) for _ in range(world)]
-    if device.type != "cpu":
-        flags, every = flags.to(device), [e.to(device) for e in every]
+            seconds, done = timed(op, device, iters, budget, warmup)
+            rows.append(size_row(collective, count * 4, seconds, world, done))
+    # One flag per collective, so a rank that gathers wrong fails allgather and not allreduce too.
+    mine = [1 if any(w["collective"] == c for w in wrong) else 0 for c in collectives]
+    flags = torch.tensor(mine, dtype=torch.int32).to(device)
+    every = [torch.zeros(len(collectives), dtype=torch.int32, device=device) for _ in range(world)]
     dist.all_gather(every, flags)
-    bad_ranks = [r for r, f in enumerate(every) if int(f.item())]
+    seen = [f.cpu().tolist() for f in every]  # the result, read back to the host after the collective
+    bad_ranks = dict((c, [r for r in range(world) if seen[r][i]]) for i, c in enumerate(collectives))
     return rows, wrong, bad_ranks
 
 
-def summarize(collective, rows, world, bad_ranks, wrong, extra=None):
+def summarize(collective, rows, world, bad_ranks, wrong, extra=None, evidence=None):
     mine = [r for r in rows if r["collective"] == collective]
     metrics = {"ranks": world, "sizes": mine}
     if mine:
         top = mine[-1]
-        metrics.update(busbw_gbps=top["busbw_gbps"], algbw_gbps=top["algbw_gbps"], at_bytes=top["bytes"])
+        metrics.update(algbw_gbps=top["algbw_gbps"], at_bytes=top["bytes"])
+        if "busbw_gbps" in top:
+            metrics["busbw_gbps"] = top["busbw_gbps"]
+        else:
+            metrics["busbw_note"] = ONE_RANK_NOTE
     metrics.update(extra or {})
     if bad_ranks:
+        mine_wrong = [w for w in wrong if w["collective"] == collective] or wrong
         return result(collective, "fail", "%s returned wrong values on rank(s) %s" % (
-            collective, ",".join(map(str, bad_ranks))), metrics, {"wrong": wrong},
+            collective, ",".join(map(str, bad_ranks))), metrics, dict(evidence or {}, wrong=mine_wrong),
             "a rank computes wrong sums: check that device's health (dmesg, vendor tool) and run the single-node "
             "check on its host")
     top = mine[-1] if mine else {}
-    return result(collective, "pass", "%s over %d ranks correct; busbw %.3f GB/s at %d bytes" % (
-        collective, world, top.get("busbw_gbps", 0.0), top.get("bytes", 0)), metrics)
+    if "busbw_gbps" in top:
+        figure = "busbw %.3f GB/s" % top["busbw_gbps"]
+    else:
+        figure = "algbw %.3f GB/s (busbw is not defined for one rank)" % top.get("algbw_gbps", 0.0)
+    return result(collective, "pass", "%s over %d rank(s) correct; %s at %d bytes" % (
+        collective, world, figure, top.get("bytes", 0)), metrics, evidence)
 
 
 # ----- single node: spawned ranks -----
@@ -220,7 +302,7 @@ def spawned_rank(local_rank, world, config, init_method, outdir):
             dist.barrier()
         else:
             rows, wrong, bad = sweep(config, device, config.get("collectives") or ["allreduce", "allgather"])
-            out.update(rows=rows, wrong=wrong, bad_ranks=bad)
+            out.update(rows=rows, wrong=wrong, bad_ranks=bad, timing=timing_method(device))
         dist.destroy_process_group()
     except BaseException:  # reported through the rank's file
         out["error"] = traceback.format_exc().splitlines()[-12:]
@@ -272,19 +354,24 @@ def single_node(config):
         evidence.update(rank_errors=errors, spawn_error=spawn_error)
         checks = ["collective_init"] if mode == "init" else (config.get("collectives") or ["allreduce", "allgather"])
         tail = next(iter(errors.values()))[-1] if errors else spawn_error
-        return [result(c, "fail", "%d-rank %s %s failed on rank(s) %s: %s" % (
+        # Initialising the communicator is what collective_init measures: a rank that cannot is the host's
+        # failure. A sweep whose ranks raise measured nothing: error, and collective_init says why.
+        status = "fail" if mode == "init" else "error"
+        return [result(c, status, "%d-rank %s %s %s on rank(s) %s: %s" % (
             world, evidence["backend"] or config.get("backend"), "init" if mode == "init" else c,
-            ",".join(sorted(errors)) or "?", tail), {"ranks": world}, evidence,
+            "failed" if mode == "init" else "could not run", ",".join(sorted(errors)) or "?", tail),
+            {"ranks": world}, evidence,
             "read the rank errors; for hccl/nccl set HCCL/NCCL debug logging (NCCL_DEBUG=INFO) and check the "
-            "env and libraries checks first") for c in checks]
+            "env, libraries and collective_init checks first") for c in checks]
     if mode == "init":
         init_s = max(r.get("init_s") or 0 for r in ranks)
         return [result("collective_init", "pass", "%d rank(s) initialised %s (%s) in %.2f s" % (
             world, first.get("backend"), note, init_s), {"ranks": world, "init_s": init_s}, evidence)]
     rows = first.get("rows") or []
-    bad = first.get("bad_ranks") or []
+    bad = first.get("bad_ranks") or {}
     wrong = [w for r in ranks for w in (r.get("wrong") or [])]
-    return [summarize(c, rows, world, bad, wrong, {"wall_s": wall}) for c in
+    evidence["timing"] = first.get("timing")
+    return [summarize(c, rows, world, bad.get(c) or [], wrong, {"wall_s": wall}, evidence) for c in
             (config.get("collectives") or ["allreduce", "allgather"])]
 
 
@@ -303,13 +390,16 @@ def torchrun_worker(config):
         rows, wrong, bad = sweep(config, device, ["allreduce"])
         import torch.distributed as dist
         dist.destroy_process_group()
-        check = summarize("multinode", [dict(r, collective="multinode") for r in rows], world, bad, wrong,
-                          {"init_s": round(init_s, 3), "node_rank": node, "wall_s": round(time.monotonic() - started, 3)})
-        check["evidence"].update(backend=backend, device_id=bound, host=host)
+        check = summarize("multinode", [dict(r, collective="multinode") for r in rows], world, bad["allreduce"],
+                          [dict(w, collective="multinode") for w in wrong],
+                          {"init_s": round(init_s, 3), "node_rank": node, "wall_s": round(time.monotonic() - started, 3)},
+                          {"backend": backend, "device_id": bound, "host": host, "timing": timing_method(device)})
         status = 0
     except BaseException:  # the node's failure is reported, then the process exits non-zero
         lines = traceback.format_exc().splitlines()
-        check = result("multinode", "fail", "rank %d on %s: %s" % (rank, host, lines[-1]),
+        # The collective could not run on this node; the control side isolates the node or link at fault.
+        check = result("multinode", "error", "rank %d on %s could not run the collective: %s" % (
+            rank, host, lines[-1]),
                        {"node_rank": node, "rank": rank, "wall_s": round(time.monotonic() - started, 3)},
                        {"traceback": lines[-12:], "host": host})
         status = 1

@@ -3,6 +3,9 @@
 ``algbw = S / t`` in GB/s (1e9 bytes); ``busbw = algbw x factor`` with n ranks: allreduce 2(n-1)/n; allgather,
 reducescatter and alltoall (n-1)/n; broadcast and reduce 1. For allgather S is the gathered total. busbw is the
 figure comparable with the hardware's bottleneck bandwidth whatever n is, so thresholds are busbw.
+
+One rank has no bus: the factor is 0 (allreduce) or undefined, so :func:`busbw_gbps` answers ``None`` there and a
+one-rank result carries algbw only (no busbw reaches a threshold, a report, a baseline or a metric).
 """
 
 from __future__ import annotations
@@ -31,5 +34,13 @@ def algbw_gbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e9
 
 
-def busbw_gbps(collective: str, nbytes: int, seconds: float, ranks: int) -> float:
-    return algbw_gbps(nbytes, seconds) * busbw_factor(collective, ranks)
+def busbw_defined(ranks: int) -> bool:
+    """Bus bandwidth needs at least two ranks to move data between."""
+    return ranks >= 2
+
+
+def busbw_gbps(collective: str, nbytes: int, seconds: float, ranks: int) -> float | None:
+    """``None`` for one rank (see the module's note)."""
+    algbw = algbw_gbps(nbytes, seconds)
+    factor = busbw_factor(collective, ranks)
+    return algbw * factor if busbw_defined(ranks) else None

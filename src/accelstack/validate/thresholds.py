@@ -92,8 +92,14 @@ def load_thresholds(text: str | None = None) -> Thresholds:
                       float(clock.get("fail_s", 1.0)), dict(doc.get("sources") or {}))
 
 
-def judge(value: float, row: Threshold | None, margin: float) -> tuple[Status, str]:
-    """``fail`` below the floor, ``warn`` within ``margin`` above it, else ``pass``; no floor is ``pass``."""
+NO_BUSBW = "not judged: busbw is not defined for one rank (algbw only)"
+
+
+def judge(value: float | None, row: Threshold | None, margin: float) -> tuple[Status, str]:
+    """``fail`` below the floor, ``warn`` within ``margin`` above it, else ``pass``; no floor is ``pass``. A
+    ``None`` value (one rank: no busbw) is never compared with a floor."""
+    if value is None:
+        return "pass", NO_BUSBW
     if row is None or row.min_busbw_gbps is None:
         why = row.describe() if row else "no threshold row for this accelerator, scope and rank count"
         return "pass", f"not judged: {why}"
