@@ -279,7 +279,7 @@ def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
 
 def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thresholds: Thresholds) -> Record:
     """Turn a passing sweep into pass/warn/fail against the floor for its accelerator, scope and ranks."""
-    if record.status != "pass" or "busbw_gbps" not in record.metrics:
+    if record.status != "pass" or record.metrics.get("busbw_gbps") is None:
         return record
     collective = "allreduce" if record.check == "multinode" else record.check
     ranks = int(record.metrics.get("ranks") or 0)
