@@ -310,3 +310,34 @@ def test_cli_cut_gzip_warns_with_where_it_ends(tmp_path):
     done = _cli(["diagnose", str(broken), "--json"], "accelstack")
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["cause"] == "out-of-memory"
     assert "warning:" in done.stderr and "ends at line" in done.stderr
+
+
+def test_gzip_with_several_members_and_a_high_ratio_is_read_whole(tmp_path):
+    # `cat a.gz b.gz` (logrotate's delaycompress and friends) is one valid gzip file of two members.
+    first = (LOGS / "healthy" / "training-loop.log").read_bytes() * 2000  # compresses far more than 64:1
+    second = (LOGS / "cuda-oom.log").read_bytes()
+    log = tmp_path / "joined.log.gz"
+    log.write_bytes(gzip.compress(first) + gzip.compress(second))
+    diagnosis = diagnose_paths([str(log)])
+    assert ids(diagnosis) == ["cuda-oom"] and not diagnosis.truncated
+    assert diagnosis.lines_read == (first + second).count(b"\n")
+    assert diagnosis.findings[0].first_line.lineno == first.count(b"\n") + second[:second.index(b"out of memory")
+                                                                                  ].count(b"\n") + 1
+
+
+def test_render_names_the_first_failure_and_a_cut_log(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from accelstack.diagnose import render_diagnosis
+
+    root = _job(tmp_path / "job")
+    cut = root / "node01" / "rank9.log.gz"
+    packed = gzip.compress(b"step 1 loss 1.0\n" * 200000)
+    cut.write_bytes(packed[: len(packed) // 2])
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(render_diagnosis(diagnose_paths([str(root)])))
+    text = console.export_text()
+    assert "first failure: out-of-memory rank 5 on node02 at E1123 10:29:41.000000" in text
+    assert "cut short:" in text and "rank9.log.gz" in text and "[node02]" in text

@@ -137,6 +137,19 @@ def _best_anchors(items: Any, icase: bool = False) -> frozenset[tuple[str, bool]
     return max(options, key=lambda option: (min(len(text) for text, _ in option), -len(option)))
 
 
+def _selective(text: str) -> str:
+    """A part of the literal that starts on a rarer byte: the block scan's regex tries every position whose byte
+    could start an anchor, so a leading space or bracket (every few bytes of a log) costs five times the speed.
+    Any substring of a required literal is still required."""
+    core = text.strip(" ,.:;[](){}/=<>'\"-")
+    if len(core) < MIN_ANCHOR:
+        return text
+    upper = re.search(r"[A-Z_]", core)
+    if upper and len(core) - upper.start() >= 5:
+        core = core[upper.start():]
+    return core
+
+
 def anchors_of(pattern: re.Pattern[str], where: str) -> list[str]:
     """Literal anchors of one pattern, case variants spelled out (grep -F has no per-pattern -i)."""
     found = _best_anchors(_sre_parse.parse(pattern.pattern))
@@ -145,6 +158,7 @@ def anchors_of(pattern: re.Pattern[str], where: str) -> list[str]:
                           "match contains; the prefilter needs one", where=where)
     out: list[str] = []
     for text, icase in sorted(found):
+        text = _selective(text)
         variants = (text, text.lower(), text.upper(), text.capitalize()) if icase else (text,)
         out.extend(v for v in variants if v not in out)
     return out

@@ -223,7 +223,8 @@ class Scanner:
         stream, owned = source.open() if source.opener else open_log(source.path or source.label)
         state = ReadState()
         try:
-            for hit in read_hits(stream, self.catalog.anchors, self._anchors, state):
+            direct = source.path if source.opener is None and source.path not in (None, "-") else None
+            for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
                 if hit.context and not self._want_last_error:
                     continue
                 self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))

@@ -30,6 +30,7 @@ MAX_EVIDENCE_CHARS = 600
 BLOCK_BYTES = 1 << 20
 # Set to 0 to scan with the pure-Python block search even where grep exists (tests run both readers).
 GREP_ENV = "ACCELSTACK_DIAGNOSE_GREP"
+_GZIP_INPUT = 64 * 1024
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # Rank prefixes as launchers write them: torch's `[rank3]:`, torchrun --tee's `[default0]:`, srun -l / pdsh's
@@ -147,7 +148,11 @@ def open_log(path: str) -> tuple[IO[bytes], bool]:
 
 
 def iter_blocks(stream: IO[bytes]) -> Iterator[bytes]:
-    """Decompressed blocks of a log; gzip by content (several members too). Raises LogTruncated after the cut."""
+    """Decompressed blocks of a log; gzip by content (several members too). Raises LogTruncated after the cut.
+
+    Compressed input goes in by 64 KiB and each call inflates at most a block: a log that compresses 1000:1
+    still never becomes more than a block in memory, and the unconsumed input zlib hands back stays small.
+    """
     first = stream.read(BLOCK_BYTES)
     if first[:2] != GZIP_MAGIC:
         while first:
@@ -158,26 +163,31 @@ def iter_blocks(stream: IO[bytes]) -> Iterator[bytes]:
     inflater = zlib.decompressobj(wbits=31)
     while True:
         if not pending:
-            pending = stream.read(BLOCK_BYTES)
+            pending = stream.read(_GZIP_INPUT)
             if not pending:
                 break
+        feed, pending = pending[:_GZIP_INPUT], pending[_GZIP_INPUT:]
         try:
-            out = inflater.decompress(pending, BLOCK_BYTES)
+            out = inflater.decompress(feed, BLOCK_BYTES)
+            while True:
+                if out:
+                    yield out
+                # At a member's end zlib leaves the rest in unused_data (and, with a max_length, a copy of it in
+                # unconsumed_tail): only unused_data counts then.
+                if inflater.eof or not inflater.unconsumed_tail:
+                    break
+                out = inflater.decompress(inflater.unconsumed_tail, BLOCK_BYTES)
         except zlib.error as err:
             raise LogTruncated(f"corrupt gzip data ({err})") from None
-        pending = inflater.unconsumed_tail
-        if out:
-            yield out
         if inflater.eof:
-            rest = inflater.unused_data + pending
-            pending = rest
+            pending = inflater.unused_data + pending
             inflater = zlib.decompressobj(wbits=31)
             if not pending:
-                pending = stream.read(BLOCK_BYTES)
+                pending = stream.read(_GZIP_INPUT)
                 if not pending:
                     return  # clean end after a complete member
-                if pending[:2] != GZIP_MAGIC:
-                    return  # trailing garbage after the last member, as gzip(1) ignores it
+            if pending[:2] != GZIP_MAGIC:
+                return  # trailing garbage after the last member, as gzip(1) ignores it
     tail = inflater.flush()
     if tail:
         yield tail
@@ -271,34 +281,51 @@ def grep_available() -> str | None:
     return shutil.which("grep")
 
 
-def grep_blocks(blocks: Iterable[bytes], anchors: Iterable[str], state: ReadState, grep: str) -> Iterator[Hit]:
-    """The same hits as :func:`scan_blocks`, found by ``grep -F`` fed from a thread (zlib releases the GIL)."""
+def grep_hits(blocks: Iterable[bytes] | None, path: str | None, anchors: Iterable[str], state: ReadState,
+              grep: str) -> Iterator[Hit]:
+    """The same hits as :func:`scan_blocks`, found by ``grep -F`` (Aho-Corasick over all anchors at once).
+
+    A plain file is grep's to read (``path``); decompressed ``blocks`` are fed to its stdin from a thread (zlib
+    releases the GIL, so decompression and grep run on two cores). Either way a thread counts the lines.
+    """
     argv = [grep, "-a", "-n", "-F", "-A1"]  # "--" group separators are skipped by _split_grep
     for anchor in anchors:
         argv.extend(("-e", anchor))
+    if path is not None:
+        argv.extend(("--", path))
     # LC_ALL=C: byte matching, several times faster than a UTF-8 locale and what the anchors are.
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "LC_ALL": "C"})
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if blocks is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
     failure: list[BaseException] = []
 
-    def feed() -> None:
-        assert proc.stdin is not None
+    def count(chunks: Iterable[bytes], sink: IO[bytes] | None) -> None:
+        last = b"\n"
         try:
-            for buf in _whole_lines(blocks, state):
-                if b"\x1b" in buf:
-                    buf = _ANSI_BYTES.sub(b"", buf)
-                proc.stdin.write(buf)
+            for chunk in chunks:
+                if not chunk:
+                    continue
+                state.lines += chunk.count(b"\n")
+                last = chunk[-1:]
+                if sink is not None:
+                    sink.write(chunk)
         except BrokenPipeError:
             pass
         except BaseException as err:  # handed to the reading thread, raised there
             failure.append(err)
         finally:
-            try:
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
+            if last != b"\n":
+                state.lines += 1
+            if sink is not None:
+                try:
+                    sink.close()
+                except BrokenPipeError:
+                    pass
 
-    feeder = threading.Thread(target=feed, name="diagnose-feed", daemon=True)
+    if blocks is not None:
+        feeder = threading.Thread(target=count, args=(blocks, proc.stdin), name="diagnose-feed", daemon=True)
+    else:
+        feeder = threading.Thread(target=count, args=(_file_blocks(path or ""), None), name="diagnose-count",
+                                  daemon=True)
     feeder.start()
     assert proc.stdout is not None
     try:
@@ -323,6 +350,15 @@ def grep_blocks(blocks: Iterable[bytes], anchors: Iterable[str], state: ReadStat
         raise failure[0]
 
 
+def _file_blocks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(BLOCK_BYTES)
+            if not block:
+                return
+            yield block
+
+
 _GREP_PREFIX = re.compile(rb"(\d+)([:-])")
 
 
@@ -333,13 +369,22 @@ def _split_grep(line: bytes) -> tuple[int | None, bytes, bytes]:
     return int(match.group(1)), match.group(2), line[match.end():]
 
 
-def read_hits(stream: IO[bytes], anchors: tuple[str, ...], anchor_re: re.Pattern[bytes],
-              state: ReadState) -> Iterator[Hit]:
-    """Hits of one log, by grep where there is one; LogTruncated is caught here and noted in ``state``."""
-    blocks = _truncation_noted(iter_blocks(stream), state)
+def read_hits(stream: IO[bytes], anchors: tuple[str, ...], anchor_re: re.Pattern[bytes], state: ReadState,
+              path: str | None = None) -> Iterator[Hit]:
+    """Hits of one log, by grep where there is one; LogTruncated is caught here and noted in ``state``.
+
+    ``path`` names a regular file that may be handed to grep as it is (when it is not gzip).
+    """
     grep = grep_available()
+    if grep and path is not None and os.path.isfile(path):
+        with open(path, "rb") as probe:
+            plain = probe.read(2) != GZIP_MAGIC
+        if plain:
+            yield from grep_hits(None, path, anchors, state, grep)
+            return
+    blocks = _truncation_noted(iter_blocks(stream), state)
     if grep:
-        yield from grep_blocks(blocks, anchors, state, grep)
+        yield from grep_hits(blocks, None, anchors, state, grep)
     else:
         yield from scan_blocks(blocks, anchor_re, state)
 
