@@ -341,3 +341,12 @@ def test_render_names_the_first_failure_and_a_cut_log(tmp_path):
     text = console.export_text()
     assert "first failure: out-of-memory rank 5 on node02 at E1123 10:29:41.000000" in text
     assert "cut short:" in text and "rank9.log.gz" in text and "[node02]" in text
+
+
+def test_the_benchmark_runs_tiny_and_every_reader_agrees():
+    # CI smoke run of bench/diagnose.py: a 4 MB log, no figure asserted; the bench itself exits non-zero when
+    # one reader finds something else than another.
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "diagnose.py"), "--tiny"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert "findings: out-of-memory, collective-timeout" in done.stdout and "grep -E, same anchors" in done.stdout
