@@ -350,3 +350,13 @@ def test_the_benchmark_runs_tiny_and_every_reader_agrees():
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     assert "findings: out-of-memory, collective-timeout" in done.stdout and "grep -E, same anchors" in done.stdout
+
+
+def test_the_npus_allocation_failure_is_out_of_memory_ahead_of_the_set_device_it_broke():
+    diagnosis = diagnose_paths([str(LOGS / "npu-el0004-set-device.log")])
+    assert causes(diagnosis) == ["out-of-memory", "device-mapping"]
+    assert diagnosis.findings[0].id == "ascend-EL0004" and diagnosis.findings[0].first_line.lineno == 2
+    # A generic code next to a specific finding stays quiet; alone it is reported, never dropped.
+    assert causes(diagnose_lines(["EH9999: Inner Error!", "NPU out of memory. Tried to allocate 2.00 GiB"])) == [
+        "out-of-memory"]
+    assert causes(diagnose_lines(["EH9999: Inner Error!"])) == ["unknown-error-code"]

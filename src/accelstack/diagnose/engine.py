@@ -369,8 +369,9 @@ class Scanner:
         for code, hits in self._codes.items():
             entry = self.catalog.ascend_codes.get(code)
             # torch_npu's ERR codes wrap the real error (ERR02007 "DIST not found" beside "Failed to find
-            # function ..."): they speak only when nothing else in the logs does.
-            wrapper = code.startswith("ERR") and (entry is None or entry["cause"] == "unknown-error-code")
+            # function ..."), and generic codes (EH9999 "Inner Error") name none: both speak only when nothing
+            # else in the logs does.
+            wrapper = entry["cause"] == "unknown-error-code" if entry else code.startswith("ERR")
             if wrapper and findings:
                 continue
             if entry is None:
