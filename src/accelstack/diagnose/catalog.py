@@ -151,7 +151,7 @@ def _selective(text: str) -> str:
 
 
 def anchors_of(pattern: re.Pattern[str], where: str) -> list[str]:
-    """Literal anchors of one pattern, case variants spelled out (grep -F has no per-pattern -i)."""
+    """Literal anchors of one pattern, case variants spelled out (grep has no per-pattern -i)."""
     found = _best_anchors(_sre_parse.parse(pattern.pattern))
     if not found:
         raise ConfigError(f"pattern {pattern.pattern!r} has no literal of {MIN_ANCHOR}+ characters that every "
