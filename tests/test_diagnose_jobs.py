@@ -360,3 +360,12 @@ def test_the_npus_allocation_failure_is_out_of_memory_ahead_of_the_set_device_it
     assert causes(diagnose_lines(["EH9999: Inner Error!", "NPU out of memory. Tried to allocate 2.00 GiB"])) == [
         "out-of-memory"]
     assert causes(diagnose_lines(["EH9999: Inner Error!"])) == ["unknown-error-code"]
+
+
+def test_device_mapping_shows_the_visible_devices_the_log_printed():
+    assert finding(diagnose_paths([str(H100 / "cvd5.log")]), "no-cuda-gpus").extracted["cuda_visible_devices"] == 5
+    lines = ["torchrun --nproc_per_node 8 train.py", "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3",
+             "RuntimeError: Initialize:torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.cpp:146 NPU function error: "
+             "c10_npu::SetDevice(device_id_), error code is 507033"]
+    extracted = diagnose_lines(lines).findings[0].extracted
+    assert extracted["ascend_rt_visible_devices"] == "0,1,2,3" and extracted["nproc_per_node"] == 8
