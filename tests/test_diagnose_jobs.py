@@ -369,3 +369,15 @@ def test_device_mapping_shows_the_visible_devices_the_log_printed():
              "c10_npu::SetDevice(device_id_), error code is 507033"]
     extracted = diagnose_lines(lines).findings[0].extracted
     assert extracted["ascend_rt_visible_devices"] == "0,1,2,3" and extracted["nproc_per_node"] == 8
+
+
+def test_a_failing_grep_is_an_error_never_a_quiet_log(tmp_path, monkeypatch):
+    from accelstack.diagnose import LogUnreadable, reader
+
+    fake = tmp_path / "grep"
+    fake.write_text("#!/bin/sh\necho 'grep: broken' >&2\nexit 2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(reader, "grep_available", lambda: str(fake))
+    with pytest.raises(LogUnreadable) as err:
+        diagnose_paths([str(LOGS / "cuda-oom.log")])
+    assert "grep failed (exit 2): grep: broken" in str(err.value) and err.value.exit_code == 3

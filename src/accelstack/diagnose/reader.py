@@ -295,7 +295,7 @@ def grep_hits(blocks: Iterable[bytes] | None, path: str | None, anchors: Iterabl
         argv.extend(("--", path))
     # LC_ALL=C: byte matching, several times faster than a UTF-8 locale and what the anchors are.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if blocks is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "LC_ALL": "C"})
     failure: list[BaseException] = []
 
     def count(chunks: Iterable[bytes], sink: IO[bytes] | None) -> None:
@@ -346,8 +346,15 @@ def grep_hits(blocks: Iterable[bytes] | None, path: str | None, anchors: Iterabl
         proc.stdout.close()
         feeder.join()
         proc.wait()
+        assert proc.stderr is not None
+        complaint = proc.stderr.read(2000).decode(errors="replace").strip()
+        proc.stderr.close()
     if failure:
         raise failure[0]
+    if proc.returncode not in (0, 1):  # 1: no line matched; anything else: grep itself failed
+        # Never a quiet "no finding" from a prefilter that did not run.
+        raise LogUnreadable(f"grep failed (exit {proc.returncode}): {complaint or 'no message'}",
+                            where=path or "log", hint=f"set {GREP_ENV}=0 to scan without grep")
 
 
 _ERE_SPECIAL = re.compile(r"([.\[\]()*+?{}|^$\\])")
