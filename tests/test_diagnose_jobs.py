@@ -381,3 +381,11 @@ def test_a_failing_grep_is_an_error_never_a_quiet_log(tmp_path, monkeypatch):
     with pytest.raises(LogUnreadable) as err:
         diagnose_paths([str(LOGS / "cuda-oom.log")])
     assert "grep failed (exit 2): grep: broken" in str(err.value) and err.value.exit_code == 3
+
+
+def test_cli_without_a_log_is_one_line_and_exit_3_under_the_console_script():
+    done = _cli(["diagnose"], "accelstack")
+    assert done.returncode == 3 and "no log given" in done.stderr.splitlines()[0]
+    # invoke's own parser answers first under `inv`: one line naming the missing LOG.
+    done = _cli(["diagnose"], "inv")
+    assert done.returncode != 0 and "positional arguments: 'log'" in done.stderr

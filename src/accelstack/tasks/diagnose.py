@@ -137,7 +137,7 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     if help:
         _print_help()
         return 0
-    paths = [log] if isinstance(log, str) else list(log or [])
+    paths = [path for path in ([log] if isinstance(log, str) else list(log or [])) if path]
     if not paths:
         raise ConfigError("no log given", hint="inv diagnose LOG [-l LOG ...]; a job folder or .tar.gz works too")
     diagnosis = diagnose_paths(paths)
@@ -178,16 +178,22 @@ def spread_positional_logs(argv: Sequence[str], task_name: str = "diagnose") -> 
     out = args[:start]
     takes_value = {"--host", "-o", "--log", "-l", "--inventory", "-i"}
     index = start
+    logs = 0
     while index < len(args):
         word = args[index]
         if word in takes_value and index + 1 < len(args):
             out.extend((word, args[index + 1]))
+            logs += word in ("--log", "-l")
             index += 2
             continue
         if word.startswith("-") and word != "-":
             out.append(word)
         else:
             out.extend(("--log", word))
+            logs += 1
         index += 1
+    if not logs and not {"-h", "--help"} & set(args[start:]):
+        # No log at all: let the task say so (exit 3, one line) instead of invoke's parser (exit 1).
+        out.extend(("--log", ""))
     return out
 
