@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .catalog import CAUSES, Catalog, Signature, load_catalog, parse_catalog
 from .engine import Diagnosis, EvidenceLine, Finding, Scanner, diagnose_lines, diagnose_paths
-from .reader import LogUnreadable, clean_line, iter_log_lines, rank_of
+from .jobs import LogSource, expand_inputs
+from .reader import LogUnreadable, clean_line, host_of, rank_of, timestamp_of
 from .render import render_diagnosis
 
 __all__ = [
@@ -23,7 +24,10 @@ __all__ = [
     "clean_line",
     "diagnose_lines",
     "diagnose_paths",
-    "iter_log_lines",
+    "expand_inputs",
+    "host_of",
+    "LogSource",
+    "timestamp_of",
     "load_catalog",
     "parse_catalog",
     "rank_of",

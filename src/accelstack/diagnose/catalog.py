@@ -15,6 +15,11 @@ from typing import Any
 
 import yaml
 
+try:  # the parser re itself uses; sre_parse is its deprecated alias
+    import re._parser as _sre_parse
+except ImportError:  # pragma: no cover
+    import sre_parse as _sre_parse
+
 from ..errors import ConfigError
 from ..paths import package_data
 
@@ -36,12 +41,19 @@ CAUSES: tuple[str, ...] = (
     "hccl-api-error",
     "xid-fatal",
     "xid-warn",
+    "device-assert",
+    "peer-exited",
     "nccl-internal",
+    "unknown-error-code",
 )
 VENDORS = ("nvidia", "ascend", "any")
 _REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "confirm_with", "priority",
              "source")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+MIN_ANCHOR = 3
+# Lines the engine reads for itself, whatever the catalog says: torch's "Last error:" (the cause is on it or on
+# the next line) and NCCL's WARN lines (what broke before NCCL's generic "unhandled system error").
+ENGINE_ANCHORS = ("Last error:", "NCCL WARN")
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ class Signature:
     unless_context: str | None = None
     refines: str | None = None
     when: dict[str, frozenset[Any]] = field(default_factory=dict)
+    # Causes this one is a consequence of when they came first (a heartbeat monitor after a collective timeout).
+    follows: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,12 +87,81 @@ class Catalog:
     prefilter: re.Pattern[str]
     context_prefilter: re.Pattern[str]
     nccl_result_codes: dict[int, str] = field(default_factory=dict)
+    # Literal strings of which every line that any pattern (signature, extraction or context) can match contains
+    # at least one: the prefilter grep (or the block scan) runs on raw bytes before any regex sees a line.
+    anchors: tuple[str, ...] = ()
+    # An Ascend error code (EI0002, EE9999, ERR02200, E30001...) -> what it means; a code not listed here is
+    # reported as unknown, with its line, never dropped.
+    ascend_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def by_id(self, sig_id: str) -> Signature:
         for sig in self.signatures:
             if sig.id == sig_id:
                 return sig
         raise KeyError(sig_id)
+
+
+def _best_anchors(items: Any, icase: bool = False) -> frozenset[tuple[str, bool]] | None:
+    """The literal strings one of which every match of the parsed pattern contains (the longest such set)."""
+    options: list[frozenset[tuple[str, bool]]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= MIN_ANCHOR:
+            options.append(frozenset({("".join(run), icase)}))
+        run.clear()
+
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            run.append(chr(arg))
+            continue
+        if name == "AT":  # zero-width (\b, ^): the literals on both sides stay adjacent in the text
+            continue
+        flush()
+        got: frozenset[tuple[str, bool]] | None = None
+        if name == "SUBPATTERN":
+            _, add_flags, del_flags, sub = arg
+            got = _best_anchors(sub, (icase or bool(add_flags & re.I)) and not del_flags & re.I)
+        elif name == "BRANCH":
+            parts = [_best_anchors(branch, icase) for branch in arg[1]]
+            if all(parts):
+                got = frozenset().union(*[part for part in parts if part])
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and arg[0] >= 1:
+            got = _best_anchors(arg[2], icase)
+        if got:
+            options.append(got)
+    flush()
+    if not options:
+        return None
+    return max(options, key=lambda option: (min(len(text) for text, _ in option), -len(option)))
+
+
+def _selective(text: str) -> str:
+    """A part of the literal that starts on a rarer byte: the block scan's regex tries every position whose byte
+    could start an anchor, so a leading space or bracket (every few bytes of a log) costs five times the speed.
+    Any substring of a required literal is still required."""
+    core = text.strip(" ,.:;[](){}/=<>'\"-")
+    if len(core) < MIN_ANCHOR:
+        return text
+    upper = re.search(r"[A-Z_]", core)
+    if upper and len(core) - upper.start() >= 5:
+        core = core[upper.start():]
+    return core
+
+
+def anchors_of(pattern: re.Pattern[str], where: str) -> list[str]:
+    """Literal anchors of one pattern, case variants spelled out (grep has no per-pattern -i)."""
+    found = _best_anchors(_sre_parse.parse(pattern.pattern))
+    if not found:
+        raise ConfigError(f"pattern {pattern.pattern!r} has no literal of {MIN_ANCHOR}+ characters that every "
+                          "match contains; the prefilter needs one", where=where)
+    out: list[str] = []
+    for text, icase in sorted(found):
+        text = _selective(text)
+        variants = (text, text.lower(), text.upper(), text.capitalize()) if icase else (text,)
+        out.extend(v for v in variants if v not in out)
+    return out
 
 
 def _compile(pattern: Any, where: str) -> re.Pattern[str]:
@@ -121,6 +204,9 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
         if raw["cause"] not in CAUSES:
             raise ConfigError(f"cause {raw['cause']!r} is not one of the fixed ids: {', '.join(CAUSES)}",
                               where=where)
+        bad = [cause for cause in raw.get("follows") or () if cause not in CAUSES]
+        if bad:
+            raise ConfigError(f"follows names unknown cause(s): {', '.join(map(str, bad))}", where=where)
         if raw["vendor"] not in VENDORS:
             raise ConfigError(f"vendor {raw['vendor']!r} is not one of {', '.join(VENDORS)}", where=where)
         for key in ("requires_context", "unless_context"):
@@ -145,6 +231,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
             unless_context=raw.get("unless_context"),
             refines=raw.get("refines"),
             when=when,
+            follows=tuple(raw.get("follows") or ()),
         ))
     ids = {sig.id for sig in signatures}
     for sig in signatures:
@@ -153,7 +240,50 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
     all_patterns = [p for sig in signatures for p in (*sig.patterns, *sig.extract_patterns)]
     context_patterns = [p for pats in contexts.values() for p in pats]
     codes = {int(k): str(v) for k, v in (data.get("nccl_result_codes") or {}).items()}
-    return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes)
+    anchors: list[str] = list(ENGINE_ANCHORS)
+    for sig in signatures:
+        for pattern in (*sig.patterns, *sig.extract_patterns):
+            anchors.extend(anchors_of(pattern, f"{origin}: {sig.id}"))
+    for name, pats in contexts.items():
+        for pattern in pats:
+            anchors.extend(anchors_of(pattern, f"{origin}: context {name}"))
+    ascend_codes = _ascend_codes(data.get("ascend_codes") or {}, origin)
+    if ascend_codes:
+        anchors.extend(ASCEND_CODE_ANCHORS)
+    return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes,
+                   tuple(dict.fromkeys(anchors)), ascend_codes)
+
+
+# An Ascend error code (reference/ascend.md §6): CANN's E + family letter + 4 digits (EI0002 HCCL, EJ runtime,
+# EL, EE, EH, EZ ...), E + 5 digits (E30001 ...) and torch_npu's ERR + 5 digits (ERR02200). Every code the
+# pattern can match contains one of the anchors.
+_CODE_FAMILIES = "EHIJKLZ"
+ASCEND_CODE = re.compile(rf"\b(?P<code>E[{_CODE_FAMILIES}]\d{{4}}|E[1-9]\d{{4}}|ERR\d{{5}})\b")
+ASCEND_CODE_ANCHORS = ("ERR",) + tuple(f"E{a}{d}" for a in _CODE_FAMILIES + "123456789" for d in "0123456789")
+
+
+def _ascend_codes(raw: Any, origin: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(raw, dict):
+        raise ConfigError("ascend_codes must map a code to its meaning", where=origin)
+    out: dict[str, dict[str, Any]] = {}
+    for code, entry in raw.items():
+        where = f"{origin}: ascend_codes {code}"
+        if not ASCEND_CODE.fullmatch(str(code)):
+            raise ConfigError(f"{code!r} is not an Ascend error code (EI0002, E30001, ERR02200)", where=where)
+        if not isinstance(entry, dict):
+            raise ConfigError("each code maps to a mapping", where=where)
+        missing = [key for key in ("cause", "title", "meaning", "remedy", "confirm_with", "priority", "source")
+                   if key not in entry]
+        if missing:
+            raise ConfigError(f"missing field(s): {', '.join(missing)}", where=where)
+        if entry["cause"] not in CAUSES:
+            raise ConfigError(f"cause {entry['cause']!r} is not one of the fixed ids", where=where)
+        out[str(code)] = {
+            "cause": entry["cause"], "title": str(entry["title"]),
+            "meaning": " ".join(str(entry["meaning"]).split()), "remedy": " ".join(str(entry["remedy"]).split()),
+            "confirm_with": str(entry["confirm_with"]), "priority": int(entry["priority"]),
+            "source": str(entry["source"]), "symptom": bool(entry.get("symptom", False))}
+    return out
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:

@@ -7,14 +7,26 @@ host? was a checkpoint being saved? which error came first?) are taken once, at 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EXIT_FAIL, EXIT_OK
-from .catalog import Catalog, Signature, load_catalog
-from .reader import MAX_EVIDENCE_CHARS, clean_line, iter_log_lines, rank_of
+from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+from .catalog import ASCEND_CODE, Catalog, Signature, load_catalog
+from .jobs import LogSource, expand_inputs
+from .reader import (
+    MAX_EVIDENCE_CHARS,
+    ReadState,
+    anchor_regex,
+    clean_line,
+    host_of,
+    open_log,
+    rank_of,
+    read_hits,
+    timestamp_of,
+)
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
@@ -25,6 +37,9 @@ DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
 DEFAULT_HEARTBEAT_S = (480, 600)
 _INT = re.compile(r"-?\d+")
 _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+_NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
+WARN_CAP = 3
+CODES_CAP = 64
 
 
 @dataclass(frozen=True)
@@ -33,9 +48,14 @@ class EvidenceLine:
     lineno: int
     rank: int | None
     text: str
+    host: str | None = None
+    # Seconds into the year (see reader.timestamp_of) and the stamp as written, when the line carries one.
+    ts: float | None = None
+    time: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "lineno": self.lineno, "rank": self.rank, "text": self.text}
+        return {"path": self.path, "lineno": self.lineno, "rank": self.rank, "host": self.host,
+                "time": self.time, "text": self.text}
 
     def where(self) -> str:
         return f"{self.path}:{self.lineno}"
@@ -59,8 +79,13 @@ class Finding:
     consequence_of: str | None = None
     # True when the signature is usually the consequence of something else (a collective timeout).
     symptom: bool = False
-    # Position of the first match across all logs read, in reading order: "which error came first".
+    # Position of the first match across all logs read, in reading order: "which error came first" when the
+    # lines carry no time.
     first_seq: int = 0
+    # The earliest matching line that carries a timestamp: across files, time decides what came first.
+    earliest: EvidenceLine | None = None
+    files: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +101,9 @@ class Finding:
             "symptom": self.symptom,
             "consequence_of": self.consequence_of,
             "first_line": self.first_line.to_dict(),
+            "earliest": self.earliest.to_dict() if self.earliest else None,
+            "files": list(self.files),
+            "hosts": list(self.hosts),
             "evidence": [line.to_dict() for line in self.evidence],
             "evidence_count": self.evidence_count,
             "extracted": dict(self.extracted),
@@ -87,14 +115,26 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     lines_read: int = 0
+    # One line per log that ended early (a gzip cut while being written): where it ends. Findings before the
+    # cut are kept.
+    truncated: list[str] = field(default_factory=list)
 
     @property
     def root_cause(self) -> Finding | None:
         return self.findings[0] if self.findings else None
 
     @property
+    def first_failure(self) -> Finding | None:
+        """The finding that happened first (by time across files), among those that are not a consequence."""
+        causes = [f for f in self.findings if not f.consequence_of and not f.symptom] or \
+            [f for f in self.findings if not f.consequence_of]
+        return min(causes, key=_EARLIEST_FIRST) if causes else None
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_FAIL if self.findings else EXIT_OK
+        if self.findings:
+            return EXIT_FAIL
+        return EXIT_BAD_INPUT if self.truncated else EXIT_OK
 
     def confirm_validators(self) -> list[str]:
         """The validators that would confirm the findings on a host, root cause's first, without repeats."""
@@ -105,7 +145,14 @@ class Diagnosis:
         return names
 
     def to_dict(self) -> dict[str, Any]:
-        return {"findings": [finding.to_dict() for finding in self.findings]}
+        document: dict[str, Any] = {"findings": [finding.to_dict() for finding in self.findings]}
+        first = self.first_failure
+        if first is not None:
+            line = first.earliest or first.first_line
+            document["first_failure"] = {"id": first.id, "cause": first.cause, **line.to_dict()}
+        if self.truncated:
+            document["truncated"] = list(self.truncated)
+        return document
 
 
 @dataclass
@@ -115,6 +162,9 @@ class _Hits:
     evidence: list[EvidenceLine] = field(default_factory=list)
     extracted: dict[str, Any] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
+    earliest: EvidenceLine | None = None
+    files: dict[str, None] = field(default_factory=dict)
+    hosts: dict[str, None] = field(default_factory=dict)
 
 
 def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
@@ -128,25 +178,76 @@ def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
 
 
 class Scanner:
-    """Feed lines one at a time; :meth:`result` ranks the findings. Used by both entry points."""
+    """Feed logs (or lines); :meth:`result` ranks the findings. Used by every entry point."""
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
+        self._anchors = anchor_regex(self.catalog.anchors)
+        self._anchors_text = re.compile(self._anchors.pattern.decode())
         self._hits: dict[str, _Hits] = {}
         self._aux: dict[str, dict[str, Any]] = {}
         self._contexts_seen: set[str] = set()
-        self._seq = 0
+        self._base = 0  # lines of the sources read before the current one
         self._last_error: str | None = None
         self._want_last_error = False
         self._sources: list[str] = []
+        self._truncated: list[str] = []
+        self._lines = 0
+        self._warns: list[EvidenceLine] = []
+        self._codes: dict[str, _Hits] = {}
+        self._source = LogSource(label="<lines>")
+
+    # ---- input ----
 
     def feed_source(self, source: str, lines: Iterable[tuple[int, str]]) -> None:
-        self._sources.append(source)
+        """Lines already in hand; the same prefilter as for files decides which reach the signatures."""
+        self._begin(LogSource(label=source))
+        count = 0
         for lineno, raw in lines:
-            self.feed(source, lineno, raw)
+            count = lineno
+            if self._want_last_error or self._anchors_text.search(raw):
+                self._line(lineno, raw)
+        self._end(count)
 
     def feed(self, path: str, lineno: int, raw: str) -> None:
-        self._seq += 1
+        """One line (kept for callers that stream lines themselves)."""
+        if self._source.label != path:
+            self._begin(LogSource(label=path))
+        if self._want_last_error or self._anchors_text.search(raw):
+            self._line(lineno, raw)
+        self._lines += 1
+
+    def feed_log(self, source: LogSource) -> None:
+        """One log file (or archive member), through the prefilter; a cut gzip keeps what was read."""
+        self._begin(source)
+        stream, owned = source.open() if source.opener else open_log(source.path or source.label)
+        state = ReadState()
+        try:
+            direct = source.path if source.opener is None and source.path not in (None, "-") else None
+            for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
+                if hit.context and not self._want_last_error:
+                    continue
+                self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))
+        finally:
+            if owned:
+                stream.close()
+        if state.truncated:
+            self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {state.lines},"
+                                   " findings up to there are kept")
+        self._end(state.lines)
+
+    def _begin(self, source: LogSource) -> None:
+        self._source = source
+        self._sources.append(source.label)
+        self._want_last_error = False
+
+    def _end(self, lines: int) -> None:
+        self._base += lines
+        self._lines += lines
+
+    # ---- one line that passed the prefilter ----
+
+    def _line(self, lineno: int, raw: str) -> None:
         text = clean_line(raw)
         if not text:
             return
@@ -166,46 +267,70 @@ class Scanner:
             for name, patterns in catalog.contexts.items():
                 if name not in self._contexts_seen and any(p.search(text) for p in patterns):
                     self._contexts_seen.add(name)
-        if not catalog.prefilter.search(text):
-            return
-        rank: int | None = None
-        rank_known = False
-        for sig in catalog.signatures:
-            for pattern in sig.patterns:
-                match = pattern.search(text)
-                if match is None:
-                    continue
-                groups = _typed(match.groupdict())
-                if not _passes(sig, groups):
-                    continue
-                if not rank_known:
-                    rank, rank_known = rank_of(text), True
-                self._record(sig, groups, EvidenceLine(path, lineno, rank, text[:MAX_EVIDENCE_CHARS]))
-                if sig.vendor == "ascend" and sig.requires_context is None:
-                    # An Ascend-only error is Ascend context too; one that depends on the context must not
-                    # vouch for itself.
-                    self._contexts_seen.add("ascend")
-                break
-            if sig.extract_patterns:
-                aux = self._aux.setdefault(sig.id, {})
-                for pattern in sig.extract_patterns:
+        evidence: EvidenceLine | None = None
+        matched = False
+        if catalog.prefilter.search(text):
+            for sig in catalog.signatures:
+                for pattern in sig.patterns:
                     match = pattern.search(text)
-                    if match:
-                        for key, value in _typed(match.groupdict()).items():
-                            aux.setdefault(key, value)
+                    if match is None:
+                        continue
+                    groups = _typed(match.groupdict())
+                    if not _passes(sig, groups):
+                        continue
+                    evidence = evidence or self._evidence(lineno, text)
+                    self._record(self._hits, sig.id, groups, evidence)
+                    matched = True
+                    if sig.vendor == "ascend" and sig.requires_context is None:
+                        # An Ascend-only error is Ascend context too; one that depends on the context must not
+                        # vouch for itself.
+                        self._contexts_seen.add("ascend")
+                    break
+                if sig.extract_patterns:
+                    aux = self._aux.setdefault(sig.id, {})
+                    for pattern in sig.extract_patterns:
+                        match = pattern.search(text)
+                        if match:
+                            for key, value in _typed(match.groupdict()).items():
+                                aux.setdefault(key, value)
+        if not matched and len(self._warns) < WARN_CAP and "NCCL WARN" in text:
+            self._warns.append(self._evidence(lineno, text))
+        if catalog.ascend_codes:
+            for match in ASCEND_CODE.finditer(text):
+                code = match.group("code")
+                if code in self._codes or len(self._codes) < CODES_CAP:
+                    evidence = evidence or self._evidence(lineno, text)
+                    self._record(self._codes, code, {"code": code}, evidence)
 
-    def _record(self, sig: Signature, groups: dict[str, Any], line: EvidenceLine) -> None:
-        hits = self._hits.get(sig.id)
+    def _evidence(self, lineno: int, text: str) -> EvidenceLine:
+        source = self._source
+        rank = rank_of(text)
+        stamp = timestamp_of(text)
+        return EvidenceLine(
+            path=source.label, lineno=lineno, rank=rank if rank is not None else source.rank,
+            text=text[:MAX_EVIDENCE_CHARS], host=host_of(text) or source.host,
+            ts=stamp[0] if stamp else None, time=stamp[1] if stamp else None)
+
+    def _record(self, table: dict[str, _Hits], key: str, groups: dict[str, Any], line: EvidenceLine) -> None:
+        hits = table.get(key)
         if hits is None:
-            hits = self._hits[sig.id] = _Hits(first_seq=self._seq, extracted=groups)
+            hits = table[key] = _Hits(first_seq=self._base + line.lineno, extracted=dict(groups))
         hits.count += 1
         if len(hits.evidence) < EVIDENCE_CAP:
             hits.evidence.append(line)
-        for key, value in groups.items():
+        for name, value in groups.items():
             # A later line may carry a field the first one lacked (the NCCL version, the interface).
-            hits.extracted.setdefault(key, value)
+            hits.extracted.setdefault(name, value)
         if line.rank is not None and len(hits.ranks) < RANKS_CAP:
             hits.ranks.add(line.rank)
+        if line.ts is not None and (hits.earliest is None or line.ts < (hits.earliest.ts or 0.0)):
+            hits.earliest = line
+        if len(hits.files) < RANKS_CAP:
+            hits.files.setdefault(line.path, None)
+        if line.host and len(hits.hosts) < RANKS_CAP:
+            hits.hosts.setdefault(line.host, None)
+
+    # ---- the verdict ----
 
     def result(self) -> Diagnosis:
         catalog = self.catalog
@@ -226,9 +351,83 @@ class Scanner:
                 del kept[refined]
 
         findings = [self._finding(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items()]
-        findings.sort(key=lambda f: (-f.priority, f.first_seq))
+        findings.extend(self._code_findings(findings))
+        self._name_nccl_warn(findings)
+        _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
+        findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
-        return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._seq)
+        return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
+                         truncated=list(self._truncated))
+
+    def _code_findings(self, findings: list[Finding]) -> list[Finding]:
+        """Ascend error codes: a known code gives its cause (unless a signature already named it), an unknown
+        code is reported as such with its line."""
+        out: list[Finding] = []
+        causes = {f.cause for f in findings}
+        lines = {(e.path, e.lineno) for f in findings for e in f.evidence}
+        unknown: dict[str, _Hits] = {}
+        for code, hits in self._codes.items():
+            entry = self.catalog.ascend_codes.get(code)
+            # torch_npu's ERR codes wrap the real error (ERR02007 "DIST not found" beside "Failed to find
+            # function ..."), and generic codes (EH9999 "Inner Error") name none: both speak only when nothing
+            # else in the logs does.
+            wrapper = entry["cause"] == "unknown-error-code" if entry else code.startswith("ERR")
+            if wrapper and findings:
+                continue
+            if entry is None:
+                unknown[code] = hits
+                continue
+            if entry["cause"] in causes or all((e.path, e.lineno) in lines for e in hits.evidence):
+                continue
+            causes.add(entry["cause"])
+            out.append(self._synthetic(f"ascend-{code}", entry["cause"], f"Ascend error {code}: {entry['title']}",
+                                       entry["meaning"], entry["remedy"], entry["confirm_with"],
+                                       entry["priority"], entry["source"], hits, {"code": code},
+                                       symptom=entry["symptom"]))
+        if unknown:
+            first = min(unknown.values(), key=lambda h: h.first_seq)
+            merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
+                           evidence=sorted((e for h in unknown.values() for e in h.evidence),
+                                           key=lambda e: (e.path, e.lineno))[:EVIDENCE_CAP],
+                           ranks={r for h in unknown.values() for r in h.ranks},
+                           earliest=min((h.earliest for h in unknown.values() if h.earliest),
+                                        key=lambda e: e.ts or 0.0, default=None))
+            codes = sorted(unknown)
+            out.append(self._synthetic(
+                "ascend-unknown-code", "unknown-error-code", f"Ascend error code(s) not in the catalog: "
+                f"{', '.join(codes)}",
+                "The log carries an Ascend error code that the catalog does not know, so its cause is not named "
+                "here; the lines are shown so nothing is dropped.",
+                "Look the code up in the CANN error code reference for your CANN version (and the plog under "
+                "~/ascend/log for that PID); add it to ascend_codes in signatures.yml with its cause.",
+                "devices", 35, "reference/ascend.md §6 (error code format)", merged, {"codes": codes}))
+        return out
+
+    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str,
+                   priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
+                   symptom: bool = False) -> Finding:
+        extracted = dict(extracted)
+        if hits.ranks:
+            extracted["ranks"] = sorted(hits.ranks)
+        return Finding(id=sig_id, cause=cause, vendor="ascend", title=title, explanation=explanation,
+                       remedy=remedy, confirm_with=confirm_with, priority=priority, source_ref=source,
+                       evidence=list(hits.evidence), evidence_count=hits.count, extracted=extracted,
+                       first_line=hits.evidence[0], first_seq=hits.first_seq, symptom=symptom,
+                       earliest=hits.earliest, files=sorted({e.path for e in hits.evidence}),
+                       hosts=sorted({e.host for e in hits.evidence if e.host}))
+
+    def _name_nccl_warn(self, findings: list[Finding]) -> None:
+        """NCCL's generic result (unhandled system error...) is a symptom: name the WARN line that says why."""
+        if not self._warns:
+            return
+        for finding in findings:
+            if finding.cause != "nccl-internal":
+                continue
+            warn = self._warns[0]
+            finding.extracted.setdefault("nccl_warn", warn.text)
+            finding.evidence.insert(0, warn)
+            del finding.evidence[EVIDENCE_CAP:]
+            finding.explanation += f" NCCL's warning before it says what broke: {warn.text.split('NCCL WARN', 1)[-1].strip()}"
 
     def _finding(self, sig: Signature, hits: _Hits) -> Finding:
         extracted = dict(hits.extracted)
@@ -253,7 +452,48 @@ class Scanner:
             first_line=hits.evidence[0],
             first_seq=hits.first_seq,
             symptom=sig.symptom,
+            earliest=hits.earliest,
+            files=list(hits.files),
+            hosts=list(hits.hosts),
         )
+
+
+def _earlier(a: Finding, b: Finding) -> bool:
+    """Did ``a`` first happen before ``b``? By time when both have one, else by reading order."""
+    if a.earliest is not None and b.earliest is not None and a.earliest.ts != b.earliest.ts:
+        return (a.earliest.ts or 0.0) < (b.earliest.ts or 0.0)
+    return a.first_seq < b.first_seq
+
+
+def _time_order(a: Finding, b: Finding) -> int:
+    return -1 if _earlier(a, b) else (1 if _earlier(b, a) else 0)
+
+
+_EARLIEST_FIRST = functools.cmp_to_key(_time_order)
+
+
+def _rank_order(a: Finding, b: Finding) -> int:
+    if a.priority != b.priority:
+        return -1 if a.priority > b.priority else 1
+    if _earlier(a, b):
+        return -1
+    return 1 if _earlier(b, a) else 0
+
+
+def _apply_follows(findings: list[Finding], follows: dict[str, tuple[str, ...]]) -> None:
+    """A finding that comes after one of the causes it follows (a heartbeat monitor firing after the collective
+    timed out) is that cause's consequence and ranks below it."""
+    for finding in findings:
+        causes = follows.get(finding.id, ())
+        earlier = [f for f in findings if f.cause in causes and f is not finding and not _earlier(finding, f)]
+        if not earlier:
+            continue
+        first = min(earlier, key=_EARLIEST_FIRST)
+        finding.priority = min(finding.priority, first.priority - 1)
+        finding.consequence_of = first.cause
+        finding.explanation += (
+            f" Here it fired after the {first.cause} ({first.title}, first at {first.first_line.where()}):"
+            " a consequence of it, not the cause.")
 
 
 def _passes(sig: Signature, groups: dict[str, Any]) -> bool:
@@ -299,10 +539,12 @@ def _mark_consequences(findings: list[Finding]) -> None:
     for finding in findings:
         if not finding.symptom:
             continue
-        earlier = [r for r in roots if r.priority > finding.priority and r.first_seq <= finding.first_seq]
+        if finding.consequence_of:
+            continue
+        earlier = [r for r in roots if r.priority > finding.priority and not _earlier(finding, r)]
         if not earlier:
             continue
-        root = min(earlier, key=lambda r: r.first_seq)
+        root = min(earlier, key=_EARLIEST_FIRST)
         finding.consequence_of = root.cause
         finding.explanation += (
             f" Probably a consequence of the earlier {root.cause} ({root.title}, first at"
@@ -318,9 +560,10 @@ def diagnose_lines(lines: Iterable[str], source: str = "<stdin>", catalog: Catal
 
 
 def diagnose_paths(paths: list[str], catalog: Catalog | None = None) -> Diagnosis:
-    """Diagnose log files (plain or gzip, ``-`` for stdin) together: ranks spread over files are one job."""
+    """Diagnose logs together as one job: files (plain or gzip, ``-`` for stdin), job folders (every log in
+    them, rotated and gzipped ones too) and .tar/.tar.gz archives of them."""
     scanner = Scanner(catalog)
-    for path in paths:
-        scanner.feed_source(path, iter_log_lines(path))
+    for source in expand_inputs(paths):
+        scanner.feed_log(source)
     return scanner.result()
 

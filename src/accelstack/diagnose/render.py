@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .engine import Diagnosis, Finding
+from .engine import Diagnosis, EvidenceLine, Finding
 
 
 def render_diagnosis(diagnosis: Diagnosis) -> RenderableType:
@@ -17,7 +17,19 @@ def render_diagnosis(diagnosis: Diagnosis) -> RenderableType:
     panels: list[RenderableType] = []
     for index, finding in enumerate(diagnosis.findings, start=1):
         panels.append(_panel(index, finding))
+    first = diagnosis.first_failure
+    if first is not None and len(diagnosis.sources) > 1:
+        line = first.earliest or first.first_line
+        panels.append(Text(f"first failure: {first.cause} {_origin(line)}", style="bold"))
+    for note in diagnosis.truncated:
+        panels.append(Text(f"cut short: {note}", style="yellow"))
     return Group(*panels)
+
+
+def _origin(line: EvidenceLine) -> str:
+    parts = [f"rank {line.rank}" if line.rank is not None else "", f"on {line.host}" if line.host else "",
+             f"at {line.time}" if line.time else "", f"({line.where()})"]
+    return " ".join(part for part in parts if part)
 
 
 def _panel(index: int, finding: Finding) -> Panel:
@@ -28,7 +40,8 @@ def _panel(index: int, finding: Finding) -> Panel:
     parts: list[Text] = []
     for line in finding.evidence:
         rank = f" [rank {line.rank}]" if line.rank is not None else ""
-        parts.append(Text(f"{line.where()}{rank}", style="dim"))
+        host = f" [{line.host}]" if line.host else ""
+        parts.append(Text(f"{line.where()}{rank}{host}", style="dim"))
         parts.append(Text(f"  {line.text}"))
     more = finding.evidence_count - len(finding.evidence)
     if more > 0:

@@ -1,17 +1,21 @@
 """``inv diagnose``: name the cause of a failed training job from its logs.
 
-invoke 2.2 has no variadic positional arguments (pyinvoke/invoke#378, #760), so logs are given with a
-repeatable flag: ``inv diagnose -l rank0.log -l rank1.log.gz``. :func:`spread_positional_logs` turns the
-positional form (``diagnose a.log b.log.gz``) into that, for a Program that wants to offer it.
+invoke 2.2 has no variadic positional arguments (pyinvoke/invoke#378, #760). ``log`` is one positional that is
+also a repeatable flag: ``inv diagnose job/`` and ``inv diagnose rank0.log -l rank1.log.gz`` both work under
+``inv``; the ``accelstack`` console script also takes several bare logs, which :func:`spread_positional_logs`
+turns into repeated flags before invoke parses them.
 """
 
 from __future__ import annotations
 
 import json as jsonlib
+import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from invoke import task
+from invoke import Task, task
+from invoke.parser import Argument
 from rich.console import Console
 
 from ..errors import ConfigError
@@ -23,10 +27,12 @@ if TYPE_CHECKING:
     from ..diagnose import Diagnosis
 
 HELP = {
-    "log": "a log file to read (repeatable; plain or gzip, detected by content; '-' reads standard input)",
+    "log": "a log file, a job folder or a .tar(.gz) of one (one bare LOG, more with repeated -l/--log; plain or "
+           "gzip by content; '-' reads standard input)",
     "host": "run the validators that confirm each finding on this host and fold their results in",
     "inventory": "inventory the --host is in (default: local)",
     "json": 'print {"findings": [...]} as JSON on stdout, root cause first',
+    "help": "show this help (-h too: a task flag here, or invoke would read it as the positional LOG)",
 }
 
 # A catalog entry names the validator that confirms it; these are the checks that validator produces.
@@ -62,22 +68,81 @@ def diagnosis_document(diagnosis: Diagnosis, host: str | None,
     return document
 
 
-@task(iterable=["log"], help=HELP)
+class _LogsArgument(Argument):
+    """A list argument that is also positional. invoke fills a positional while its value is None and a list
+    starts as [], so an empty list must read as None: then one bare word is taken as a log, and -l/--log add
+    more."""
+
+    help_seen = False
+
+    @property
+    def value(self) -> Any:
+        value = self._value if self._value is not None else self.default
+        # With --help given, no log is needed: an empty list then reads as given.
+        return value if value or self.help_seen else None
+
+    @value.setter
+    def value(self, arg: str) -> None:
+        self.set_value(arg, cast=True)
+
+    def set_value(self, value: Any, cast: bool = True) -> None:
+        self.raw_value = value
+        self._value = [*(self._value or []), value]
+
+
+class _HelpArgument(Argument):
+    """-h/--help of this task; tells the LOG argument that it need not be filled."""
+
+    partner: _LogsArgument | None = None
+
+    def set_value(self, value: Any, cast: bool = True) -> None:
+        super().set_value(value, cast)
+        if self.partner is not None:
+            self.partner.help_seen = True
+
+
+class _DiagnoseTask(Task):
+    """``-h`` stays help (invoke would give it to --host) and ``log`` becomes a :class:`_LogsArgument`."""
+
+    def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
+        opts = super().arg_opts(name, default, taken_names | {"h"})
+        if name == "help":
+            # While the positional LOG is unfilled invoke eats any word, core flags too: `diagnose -h` would
+            # read a log named "-h". A task flag is matched before that, so help is one of ours.
+            opts["names"] = ["help", "h"]
+        return opts
+
+    def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
+        arguments = super().get_arguments(ignore_unknown_help)
+        by_name = {argument.name: argument for argument in arguments}
+        by_name["log"].__class__ = _LogsArgument
+        by_name["help"].__class__ = _HelpArgument
+        by_name["help"].partner = by_name["log"]  # type: ignore[attr-defined]
+        return arguments
+
+
+@task(klass=_DiagnoseTask, positional=["log"], iterable=["log"], help=HELP)
 @boundary
 def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inventory: str | None = None,
-             json: bool = False) -> int:
+             json: bool = False, help: bool = False) -> int:
     """Name the likely root cause of a failed job from its logs; exit 1 when something was found.
 
-    Reads every log as one job (ranks interleaved or one file per rank), shows the lines that prove each
-    finding, what to do, and which validator confirms it on a host. Exit 0: no known signature; 1: findings;
-    3: a log could not be read.
+    Reads every log as one job (ranks interleaved, one file per rank, a job folder or a .tar.gz of it), shows
+    the lines that prove each finding with their file, rank, host and time, what to do, and which validator
+    confirms it on a host. Exit 0: no known signature; 1: findings; 3: a log could not be read (or was cut short
+    and nothing was found before the cut).
     """
     from ..diagnose import diagnose_paths, render_diagnosis  # loaded when this task runs
 
-    paths = list(log or [])
+    if help:
+        _print_help()
+        return 0
+    paths = [path for path in ([log] if isinstance(log, str) else list(log or [])) if path]
     if not paths:
-        raise ConfigError("no log given", hint="inv diagnose --log FILE [--log FILE ...]; '-' reads stdin")
+        raise ConfigError("no log given", hint="inv diagnose LOG [-l LOG ...]; a job folder or .tar.gz works too")
     diagnosis = diagnose_paths(paths)
+    for note in diagnosis.truncated:
+        print(f"warning: {note}", file=sys.stderr)
     confirmed = confirm_on_host(diagnosis, inventory, host) if host and diagnosis.findings else []
     if json:
         print(jsonlib.dumps(diagnosis_document(diagnosis, host, confirmed), indent=2))
@@ -89,11 +154,21 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     return diagnosis.exit_code
 
 
+def _print_help() -> None:
+    from invoke import Collection, Program
+
+    binary = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "inv"
+    if binary.endswith(".py") or binary == "-c":
+        binary = "accelstack"
+    program = Program(namespace=Collection(diagnose), binary=binary)
+    program.run([binary, "--help", "diagnose"], exit=False)
+
+
 def spread_positional_logs(argv: Sequence[str], task_name: str = "diagnose") -> list[str]:
     """Rewrite ``... diagnose a.log b.log --json`` as ``... diagnose --log a.log --log b.log --json``.
 
-    Bare words after the task name become logs until the next flag that takes a value is seen; the value of
-    ``--host``/``-h`` is kept as it is. A word that is another task's name cannot be told from a file name,
+    Bare words after the task name become logs; the value of a flag that takes one (``--host``/``-o``,
+    ``--inventory``/``-i``) is kept as it is. A word that is another task's name cannot be told from a file name,
     so this is for a Program whose command line holds only ``diagnose``.
     """
     args = list(argv)
@@ -101,18 +176,24 @@ def spread_positional_logs(argv: Sequence[str], task_name: str = "diagnose") -> 
         return args
     start = args.index(task_name) + 1
     out = args[:start]
-    takes_value = {"--host", "--log", "-l", "--inventory", "-i"}
+    takes_value = {"--host", "-o", "--log", "-l", "--inventory", "-i"}
     index = start
+    logs = 0
     while index < len(args):
         word = args[index]
         if word in takes_value and index + 1 < len(args):
             out.extend((word, args[index + 1]))
+            logs += word in ("--log", "-l")
             index += 2
             continue
         if word.startswith("-") and word != "-":
             out.append(word)
         else:
             out.extend(("--log", word))
+            logs += 1
         index += 1
+    if not logs and not {"-h", "--help"} & set(args[start:]):
+        # No log at all: let the task say so (exit 3, one line) instead of invoke's parser (exit 1).
+        out.extend(("--log", ""))
     return out
 
