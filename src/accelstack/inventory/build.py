@@ -247,6 +247,7 @@ def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: 
         groups=groups,
         vars=merged,
         source=source,
+        var_lines=lines,
     )
 
 

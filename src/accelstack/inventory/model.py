@@ -29,6 +29,12 @@ class Host:
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
     source: str = ""
+    # ``file:line`` of each var as written (the layer that won), for errors that point at a value.
+    var_lines: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+
+    def where_of(self, key: str) -> str:
+        """Where ``key`` was set (``inventories/npu8.yml:3``), else where the host was defined."""
+        return self.var_lines.get(key, self.source)
 
     @property
     def is_local(self) -> bool:

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json as jsonlib
+from typing import Any
 
-from invoke import Collection, task
+from invoke import Collection
 from rich.console import Console
 from rich.table import Table
 
 from ..lab import FAULT_KINDS, Lab
-from .common import boundary
+from .common import boundary, task
 
 
-@task(help={"hosts": "how many hosts (1-256)", "stack": "stack the lab inventory names (default cpu)"})
+@task(help={"hosts": "how many hosts, 1-256 (default 4)", "stack": "stack the lab inventory names (default cpu)"})
 @boundary
-def up(c, hosts=4, stack="cpu"):
+def up(c: Any, hosts: int | None = None, stack: str = "cpu") -> int:
     """Bring up N lab hosts (idempotent: existing healthy hosts are kept) and write inventories/lab.yml."""
     lab = Lab()
-    made = lab.up(int(hosts), stack=stack)
+    made = lab.up(4 if hosts is None else int(hosts), stack=stack)
     Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory}")
     return 0
 

@@ -11,12 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from invoke import task
 from rich.console import Console
 from rich.table import Table
 
 from ..baseline import (
-    DEFAULT_BUSBW_DROP_PCT,
     VALIDATION_KINDS,
     baseline_from_records,
     baseline_path,
@@ -29,21 +27,30 @@ from ..history import History, parse_since
 from ..output import status_text
 from ..records import Record, read_run
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    default_text,
+    extra_vars,
+    setting,
+    task,
+    writable_dir,
+    writable_file,
+)
 
 HELP_REPORT = {
     "run": "run id (or a unique part of it) or run folder; default: the newest run",
     "format": f"one of {', '.join(FORMATS)} (default rich)",
     "output": "write the report to this file (atomically) instead of stdout",
-    "busbw_drop_pct": "flag a busbw drop beyond this percentage of the baseline "
-                      f"(default {DEFAULT_BUSBW_DROP_PCT:g})",
+    "busbw_drop_pct": "flag a busbw drop beyond this percentage of the baseline " + default_text("busbw_drop_pct"),
 }
 
 
 @task(help=HELP_REPORT)
 @boundary
 def report(c: Any, run: str | None = None, format: str = "rich", output: str | None = None,
-           busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT) -> int:
+           busbw_drop_pct: float | None = None) -> int:
     """Report one run as rich text, JUnit XML, self-contained HTML, a Prometheus textfile or JSON.
 
     Compares with the baseline when there is one. Exit 0 healthy; 1 a failure or regression; 2 hosts could
@@ -51,7 +58,10 @@ def report(c: Any, run: str | None = None, format: str = "rich", output: str | N
     """
     if format not in FORMATS:
         raise ConfigError(f"unknown report format {format!r}", hint=f"one of {', '.join(FORMATS)}")
-    data = load_report(run, busbw_drop_pct=float(busbw_drop_pct))
+    drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    if output:
+        writable_file(Path(output), "--output")
+    data = load_report(run, busbw_drop_pct=drop_pct)
     if output:
         write_atomic(Path(output), render(data, format))
         print(f"{format} report of {data.run_id} written to {output}", file=sys.stderr)
@@ -92,7 +102,7 @@ HELP_HISTORY = {
     "since": "only records since: an age (7d, 12h, 30m, 2w) or an ISO time (2026-11-01T10:00Z)",
     "until": "only records until this ISO time or age",
     "status": "only records with this status (pass, warn, fail, error, skip)",
-    "limit": "show at most this many, newest (default 200; 0 = all)",
+    "last": "show the newest N records (0 = all) " + default_text("last"),
     "json": HELP_COMMON["json"],
 }
 
@@ -100,14 +110,14 @@ HELP_HISTORY = {
 @task(help=HELP_HISTORY)
 @boundary
 def history(c: Any, host: str | None = None, check: str | None = None, since: str | None = None,
-            until: str | None = None, status: str | None = None, limit: int = 200, json: bool = False) -> int:
+            until: str | None = None, status: str | None = None, last: int | None = None, json: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
     with History() as index:
         entries = index.records(host=host, check=check, status=status,
                                 since=parse_since(since) if since else None,
                                 until=parse_since(until) if until else None)
-    if limit and int(limit) > 0:
-        entries = entries[-int(limit):]
+    if count := setting(c, "last", last):
+        entries = entries[-count:]
     if json:
         for entry in entries:
             sys.stdout.write(jsonlib.dumps(entry.to_dict(), default=str) + "\n")
@@ -133,14 +143,21 @@ HELP_FLEET = {
     "busbw_drop_pct": HELP_REPORT["busbw_drop_pct"],
     "tier": "validation tier: quick, standard or full (default standard)",
     "only": "comma-separated checks to run whatever the tier, e.g. allreduce,multinode",
+    "limit": HELP_COMMON["limit"] + " (in every inventory)",
+    "json": "print the run's JSON Lines records on stdout at the end (progress stays on stderr)",
+    "forks": HELP_COMMON["forks"],
+    "connect_timeout": HELP_COMMON["connect_timeout"],
+    "set": HELP_COMMON["set"],
 }
 
 
-@task(iterable=["inventory"], help=HELP_FLEET)
+@task(iterable=["inventory", "set"], help=HELP_FLEET)
 @boundary
 def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
-                reports_dir: str = "reports", busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT,
-                tier: str = "standard", only: str | None = None) -> int:
+                reports_dir: str = "reports", busbw_drop_pct: float | None = None,
+                tier: str = "standard", only: str | None = None, limit: str | None = None, json: bool = False,
+                forks: int | None = None, connect_timeout: float | None = None,
+                set: list[str] | None = None) -> int:
     """Validate the fleet, compare with the baseline, write every report, drain bad hosts.
 
     Exit 0 healthy; 1 a failure or regression; 2 hosts could not be checked; 3 bad input.
@@ -150,12 +167,24 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
 
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
+    drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    forks_n = setting(c, "forks", forks)
+    connect_s = setting(c, "connect_timeout", connect_timeout)
+    overrides = extra_vars(set or [])
+    reports = writable_dir(Path(reports_dir), "--reports-dir")  # found now, not after validating every host
+    check_runs_folder()
     progress = FleetReporter()
 
     def validate(name: str) -> list[Record]:
-        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress)
+        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress, limit=limit,
+                                                   forks=forks_n, overrides=overrides or None,
+                                                   connect_timeout=connect_s)
         return records
 
-    return run_fleet_check(list(inventory or ["local"]), validate=validate, drain_cmd=drain_cmd,
-                           reports_dir=Path(reports_dir), busbw_drop_pct=float(busbw_drop_pct),
-                           progress=progress)
+    code = run_fleet_check(list(inventory or ["local"]), validate=validate, drain_cmd=drain_cmd,
+                           reports_dir=reports, busbw_drop_pct=drop_pct, progress=progress)
+    if json and progress.writer is not None:
+        for record in progress.writer.records:
+            sys.stdout.write(jsonlib.dumps(record.to_dict()) + "\n")
+        sys.stdout.flush()
+    return code

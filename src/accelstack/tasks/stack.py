@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from invoke.collection import Collection
 from invoke.context import Context
-from invoke.tasks import Task, task
+from invoke.tasks import Task
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +14,7 @@ from rich.text import Text
 from ..errors import EXIT_OK, StackError
 from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight
 from ..stacks.model import Stack
-from .common import boundary
+from .common import boundary, task
 
 _KEY_COMPONENTS = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "cuda", "nvidia_driver", "nccl", "python")
 
