@@ -23,13 +23,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 
 from accelstack.fanout import Fleet  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.lab import Lab  # noqa: E402
 from accelstack.validate import validate_inventory  # noqa: E402
 from accelstack.validate.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
-from tests.test_validate_lab import _install_venv, _private_name_service  # noqa: E402
+from tests.test_validate_lab import _install_venv  # noqa: E402
 
 PLAIN = '''
 import datetime, json, os, time, torch, torch.distributed as dist
@@ -95,7 +96,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs of each; medians are printed")
+    parser.add_argument("--tiny", action="store_true",
+                        help="the validator's single-node allreduce on this machine only (no lab): CI smoke test")
     args = parser.parse_args()
+    if args.tiny:
+        os.environ.setdefault("ACCELSTACK_RUNS", tempfile.mkdtemp(prefix="acw-tiny-"))
+        records = validate_inventory(None, only={"allreduce"})
+        for record in records:
+            print(f"{record.host} {record.check}: {record.status} {record.summary}")
+        if not records or any(r.status in ("fail", "error") for r in records):
+            raise SystemExit(1)
+        return
     root = Path(tempfile.mkdtemp(prefix="acw-"))
     os.environ.setdefault("ACCELSTACK_RUNS", str(root / "runs"))  # bench runs are not the user's history
     (root / "inventories").mkdir()
@@ -103,7 +114,6 @@ def main() -> None:
     lab.down()
     try:
         lab.up(args.hosts)
-        _private_name_service(lab)
         _install_venv(lab)
         inventory = str(lab.inventory)
         sweep = dict(CPU_CLUSTER_SWEEP, size_budget_s=30.0)  # the plain loop has no budget: run all iters
