@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import invoke
 from invoke.exceptions import Exit
 from invoke.parser import Argument, ParserContext
+from invoke.parser.parser import ParseMachine
 from invoke.tasks import Task
 
 from ..errors import AccelstackError, ConfigError, StackError
@@ -219,6 +220,24 @@ def _help_for(self: ParserContext, flag: str) -> tuple[str, str]:
 
 
 ParserContext.help_for = _help_for  # type: ignore[method-assign]
+
+_invoke_handle = ParseMachine.handle
+
+
+def _handle(self: ParseMachine, token: str) -> None:
+    # invoke lets a task's missing positional argument eat any token, so `stack.check -h` looked for a stack
+    # named "-h". Help comes first, as it does for every task without a positional.
+    context = self.context
+    if (token in ("-h", "--help") and context is not None and context.missing_positional_args
+            and self.initial is not None and token in self.initial.flags):
+        self.initial.flags[token].value = context.name
+        for arg in context.missing_positional_args:
+            arg.set_value("", cast=False)  # not run: help ends the program before any task
+        return
+    _invoke_handle(self, token)
+
+
+ParseMachine.handle = _handle  # type: ignore[method-assign]
 
 
 def default_text(name: str) -> str:
