@@ -176,8 +176,9 @@ def test_fleet_check_task_passes_tier_and_reporter(tmp_path: Path, monkeypatch: 
     calls: list[tuple[str, str, set[str] | None]] = []
 
     def validate_inventory(inventory: str, *, tier: str, only: set[str] | None,
-                           reporter: FleetReporter) -> list[Record]:
+                           reporter: FleetReporter, **options: object) -> list[Record]:
         calls.append((inventory, tier, only))
+        assert options["limit"] is None and options["forks"] == 64  # the common flags reach validation
         records = fleet_records()
         reporter.add_all(records)
         return records
