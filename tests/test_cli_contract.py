@@ -329,3 +329,35 @@ def test_console_script_from_an_unactivated_venv_uses_that_venv_python(tmp_path:
     facts = json.loads(proc.stdout.splitlines()[0])["evidence"]["facts"]
     assert facts["stack_python"] == str(python)
     assert facts["torch"]["version"].startswith("2.13.0")  # the venv sees the torch beside accelstack
+
+
+def test_lab_inventory_names_the_artifact_repository(tmp_path: Path) -> None:
+    from accelstack.inventory import load_inventory
+    from accelstack.lab import Lab, LabHost
+
+    (tmp_path / "inventories").mkdir()
+    lab = Lab(tmp_path, tag="acz", state_dir=tmp_path / "state")
+    repo = tmp_path / ".lab" / "repo"
+    lab._write_inventory({"lab1": LabHost("lab1", 1, "10.213.0.11", "acz-lab1", "aczv1")}, "cpu", repo)
+    assert load_inventory(str(lab.inventory)).hosts["lab1"].vars["artifact_repo"] == str(repo)
+
+
+def _manifest(folder: Path, entries: list[tuple[str, str]]) -> Path:
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"file": f"wheels/{c}-{v}.whl", "sha256": "0" * 64, "size": 1, "component": c, "version": v}
+            for c, v in entries]
+    (folder / "manifest.yml").write_text(yaml.safe_dump({"artifacts": rows}))
+    return folder
+
+
+def test_lab_repository_is_built_only_when_it_lacks_the_stack(tmp_path: Path) -> None:
+    from accelstack.lab.simulated.repository import repository_covers
+
+    assert not repository_covers(tmp_path / "none", ["cpu"])
+    no_deps = _manifest(tmp_path / "a", [("torch", "2.13.0+cpu")])
+    assert not repository_covers(no_deps, ["cpu"])  # torch would not install with --no-index
+    ready = _manifest(tmp_path / "b", [("torch", "2.13.0+cpu"), ("python-dep", "1.0")])
+    assert repository_covers(ready, ["cpu"])
+    assert not repository_covers(ready, ["nvidia-cuda12.4"])  # no simulated driver, CUDA, NCCL
