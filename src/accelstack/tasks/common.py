@@ -351,7 +351,7 @@ def fanout_options(c: Any, forks: Any, connect_timeout: Any, host_timeout: Any =
 
     options = FanoutOptions(forks=setting(c, "forks", forks), connect_timeout=setting(c, "connect_timeout",
                                                                                       connect_timeout))
-    if host_timeout is not None or "host_timeout" in _configured(c) or os.environ.get(ENV_PREFIX + "HOST_TIMEOUT"):
+    if host_timeout is not None:  # provisioning's: other tasks keep the fan-out's own per-host deadline
         options.host_deadline = setting(c, "host_timeout", host_timeout)
     return options
 
