@@ -361,3 +361,11 @@ def test_lab_repository_is_built_only_when_it_lacks_the_stack(tmp_path: Path) ->
     ready = _manifest(tmp_path / "b", [("torch", "2.13.0+cpu"), ("python-dep", "1.0")])
     assert repository_covers(ready, ["cpu"])
     assert not repository_covers(ready, ["nvidia-cuda12.4"])  # no simulated driver, CUDA, NCCL
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_an_unknown_flag_is_bad_input_too(program: str, tmp_path: Path) -> None:
+    # history counts with --last and filters with --host; --limit meant both once, and is gone.
+    assert_bad_input(run(program, "history", "--limit", "5", env=env_with(runs=tmp_path)),
+                     "history:", "'--limit'")
+    assert_bad_input(run(program, "stack.check", env=env_with(runs=tmp_path)), "stack.check:", "'name'")

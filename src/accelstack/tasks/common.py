@@ -35,7 +35,7 @@ from invoke.parser import Argument, ParserContext
 from invoke.parser.parser import ParseMachine
 from invoke.tasks import Task
 
-from ..errors import AccelstackError, ConfigError, StackError
+from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -238,6 +238,16 @@ def _handle(self: ParseMachine, token: str) -> None:
 
 
 ParseMachine.handle = _handle  # type: ignore[method-assign]
+
+
+def _parse_error(self: ParseMachine, msg: str) -> None:
+    # An unknown flag or a missing argument is bad input like any other: one line and exit 3 (invoke's
+    # ParseError exits 1, the code that means a host failed a check).
+    where = f"{self.context.name}: " if self.context is not None and self.context.name else ""
+    raise Exit(f"accelstack: {where}{msg}", code=EXIT_BAD_INPUT)
+
+
+ParseMachine.error = _parse_error  # type: ignore[method-assign]
 
 
 def default_text(name: str) -> str:
