@@ -15,6 +15,13 @@ The flag contract, the same for every task:
 - Defaults (forks, timeouts) live in invoke's configuration under ``accelstack:`` (:data:`CONFIG_DEFAULTS`),
   so ``invoke.yaml`` (or ``-f FILE``) sets them; an ``ACCELSTACK_FORKS``-style environment variable wins
   over the files, a flag over everything.
+
+Three behaviours of invoke 2.2's parser are adjusted here, once, when this module is imported (by the task
+collection, so under ``inv`` and the console script alike): a numeric flag shows its placeholder in --help
+(``--forks=INT``, ``--connect-timeout=SECONDS``: invoke shows none for a float), ``-h`` is help even where a
+task's positional argument is still missing (invoke fed ``-h`` to the positional), and a parse error (unknown
+flag, missing argument) is one line and exit 3 (invoke's is exit 1). Each wraps invoke's own method and
+changes nothing else.
 """
 
 from __future__ import annotations
