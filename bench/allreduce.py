@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 
 from accelstack.fanout import Fleet  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
@@ -95,7 +96,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs of each; medians are printed")
+    parser.add_argument("--tiny", action="store_true",
+                        help="the validator's single-node allreduce on this machine only (no lab): CI smoke test")
     args = parser.parse_args()
+    if args.tiny:
+        os.environ.setdefault("ACCELSTACK_RUNS", tempfile.mkdtemp(prefix="acw-tiny-"))
+        records = validate_inventory(None, only={"allreduce"})
+        for record in records:
+            print(f"{record.host} {record.check}: {record.status} {record.summary}")
+        if not records or any(r.status in ("fail", "error") for r in records):
+            raise SystemExit(1)
+        return
     root = Path(tempfile.mkdtemp(prefix="acw-"))
     os.environ.setdefault("ACCELSTACK_RUNS", str(root / "runs"))  # bench runs are not the user's history
     (root / "inventories").mkdir()

@@ -1,6 +1,7 @@
 """Fan-out benchmark: `accelstack facts` next to `ansible -m setup` and `pyinfra ... fact` on the same lab hosts.
 
     python bench/fanout.py [--hosts 32] [--repeat 5] [--big 256]
+    python bench/fanout.py --tiny    # 4 hosts on the local connection, accelstack only: the CI smoke test
 
 Brings up a lab of its own (tag ``acb``, subnet 10.216), prints median wall times side by side with ratios, then
 brings up ``--big`` hosts and prints accelstack's wall time and error count there. Needs root. ansible-core and
@@ -87,7 +88,11 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--big", type=int, default=256, help="host count for the scale run (0 to skip)")
+    parser.add_argument("--tiny", action="store_true",
+                        help="one round of accelstack facts over 4 local-connection hosts; no lab, no root, no peers")
     args = parser.parse_args()
+    if args.tiny:
+        return tiny()
     if os.geteuid() != 0:
         print("bench/fanout.py needs root (it brings up a lab)", file=sys.stderr)
         return 3
@@ -141,6 +146,22 @@ def main() -> int:
         finally:
             lab.down()
     return 0
+
+
+def tiny() -> int:
+    """The fan-out path (pool, one probe per host, records) on hosts reached with ``connection: local``."""
+    with tempfile.TemporaryDirectory(prefix="acb-tiny-") as tmp:
+        inventory = Path(tmp) / "local4.yml"
+        inventory.write_text("vars: {stack: cpu, connection: local}\nhosts:\n"
+                             + "".join(f"  local{i}: {{}}\n" for i in range(1, 5)))
+        path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+        seconds, code, out = timed([sys.executable, "-m", "accelstack", "facts", "--inventory", str(inventory),
+                                    "--json"], env={"ACCELSTACK_RUNS": str(Path(tmp) / "runs"), "PYTHONPATH": path})
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    passed = sum(1 for r in records if r["status"] == "pass")
+    print(f"accelstack facts on 4 local-connection hosts: {seconds:.2f} s, exit {code}, {passed}/4 pass "
+          "(peers and the lab are skipped in --tiny)")
+    return 0 if code == 0 and passed == 4 else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ other work on the machine falls on both alike. Each figure is the median of the 
 Target: no-op provision <= 1.5x facts, 0 bytes uploaded.
 
     sudo python bench/provision.py [--hosts 32] [--rounds 5] [--keep]
+    python bench/provision.py --tiny    # one round of facts and provision --check on this machine, no lab:
+                                        # the CI smoke test (no root, nothing touched, no target)
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
-from tests.test_provision_lab import LAB_ASCEND, PROGRAM  # noqa: E402
+from tests.test_provision_lab import LAB_ASCEND  # noqa: E402
 
 
 def cli(args: list[str], runs: Path) -> tuple[float, list[dict], int]:
+    """The console script as a user runs it (``python -m accelstack``), from this checkout's sources."""
     began = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", PROGRAM, *args, "--json"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "ACCELSTACK_RUNS": str(runs)})
+    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run([sys.executable, "-m", "accelstack", *args, "--json"], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": path})
     elapsed = time.monotonic() - began
     return elapsed, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")], proc.returncode
 
@@ -42,7 +47,10 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
+    parser.add_argument("--tiny", action="store_true", help="one round on this machine, --check only, no lab")
     args = parser.parse_args()
+    if args.tiny:
+        return tiny()
 
     from accelstack.lab import Lab
     from accelstack.lab.simulated import build_lab_repository
@@ -92,6 +100,18 @@ def main() -> int:
         if not args.keep:
             lab.down()
     return 0
+
+
+def tiny() -> int:
+    """facts and provision --check on the embedded default (this machine): nothing is changed, no root."""
+    with tempfile.TemporaryDirectory(prefix="acq-tiny-") as tmp:
+        runs = Path(tmp)
+        facts_s, facts_recs, facts_rc = cli(["facts"], runs)
+        check_s, check_recs, check_rc = cli(["provision", "--check"], runs)
+    print(f"{'':28}{'wall s':>8}  exit  records")
+    print(f"{'inv facts (local)':28}{facts_s:>8.2f}  {facts_rc:>4}  {len(facts_recs)}")
+    print(f"{'inv provision --check':28}{check_s:>8.2f}  {check_rc:>4}  {len(check_recs)}")
+    return 0 if facts_rc == 0 and check_rc == 0 and facts_recs and check_recs else 1
 
 
 if __name__ == "__main__":

@@ -203,8 +203,9 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
     calls: list[tuple[str, str, set[str] | None, str | None]] = []
 
     def validate_inventory(inventory: str, *, tier: str, only: set[str] | None, reporter: FleetReporter,
-                           limit: str | None = None) -> list[Record]:
+                           limit: str | None = None, **options: object) -> list[Record]:
         calls.append((Path(inventory).stem, tier, only, limit))
+        assert options["forks"] == 64  # the common flags reach validation
         hosts = {"a": ["h1", "h2"], "b": ["h2", "h3"]}[Path(inventory).stem]
         records = [r for r in fleet_records(dict.fromkeys(hosts, 180.0)) if r.host != "cluster"]
         if limit:

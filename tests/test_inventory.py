@@ -515,3 +515,36 @@ def test_relative_error_paths_when_under_the_cwd(tmp_path: Path, monkeypatch: py
     monkeypatch.chdir(tmp_path)
     message = load_error(path)
     assert message.startswith("inventories/bad.yml:3: host b: unknown connection 'telnet'")
+
+
+def test_a_var_remembers_the_line_that_set_it(tmp_path: Path) -> None:
+    path = write(tmp_path, "inv.yml", """
+        vars:
+          stack: cpu
+        hosts:
+          a: {}
+          b: {stack: nvidia-cuda12.4}
+        groups:
+          g:
+            hosts: [a]
+            vars: {stack: ascend-910b-cann8.1.rc1}
+        """)
+    inv = load_inventory(str(path))
+    assert inv.hosts["a"].where_of("stack").endswith("inv.yml:9")  # the group's vars win over the top level
+    assert inv.hosts["b"].where_of("stack").endswith("inv.yml:5")
+    assert inv.hosts["b"].where_of("no_such_var") == inv.hosts["b"].source
+
+
+def test_top_level_hosts_written_as_a_list_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "inv.yml", "vars: {stack: cpu}\nhosts:\n  - n1\n  - n2\n")
+    message = load_error(path)
+    assert "inv.yml:2: " in message and "not a list" in message
+
+
+def test_one_big_group_keeps_inventory_order_and_each_member_once(tmp_path: Path) -> None:
+    names = [f"n{i:05d}" for i in range(3000, 0, -1)]  # not in sorted order
+    hosts = "".join(f"{n} ansible_host=10.0.{i // 250}.{i % 250 + 1}\n" for i, n in enumerate(names))
+    path = write(tmp_path, "big.ini", "[all]\n" + hosts + "[g]\n" + hosts + "".join(f"{n}\n" for n in names[:10]))
+    inv = load_inventory(str(path))
+    assert [h.name for h in inv.select("g")] == names
+    assert len(inv.groups["g"].hosts) == len(names)

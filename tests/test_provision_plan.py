@@ -53,7 +53,7 @@ def facts(*, torch: str | None = None, torch_npu: str | None = None, python: str
 
 
 def plan_for(h: Host, f: Facts, state: RemoteState | None = None,
-             artifacts: list[Artifact] | None = None) -> tuple[HostPlan, Planner, HostView]:
+             artifacts: list[Artifact] | None = None, repo: str | None = "/srv/repo") -> tuple[HostPlan, Planner, HostView]:
     roles = load_roles()
     defaults: dict[str, object] = {}
     for role in roles.values():
@@ -63,7 +63,7 @@ def plan_for(h: Host, f: Facts, state: RemoteState | None = None,
     state = state or RemoteState()
     cluster = cluster_context([ClusterMember(h.name, h.address, ctx.stack.vendor, f, state, ctx.vars)])
     view = HostView(h.name, f, state, ctx.stack, ctx.vars, ARTIFACTS if artifacts is None else artifacts,
-                    cluster[h.name])
+                    cluster[h.name], repo=repo)
     return planner.plan_host(view), planner, view
 
 
@@ -155,7 +155,21 @@ def test_visible_devices_beyond_the_host_are_refused() -> None:
 
 def test_no_artifact_for_a_pin_is_a_problem_for_that_host() -> None:
     plan, _, _ = plan_for(host(), facts(), artifacts=[])
-    assert plan.changes == [] and "no wheel for torch 2.13.0+cpu" in plan.problems[0]
+    assert plan.changes == [] and "/srv/repo has no torch 2.13.0+cpu (wheel)" in plan.problems[0]
+
+
+def test_no_repository_configured_says_so() -> None:
+    plan, _, _ = plan_for(host(), facts(), artifacts=[], repo=None)
+    assert plan.changes == [] and len(plan.problems) == 1
+    assert "torch 2.13.0+cpu (wheel) must be installed from an artifact repository, and none is configured" \
+        in plan.problems[0]
+
+
+def test_a_missing_artifact_is_no_problem_for_a_step_at_its_pin() -> None:
+    # torch already at its pin: the plan has template changes, and no artifact is needed for them.
+    plan, _, _ = plan_for(host(), facts(torch="2.13.0+cpu", python="3.11.7"), artifacts=[], repo=None)
+    assert plan.problems == [] and plan.changes
+    assert all(not change.uploads for change in plan.changes)
 
 
 def test_env_file_holds_collective_settings_quoted_and_checksums_drive_the_write() -> None:
@@ -299,3 +313,11 @@ def test_retry_failed_reads_the_newest_applying_run(tmp_path: Path) -> None:
     with (cut.path / "results.jsonl").open("a") as handle:
         handle.write('{"host": "n3", "check": "provis')
     assert failed_hosts_of_last_run(tmp_path) == ["n1", "n3"]
+
+
+def test_every_missing_artifact_is_listed_not_only_the_first() -> None:
+    plan, _, _ = plan_for(host(stack=ASCEND_STACK), facts(), artifacts=[])
+    text = "\n".join(plan.problems)
+    assert plan.changes == [] and len(plan.problems) >= 3, plan.problems
+    for component in ("ascend_driver", "ascend_firmware", "cann_toolkit"):
+        assert f"has no {component} " in text, text

@@ -217,8 +217,16 @@ class SSHTransport:
         self._connect_timeout = connect_timeout
 
     def open(self) -> None:
-        """Connect and authenticate; raises paramiko/socket errors as they are so the caller can retry."""
-        self.connection.open()
+        """Connect and authenticate; raises paramiko/socket errors so the caller can retry."""
+        try:
+            self.connection.open()
+        except paramiko.SSHException as exc:
+            if "banner" not in str(exc).lower() and "protocol version" not in str(exc).lower():
+                raise
+            # One line a person can act on; "banner" stays in it so the pool still retries a MaxStartups drop.
+            raise paramiko.SSHException(
+                f"port {self.host.port} answers but no SSH banner came: not an sshd, or sshd dropped the "
+                f"connection ({str(exc).split('[')[0].strip()})") from None
         transport = self.connection.client.get_transport()
         if transport is not None:
             transport.set_keepalive(15)

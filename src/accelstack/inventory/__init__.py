@@ -49,6 +49,8 @@ The inventory applies 2 to 6 into ``Host.vars``; the other layers use :func:`mer
 from __future__ import annotations
 
 import re
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InventoryError
@@ -78,7 +80,19 @@ def load_inventory(name_or_path: str | None = None, *, search_dir: Path | None =
     display = display_path(path)
     draft = _parse(path, display)
     name = path.stem if path.suffix in _SUFFIXES else path.name
-    return build_inventory(draft, path, name)
+    inventory = build_inventory(draft, path, name)
+    if (name_or_path is None or name_or_path.strip() in ("", DEFAULT_INVENTORY)) and name == DEFAULT_INVENTORY:
+        _python_that_runs_us(inventory)
+    return inventory
+
+
+def _python_that_runs_us(inventory: Inventory) -> None:
+    """The embedded default's local hosts run torch with the interpreter that runs accelstack, unless the file
+    names one: ``venv/bin/accelstack validate`` from cron has no activated venv, and ``python3`` on PATH
+    would be the system's, without the torch installed beside accelstack."""
+    for host_name, host in inventory.hosts.items():
+        if host.is_local and not host.vars.get("stack_python"):
+            inventory.hosts[host_name] = replace(host, vars={**host.vars, "stack_python": sys.executable})
 
 
 def resolve_inventory_path(name_or_path: str | None, *, search_dir: Path | None = None) -> Path:

@@ -60,7 +60,7 @@ def build_inventory(draft: Draft, path: Path, name: str) -> Inventory:
         if not group.defined:
             raise InventoryError(f"group {group.name} is used as a child but is never defined", where=group.source)
     depth = _group_depths(draft)
-    grouped = {host for group in draft.groups.values() for host, _ in group.hosts}
+    grouped = {host for group in draft.groups.values() for host in group.hosts}
     for host in draft.hosts:
         if host not in grouped:
             draft.group("ungrouped", draft.display)
@@ -71,12 +71,13 @@ def build_inventory(draft: Draft, path: Path, name: str) -> Inventory:
 
     parents: dict[str, list[str]] = {group: [] for group in draft.groups}
     for group in draft.groups.values():
-        for child, _ in group.children:
+        for child in group.children:
             parents[child].append(group.name)
     host_groups: dict[str, set[str]] = {host: set() for host in draft.hosts}
     for group in draft.groups.values():
-        for host, _ in group.hosts:
-            host_groups[host].update(_ancestors(group.name, parents))
+        ancestors = _ancestors(group.name, parents)  # once per group, not once per member
+        for host in group.hosts:
+            host_groups[host].update(ancestors)
 
     base = path.parent
     group_files = _VarsFiles(base / "group_vars")
@@ -105,8 +106,8 @@ def build_inventory(draft: Draft, path: Path, name: str) -> Inventory:
     for group_name, group in draft.groups.items():
         groups[group_name] = Group(
             group_name,
-            hosts=[host for host, _ in group.hosts],
-            children=[child for child, _ in group.children],
+            hosts=list(group.hosts),
+            children=list(group.children),
             vars=merge_layers(group.inline.vars),
             source=group.source,
         )
@@ -130,7 +131,7 @@ def _group_depths(draft: Draft) -> dict[str, int]:
     """Depth below ``all`` (top-level groups are 1); a cycle among children is an error."""
     parents: dict[str, list[tuple[str, str]]] = {name: [] for name in draft.groups}
     for group in draft.groups.values():
-        for child, where in group.children:
+        for child, where in group.children.items():
             parents[child].append((group.name, where))
     depth: dict[str, int] = {}
     visiting: list[str] = []
@@ -247,6 +248,7 @@ def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: 
         groups=groups,
         vars=merged,
         source=source,
+        var_lines=lines,
     )
 
 

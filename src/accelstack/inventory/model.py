@@ -29,6 +29,12 @@ class Host:
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
     source: str = ""
+    # ``file:line`` of each var as written (the layer that won), for errors that point at a value.
+    var_lines: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+
+    def where_of(self, key: str) -> str:
+        """Where ``key`` was set (``inventories/npu8.yml:3``), else where the host was defined."""
+        return self.var_lines.get(key, self.source)
 
     @property
     def is_local(self) -> bool:
@@ -72,6 +78,7 @@ class Inventory:
         if cached is not None:
             return cached
         members: dict[str, list[str]] = {}
+        order = {name: index for index, name in enumerate(self.hosts)}
         for group in self.groups:
             found: set[str] = set()
             stack, seen = [group], set()
@@ -82,6 +89,7 @@ class Inventory:
                 seen.add(current)
                 found.update(self.groups[current].hosts)
                 stack.extend(self.groups[current].children)
-            members[group] = [name for name in self.hosts if name in found]
+            # Inventory order, by sorting the members (not by scanning every host for every group).
+            members[group] = sorted((name for name in found if name in order), key=order.__getitem__)
         self.__dict__["_members_cache"] = members
         return members

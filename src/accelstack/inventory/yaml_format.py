@@ -98,6 +98,12 @@ def _native_hosts(draft: Draft, value: Any, where: str, *, group: str | None) ->
     display = draft.display
     if value is None:
         return
+    if isinstance(value, MarkedList) and group is None:
+        # A list here would make each name a host reached at its own name, with no settings: easy to write
+        # by mistake (for a group's list) and silently wrong, so it is refused.
+        raise InventoryError("the top-level hosts: is a mapping of host name to settings, not a list",
+                             where=where, hint="write each host as `name: {address: ...}` (or `name: {}`); "
+                                               "a list of names belongs under a group's hosts:")
     if isinstance(value, MarkedList):
         for pattern, item_where in _names_list(value, display, where):
             for name in _expand(pattern, item_where):

@@ -110,7 +110,8 @@ class Lab:
                                   hint="apt-get install openssh-server openssh-client iproute2 util-linux")
 
     # ----- up -----
-    def up(self, count: int, *, stack: str = "cpu") -> dict[str, LabHost]:
+    def up(self, count: int, *, stack: str = "cpu", artifact_repo: Path | None = None) -> dict[str, LabHost]:
+        """Bring up ``count`` hosts and write the lab inventory (with ``artifact_repo`` when given)."""
         if not 1 <= count <= MAX_HOSTS:
             raise ConfigError(f"--hosts must be between 1 and {MAX_HOSTS}, not {count}")
         self.require_root()
@@ -148,7 +149,7 @@ class Lab:
         self._wait_ssh(list(hosts.values()))
         self._write_known_hosts(hosts)
         self._write_name_service(hosts)
-        self._write_inventory(hosts, stack)
+        self._write_inventory(hosts, stack, artifact_repo)
         return hosts
 
     def _write_name_service(self, hosts: dict[str, LabHost]) -> None:
@@ -278,7 +279,7 @@ class Lab:
             lines.append(f"{host.address} {pub[0]} {pub[1]}")
         self.known_hosts.write_text("\n".join(lines) + "\n")
 
-    def _write_inventory(self, hosts: dict[str, LabHost], stack: str) -> None:
+    def _write_inventory(self, hosts: dict[str, LabHost], stack: str, artifact_repo: Path | None = None) -> None:
         ordered = sorted(hosts.values(), key=lambda h: h.index)
         lines = [
             "# Written by `inv lab.up`: real sshd hosts in network namespaces on this machine.",
@@ -293,6 +294,7 @@ class Lab:
             "  checkpoint_dir: /data/checkpoints",
             "  checkpoint_fs: tmpfs",
             "  gloo_socket_ifname: eth0",
+            *([f"  artifact_repo: {artifact_repo}"] if artifact_repo else []),
             "hosts:",
             *[f"  {h.name}: {{address: {h.address}}}" for h in ordered],
             "groups:",

@@ -71,7 +71,8 @@ class Prepared:
         ctx = self.contexts[name]
         repo = self.repos[name]
         return HostView(host=name, facts=facts, state=state or RemoteState(), stack=ctx.stack, vars=ctx.vars,
-                        artifacts=repo.artifacts if repo else [], extra=extra or {})
+                        artifacts=repo.artifacts if repo else [], extra=extra or {},
+                        repo=str(repo.location) if repo else None)
 
 
 def prepare(hosts: list[Host], options: ProvisionOptions) -> Prepared:

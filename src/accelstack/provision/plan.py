@@ -128,16 +128,19 @@ class Planner:
                                                                              view.stack.vendor))
         if plan.problems:
             return plan
-        try:
-            for step, fields in self.active_steps(view):
+        for step, fields in self.active_steps(view):
+            # Every step is checked even after one has a problem, so the plan lists every missing artifact.
+            try:
                 if step.kind == "template":
                     fields["_content"] = render_template(self.env, str(fields["src"]), view.context())
                 change = STEP_KINDS[step.kind].check(step.id, fields, view)
-                if change is not None:
-                    change.notify = step.notify
-                    plan.changes.append(change)
-        except PlanProblem as problem:
-            plan.problems.append(str(problem))
+            except PlanProblem as problem:
+                plan.problems.append(f"{step.id}: {problem}")
+                continue
+            if change is not None:
+                change.notify = step.notify
+                plan.changes.append(change)
+        if plan.problems:
             plan.changes.clear()
         return plan
 

@@ -89,6 +89,7 @@ class HostView:
     vars: dict[str, Any]
     artifacts: list[Artifact] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    repo: str | None = None  # where the artifacts come from; None: no repository is configured for this host
 
     @property
     def installed(self) -> dict[str, str | None]:
@@ -111,6 +112,17 @@ def _matches(pinned: str, installed: str | None, mode: str) -> bool:
         return versions_match(pinned, installed, mode)  # type: ignore[arg-type]
     except (VersionError, ValueError):
         return pinned == installed
+
+
+def missing_artifact(view: HostView, what: list[str]) -> PlanProblem:
+    """The problem for a step that needs artifacts it cannot have; says so when no repository is configured."""
+    listed = ", ".join(what)
+    if view.repo is None:
+        return PlanProblem(f"{listed} must be installed from an artifact repository, and none is configured",
+                           hint="set artifact_repo in the inventory (vars), or pass --repo FOLDER|URL; "
+                                "`inv repo.build` builds the lab's")
+    return PlanProblem(f"the artifact repository {view.repo} has no {listed}",
+                       hint="add it to the repository's manifest.yml, or fix the stack's pin")
 
 
 def find_artifact(artifacts: list[Artifact], component: str, version: str, mode: str = "exact") -> Artifact | None:
@@ -217,8 +229,7 @@ class InstallerStep(StepKind):
             return None
         artifact = find_artifact(view.artifacts, component, version, mode)
         if artifact is None:
-            raise PlanProblem(f"the artifact repository has no {component} {version}",
-                              hint="add the package to the repository's manifest.yml, or fix the stack's pin")
+            raise missing_artifact(view, [f"{component} {version}"])
         upload = _upload(view, artifact)
         file = shlex.quote(upload.remote)
         run = str(fields.get("run") or "{file} {args}").format(file=file, args=fields.get("args") or "")
@@ -242,24 +253,31 @@ class PipStep(StepKind):
     kind = "pip"
 
     def _wheels(self, fields: dict[str, Any], view: HostView) -> tuple[list[tuple[str, str]], list[Artifact]]:
-        pins: list[tuple[str, str]] = []
+        pins = self._pins(fields, view)
         wheels: list[Artifact] = []
-        for component in _as_list(fields.get("packages") or ["torch", "torch_npu"]):
-            pin = view.stack.pins.get(component)
-            if pin is None:
-                continue
-            pins.append((component, pin.version))
+        missing = []
+        for component, version in pins:
             found = [a for a in view.artifacts if a.is_wheel and a.component == component
-                     and _matches(pin.version, a.version, "exact")]
+                     and _matches(version, a.version, "exact")]
             if not found:
-                raise PlanProblem(f"the artifact repository has no wheel for {component} {pin.version}",
-                                  hint="add the wheel to the repository's manifest.yml")
+                missing.append(f"{component} {version} (wheel)")
             wheels.extend(found)
+        if missing:
+            raise missing_artifact(view, missing)
         known = set(view.stack.pins) | {"torch", "torch_npu", "torch_cuda"}
         # Dependency wheels (sympy, filelock, ...) are listed under their own names; all of them travel, since
         # pip resolves torch's requirements from the wheelhouse alone.
         wheels.extend(a for a in view.artifacts if a.is_wheel and a.component not in known)
         return pins, wheels
+
+    @staticmethod
+    def _pins(fields: dict[str, Any], view: HostView) -> list[tuple[str, str]]:
+        pins = []
+        for component in _as_list(fields.get("packages") or ["torch", "torch_npu"]):
+            pin = view.stack.pins.get(component)
+            if pin is not None:
+                pins.append((component, pin.version))
+        return pins
 
     def query(self, fields: dict[str, Any], view: HostView) -> StateQuery:
         wheelhouse = str(fields["wheelhouse"])
@@ -275,7 +293,7 @@ class PipStep(StepKind):
         have_python = view.facts.stack_python_version
         python_ok = have_python is not None and (python_pin is None or
                                                  _matches(python_pin.version, have_python, python_pin.match))
-        pins, wheels = self._wheels(fields, view)
+        pins = self._pins(fields, view)
         drift = []
         for component, version in pins:
             installed = view.installed.get(component)
@@ -283,7 +301,8 @@ class PipStep(StepKind):
             if not python_ok or not _matches(version, installed, mode):
                 drift.append((component, installed, version))
         if python_ok and not drift:
-            return None
+            return None  # at its pins: no wheel is needed, so a missing one is no problem
+        _, wheels = self._wheels(fields, view)
         wheelhouse = str(fields["wheelhouse"]).rstrip("/")
         uploads = [_upload(view, a, wheelhouse) for a in wheels]
         interpreter = shlex.quote(str(fields["python"]))

@@ -72,11 +72,19 @@ class Stack:
     nvidia_driver_branch: str | None = None
     source: Path | None = None
     lines: dict[str, int] = field(default_factory=dict)
+    # Set only when loaded with check_name=False: `stack.check PATH` reports it, then still gives the verdict.
+    naming_error: StackError | None = field(default=None, compare=False, repr=False)
 
     @property
     def components(self) -> dict[str, str]:
         """Component -> pinned version text, in the vocabulary's order."""
         return {key: self.pins[key].version for key in COMPONENTS if key in self.pins}
+
+    @property
+    def check_command(self) -> str:
+        """The ``inv stack.check`` line that finds this stack: its name when it is shipped, else its path."""
+        shipped = self.source is not None and self.source.resolve() == (stacks_dir() / f"{self.name}.yml").resolve()
+        return f"inv stack.check {self.name if shipped or self.source is None else self.source}"
 
     def where(self, key: str | None = None) -> str:
         """``stacks/name.yml:LINE`` for a field or component key (``components.torch``), for messages."""
@@ -141,8 +149,12 @@ def _string_map(path: Path, data: MarkedDict, field_name: str, *, numbers_ok: bo
     return out
 
 
-def parse_stack(data: Any, path: Path) -> Stack:
-    """Validate the shape of one parsed stack file; every error names ``path:line``."""
+def parse_stack(data: Any, path: Path, *, check_name: bool = True) -> Stack:
+    """Validate the shape of one parsed stack file; every error names ``path:line``.
+
+    A ``name:`` other than the file name is an error (a stack is found by its file name); with
+    ``check_name=False`` it is kept in :attr:`Stack.naming_error` instead, so the rest is still judged.
+    """
     if not isinstance(data, MarkedDict):
         raise _fail(path, getattr(data, "line", 1), "a stack file must be a mapping of fields",
                     hint=f"required fields: {', '.join(REQUIRED_FIELDS)}")
@@ -159,9 +171,13 @@ def parse_stack(data: Any, path: Path) -> Stack:
         lines[key] = data.line_of(key)
 
     name = _require_str(path, data.line_of("name"), "name", data["name"])
+    naming_error = None
     if name != path.stem:
-        raise _fail(path, data.line_of("name"), f"name {name!r} differs from the file name {path.stem!r}",
-                    hint="a stack is found by its file name; keep the two the same")
+        naming_error = _fail(path, data.line_of("name"), f"name {name!r} differs from the file name {path.stem!r}",
+                             hint=f"a stack is found by its file name: rename the file to {name}.yml, or set "
+                                  f"name: {path.stem}")
+        if check_name:
+            raise naming_error
     vendor = data["vendor"]
     if vendor not in VENDORS:
         raise _fail(path, data.line_of("vendor"), f"vendor {vendor!r} is not one of {', '.join(VENDORS)}")
@@ -215,6 +231,7 @@ def parse_stack(data: Any, path: Path) -> Stack:
     return Stack(
         name=name, vendor=vendor, backend=backend, description=description.strip(), pins=pins,
         paths=stack_paths, devices=list(devices), env=env, nvidia_driver_branch=branch, source=path, lines=lines,
+        naming_error=naming_error,
     )
 
 
@@ -232,10 +249,10 @@ def _resolve(name_or_path: str | Path, root: Path | None) -> Path:
     return path
 
 
-def load_stack(name_or_path: str | Path, root: Path | None = None) -> Stack:
+def load_stack(name_or_path: str | Path, root: Path | None = None, *, check_name: bool = True) -> Stack:
     """A stack by name (``stacks/<name>.yml`` under the project root) or by path."""
     path = _resolve(name_or_path, root)
-    return parse_stack(load_marked(path), path)
+    return parse_stack(load_marked(path), path, check_name=check_name)
 
 
 def stack_names(root: Path | None = None) -> list[str]:

@@ -29,6 +29,6 @@ def preflight(stack: Stack, matrix: Matrix | None = None) -> list[Violation]:
         text = f"stack {stack.name} breaks {count}:\n" + format_violations(violations)
         raise StackError(
             text, where=str(stack.source) if stack.source else None,
-            hint=f"change the pins named above to one of the nearest choices, then run: inv stack.check {stack.name}",
+            hint=f"change the pins named above to one of the nearest choices, then run: {stack.check_command}",
         )
     return violations

@@ -1,4 +1,8 @@
-"""The task collection: the same tasks behind ``inv`` in a checkout and the ``accelstack`` console script."""
+"""The task collection: the same tasks behind ``inv`` in a checkout and the ``accelstack`` console script.
+
+Every task follows one flag contract (:mod:`accelstack.tasks.common`), and the collection carries the
+``accelstack:`` configuration namespace that holds the defaults (forks, timeouts).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from . import provision as provision_tasks
 from . import report as report_tasks
 from . import stack as stack_tasks
 from . import validate as validate_tasks
+from .common import CONFIG_DEFAULTS, conform
 
 
 def build_collection() -> Collection:
@@ -30,7 +35,17 @@ def build_collection() -> Collection:
                         report_tasks.fleet_check):
         root.add_task(report_task)
     root.add_collection(stack_tasks.ns)
+    _conform_all(root)
+    root.configure({"accelstack": dict(CONFIG_DEFAULTS)})
     return root
+
+
+def _conform_all(collection: Collection) -> None:
+    """Every task, however it was declared, under the same flag contract (-h is help, numbers typed)."""
+    for name, existing in list(collection.tasks.items()):
+        collection.tasks[name] = conform(existing)
+    for sub in collection.collections.values():
+        _conform_all(sub)
 
 
 ns = build_collection()

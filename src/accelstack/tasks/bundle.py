@@ -4,29 +4,47 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
+from typing import Any
 
-from invoke import task
 from rich.console import Console
 
-from ..fanout import FanoutOptions, Fleet
+from ..fanout import Fleet
 from ..gather import probe_options_for
 from ..inventory import load_inventory
 from ..output import Reporter, records_table
 from ..records import Record, RunWriter, error_record, exit_code_for, utc_now
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    check_stacks,
+    extra_vars,
+    fanout_options,
+    task,
+    with_vars,
+    writable_dir,
+)
 
 
-@task(help={**HELP_COMMON, "output": "folder for the bundles (default bundles/<timestamp>)"})
+@task(help={**HELP_COMMON, "output": "folder for the bundles (default bundles/<timestamp>)"}, iterable=["set"])
 @boundary
-def collect_bundles(c, inventory=None, limit=None, output=None, json=False, forks=64):
-    """Gather a support bundle per host (one round trip): npu-smi, hccn_tool, nvidia-smi -q -x and topo -m,
-    lspci, ip addr, version files, the environment (secrets masked), pip list and dmesg; folder and .tar.gz."""
+def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = None, output: str | None = None,
+                    json: bool = False, forks: int | None = None, connect_timeout: float | None = None,
+                    set: list[str] | None = None) -> int:
+    """Gather a support bundle per host, in one round trip, as a folder and a .tar.gz.
+
+    A bundle holds npu-smi, hccn_tool, nvidia-smi -q -x and topo -m, lspci, ip addr, version files, the
+    environment (secrets masked), pip list and dmesg.
+    """
     from ..bundle import collect  # loaded when this task runs, not for every task
 
+    overrides = extra_vars(set or [])
+    options = fanout_options(c, forks, connect_timeout)
     inv = load_inventory(inventory)
-    hosts = inv.select(limit)
-    dest = Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}")
-    dest.mkdir(parents=True, exist_ok=True)
+    hosts = with_vars(inv.select(limit), overrides)
+    check_stacks(hosts, overrides)
+    dest = writable_dir(Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}"), "--output")
+    check_runs_folder()
     writer = RunWriter("collect", meta={"inventory": str(inv.path), "output": str(dest)})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="collect")
     by_name = {h.name: h for h in hosts}
@@ -35,7 +53,7 @@ def collect_bundles(c, inventory=None, limit=None, output=None, json=False, fork
         host = by_name[transport.host.name]
         return collect(transport, probe_options_for(host), dest, stack=host.vars.get("stack"))
 
-    with Fleet(FanoutOptions(forks=int(forks))) as fleet:
+    with Fleet(options) as fleet:
         for outcome in fleet.map(hosts, work):
             if outcome.error is not None or outcome.value is None:
                 reporter.add(error_record(outcome.host.name, "collect", outcome.error or Exception("no bundle")))
@@ -55,13 +73,13 @@ def collect_bundles(c, inventory=None, limit=None, output=None, json=False, fork
                      "stack the bundle was collected for)",
             "json": "print {\"records\": [...], \"findings\": [...]} instead of tables"})
 @boundary
-def analyze(c, bundle, expect_devices=None, json=False, stack=None):
-    """Run the fact parsers, the offline checks and the log diagnosis on a bundle, as if the host were there."""
+def analyze(c: Any, bundle: str, expect_devices: int | None = None, json: bool = False,
+            stack: str | None = None) -> int:
+    """Read a bundle offline: the fact parsers, the offline checks and the log diagnosis, as if on the host."""
     from ..bundle import analyze_bundle
     from ..diagnose import render_diagnosis
 
-    facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=None if expect_devices is None
-                                               else int(expect_devices), stack=stack)
+    facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=expect_devices, stack=stack)
     failing = [r for r in records if r.status in ("fail", "error")]
     if json:
         print(jsonlib.dumps({"facts": facts.to_dict(), "records": [r.to_dict() for r in records],

@@ -14,14 +14,14 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from invoke import Task, task
+from invoke import task
 from invoke.parser import Argument
 from rich.console import Console
 
 from ..errors import ConfigError
 from ..output import records_table
 from ..records import Record
-from .common import boundary
+from .common import AccelstackTask, boundary
 
 if TYPE_CHECKING:
     from ..diagnose import Diagnosis
@@ -101,7 +101,7 @@ class _HelpArgument(Argument):
             self.partner.help_seen = True
 
 
-class _DiagnoseTask(Task):
+class _DiagnoseTask(AccelstackTask):
     """``-h`` stays help (invoke would give it to --host) and ``log`` becomes a :class:`_LogsArgument`."""
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
@@ -121,7 +121,7 @@ class _DiagnoseTask(Task):
         return arguments
 
 
-@task(klass=_DiagnoseTask, positional=["log"], iterable=["log"], help=HELP)
+@task(klass=_DiagnoseTask, positional=["log"], iterable=["log"], help=HELP, short_flags={"log": "l"})
 @boundary
 def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inventory: str | None = None,
              json: bool = False, help: bool = False) -> int:

@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
-from invoke import task
+from typing import Any
 
 from ..context import resolve_contexts
-from ..fanout import FanoutOptions, Fleet
+from ..fanout import Fleet
 from ..gather import gather_facts, probe_options_for
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
 from ..stacks import drift_table, load_matrix, run_drift
-from .common import HELP_COMMON, boundary
+from .common import HELP_COMMON, boundary, check_runs_folder, check_stacks, extra_vars, fanout_options, task
 
 
-@task(help=HELP_COMMON)
+@task(help=HELP_COMMON, iterable=["set"])
 @boundary
-def drift(c, inventory=None, limit=None, json=False, forks=64):
-    """Compare each host's facts with its stack: fail where the installed set breaks a compatibility rule,
-    warn for other differences; each record names the fix (re-provision, or which pin to change)."""
+def drift(c: Any, inventory: str | None = None, limit: str | None = None, json: bool = False,
+          forks: int | None = None, connect_timeout: float | None = None, set: list[str] | None = None) -> int:
+    """Compare each host's installed stack with its pinned stack; each record names the fix.
+
+    Fails where the installed set breaks a compatibility rule, warns for other differences; the fix is a
+    re-provision, or the pin to change.
+    """
+    overrides = extra_vars(set or [])
+    options = fanout_options(c, forks, connect_timeout)
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
-    contexts = resolve_contexts(hosts, run_preflight=False)  # drift reports a bad pin; it does not refuse it
+    check_stacks(hosts, overrides)
+    # drift reports a bad pin; it does not refuse it
+    contexts = resolve_contexts(hosts, overrides=overrides or None, run_preflight=False)
     matrix = load_matrix()
+    check_runs_folder()
     writer = RunWriter("drift", meta={"inventory": str(inv.path), "limit": limit})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="drift")
-    with Fleet(FanoutOptions(forks=int(forks))) as fleet:
+    with Fleet(options) as fleet:
         outcomes = gather_facts(fleet, hosts, lambda h: probe_options_for(h, contexts[h.name]))
         for outcome in outcomes:
             installed = outcome.error if outcome.error else outcome.value.components()  # type: ignore[union-attr]

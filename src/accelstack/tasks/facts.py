@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
-from invoke import task
+from typing import Any
 
 from ..facts.render import facts_table
-from ..fanout import FanoutOptions, Fleet
+from ..fanout import Fleet
 from ..gather import facts_record, gather_facts
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    check_stacks,
+    extra_vars,
+    fanout_options,
+    task,
+    with_vars,
+)
 
 
-@task(help={**HELP_COMMON, "connect_timeout": "seconds to wait for an SSH connection (default 10)"})
+@task(help=HELP_COMMON, iterable=["set"])
 @boundary
-def facts(c, inventory=None, limit=None, json=False, forks=64, connect_timeout=10.0):
-    """Gather facts from every host: OS, CPUs, memory, NUMA, NICs, accelerators, and the stack as installed."""
+def facts(c: Any, inventory: str | None = None, limit: str | None = None, json: bool = False,
+          forks: int | None = None, connect_timeout: float | None = None, set: list[str] | None = None) -> int:
+    """Gather facts from every host: OS, CPUs, memory, NUMA, NICs, accelerators and the installed stack."""
+    overrides = extra_vars(set or [])
+    options = fanout_options(c, forks, connect_timeout)
     inv = load_inventory(inventory)
-    hosts = inv.select(limit)
-    options = FanoutOptions(forks=int(forks), connect_timeout=float(connect_timeout))
+    hosts = with_vars(inv.select(limit), overrides)
+    check_stacks(hosts, overrides)  # a stack that does not exist is bad input, whatever task reads it
+    check_runs_folder()
     writer = RunWriter("facts", meta={"inventory": str(inv.path), "limit": limit, "hosts": [h.name for h in hosts]})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="facts")
     tables = []
@@ -33,4 +46,3 @@ def facts(c, inventory=None, limit=None, json=False, forks=64, connect_timeout=1
         for table in sorted(tables, key=lambda t: str(t.title)):
             reporter.console.print(table)
     return reporter.finish()
-

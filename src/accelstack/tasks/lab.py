@@ -3,22 +3,41 @@
 from __future__ import annotations
 
 import json as jsonlib
+from pathlib import Path
+from typing import Any
 
-from invoke import Collection, task
+from invoke import Collection
 from rich.console import Console
 from rich.table import Table
 
 from ..lab import FAULT_KINDS, Lab
-from .common import boundary
+from .common import boundary, task
 
 
-@task(help={"hosts": "how many hosts (1-256)", "stack": "stack the lab inventory names (default cpu)"})
+@task(help={"hosts": "how many hosts, 1-256 (default 4)", "stack": "stack the lab inventory names (default cpu)",
+            "repo": "artifact repository the lab inventory names (default: .lab/repo, built for the stack if it "
+                    "lacks its packages)"})
 @boundary
-def up(c, hosts=4, stack="cpu"):
-    """Bring up N lab hosts (idempotent: existing healthy hosts are kept) and write inventories/lab.yml."""
+def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = None) -> int:
+    """Bring up N lab hosts (existing healthy ones are kept) and write inventories/lab.yml.
+
+    The inventory names the lab's artifact repository, so `inv provision --inventory lab` works next.
+    """
+    from ..lab.simulated.repository import ensure_lab_repository
+    from ..paths import project_root
+
+    count = 4 if hosts is None else int(hosts)
     lab = Lab()
-    made = lab.up(int(hosts), stack=stack)
-    Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory}")
+    lab.require_root()
+    if repo:
+        location = Path(repo).resolve()
+    else:
+        # Built before any host: a missing torch wheel or gcc is found before the lab is half up.
+        location, built = ensure_lab_repository(project_root() / ".lab" / "repo", stack)
+        if built:
+            Console().print(f"lab: artifact repository built in {location}")
+    made = lab.up(count, stack=stack, artifact_repo=location)
+    Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory} (artifact_repo {location})")
     return 0
 
 

@@ -4,31 +4,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from invoke import Collection, task
+from invoke import Collection
 from rich.table import Table
 
 from ..errors import ConfigError
-from ..fanout import FanoutOptions, Fleet
+from ..fanout import Fleet
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    check_stacks,
+    default_text,
+    extra_vars,
+    fanout_options,
+    setting,
+    task,
+)
 
 if TYPE_CHECKING:
     from ..provision.plan import HostPlan
-
-
-def _extra_vars(pairs: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set {pair!r}: expected NAME=VALUE")
-        out[key.strip()] = yaml.safe_load(value) if value else ""
-    return out
 
 
 def _plan_table(plans: dict[str, HostPlan]) -> Table:
@@ -55,19 +54,23 @@ def _plan_table(plans: dict[str, HostPlan]) -> Table:
     "repo": "artifact repository (folder or http(s) mirror with manifest.yml); overrides artifact_repo",
     "roles": "comma-separated roles to run instead of those the stack's vendor selects",
     "retry_failed": "only the hosts that failed (error/fail) in the last provision run",
-    "set": "NAME=VALUE variable on the command line (highest precedence); repeatable",
-    "connect_timeout": "seconds to wait for an SSH connection (default 10)",
-    "host_timeout": "seconds one host may take for each phase (default 3600)",
+    "host_timeout": "seconds one host may take for each phase " + default_text("host_timeout"),
 }, iterable=["set"])
 @boundary
-def provision(c, inventory=None, limit=None, json=False, forks=64, check=False, reboot=False, batch=1, repo=None,
-              roles=None, retry_failed=False, set=None, connect_timeout=10.0, host_timeout=3600.0):
+def provision(c: Any, inventory: str | None = None, limit: str | None = None, json: bool = False,
+              forks: int | None = None, check: bool = False, reboot: bool = False, batch: int | None = None,
+              repo: str | None = None, roles: str | None = None, retry_failed: bool = False,
+              set: list[str] | None = None, connect_timeout: float | None = None,
+              host_timeout: float | None = None) -> int:
     """Bring hosts to their pinned stack: roles in order, artifacts by checksum, rendered env; idempotent."""
     # The provisioning layer (jinja2, roles) loads only when this task runs: every other task starts faster.
     from ..provision import ProvisionOptions, failed_hosts_of_last_run, prepare
     from ..provision import provision as run_provision
+    fanout = fanout_options(c, forks, connect_timeout, setting(c, "host_timeout", host_timeout))
+    overrides = extra_vars(set or [])
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
+    check_stacks(hosts, overrides)
     if retry_failed:
         failed = failed_hosts_of_last_run()
         if failed is None:
@@ -76,14 +79,14 @@ def provision(c, inventory=None, limit=None, json=False, forks=64, check=False, 
         if not hosts:
             print("accelstack: the last provision run had no failed host; nothing to retry")
             return 0
-    options = ProvisionOptions(check_only=bool(check), reboot=bool(reboot), batch=int(batch), repo=repo,
-                               roles=[r.strip() for r in roles.split(",")] if roles else None,
-                               overrides=_extra_vars(list(set or [])))
+    options = ProvisionOptions(check_only=bool(check), reboot=bool(reboot), batch=1 if batch is None else batch,
+                               repo=repo, roles=[r.strip() for r in roles.split(",")] if roles else None,
+                               overrides=overrides)
     prepared = prepare(hosts, options)  # exit 3 on a bad role, stack or repository: no host touched yet
+    check_runs_folder()
     writer = RunWriter("provision", meta={"inventory": str(inv.path), "limit": limit, "check_only": bool(check),
                                           "hosts": [h.name for h in hosts]})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="provision")
-    fanout = FanoutOptions(forks=int(forks), connect_timeout=float(connect_timeout), host_deadline=float(host_timeout))
     with Fleet(fanout) as fleet:
         plans = run_provision(fleet, hosts, options, reporter.add, prepared=prepared)
     return reporter.finish(_plan_table(plans) if check and not json else None)
@@ -100,7 +103,8 @@ def set_of(names: list[str]) -> frozenset[str]:
     "with_deps": "also add torch's dependency wheels (pip download from the site's configured index)",
 }, iterable=["stack"])
 @boundary
-def build(c, dest=None, stack=None, torch_wheel=None, with_deps=True):
+def build(c: Any, dest: str | None = None, stack: list[str] | None = None, torch_wheel: str | None = None,
+          with_deps: bool = True) -> int:
     """Build the lab's artifact repository: SIMULATED vendor packages, the real torch CPU wheel, manifest.yml."""
     from ..lab.simulated import build_lab_repository
     from ..paths import project_root

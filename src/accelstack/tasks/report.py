@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from invoke import task
 from rich.console import Console
 from rich.table import Table
 
@@ -36,7 +35,17 @@ from ..output import status_text
 from ..records import Record, read_run
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
 from ..report.model import RERUN_FILE
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    default_text,
+    extra_vars,
+    setting,
+    task,
+    writable_dir,
+    writable_file,
+)
 
 # `inv baseline` reads up to this many times --keep recent runs: a host missing from some still finds its last few.
 BASELINE_RUNS_FACTOR = 4
@@ -45,15 +54,14 @@ HELP_REPORT = {
     "run": "run id (or a unique part of it) or run folder; default: the newest validate or fleet-check run",
     "format": f"one of {', '.join(FORMATS)} (default rich)",
     "output": "write the report to this file (atomically) instead of stdout",
-    "busbw_drop_pct": "flag a busbw drop beyond this percentage of the baseline "
-                      f"(default {DEFAULT_BUSBW_DROP_PCT:g})",
+    "busbw_drop_pct": "flag a busbw drop beyond this percentage of the baseline " + default_text("busbw_drop_pct"),
 }
 
 
 @task(help=HELP_REPORT)
 @boundary
 def report(c: Any, run: str | None = None, format: str = "rich", output: str | None = None,
-           busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT) -> int:
+           busbw_drop_pct: float | None = None) -> int:
     """Report one run as rich text, JUnit XML, self-contained HTML, a Prometheus textfile or JSON.
 
     Compares with the baseline when there is one. Exit 0 healthy; 1 a failure or regression; 2 hosts could
@@ -61,7 +69,10 @@ def report(c: Any, run: str | None = None, format: str = "rich", output: str | N
     """
     if format not in FORMATS:
         raise ConfigError(f"unknown report format {format!r}", hint=f"one of {', '.join(FORMATS)}")
-    data = load_report(run, busbw_drop_pct=float(busbw_drop_pct))
+    drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    if output:
+        writable_file(Path(output), "--output")
+    data = load_report(run, busbw_drop_pct=drop_pct)
     if output:
         write_atomic(Path(output), render(data, format))
         print(f"{format} report of {data.run_id} written to {output}", file=sys.stderr)
@@ -155,7 +166,7 @@ HELP_HISTORY = {
     "since": "only records since: an age (7d, 12h, 30m, 2w) or an ISO time (2026-11-01T10:00Z)",
     "until": "only records until this ISO time or age",
     "status": "only records with this status (pass, warn, fail, error, skip)",
-    "limit": "show at most this many, newest (default 200; 0 = all)",
+    "last": "show the newest N records (0 = all) " + default_text("last"),
     "json": HELP_COMMON["json"],
     "drains": "list the hosts the fleet check drained (when, why, the command and its exit) instead",
 }
@@ -164,7 +175,7 @@ HELP_HISTORY = {
 @task(help=HELP_HISTORY)
 @boundary
 def history(c: Any, host: str | None = None, check: str | None = None, since: str | None = None,
-            until: str | None = None, status: str | None = None, limit: int = 200, json: bool = False,
+            until: str | None = None, status: str | None = None, last: int | None = None, json: bool = False,
             drains: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
     if drains:
@@ -173,8 +184,8 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
         entries = index.records(host=host, check=check, status=status,
                                 since=parse_since(since) if since else None,
                                 until=parse_since(until) if until else None)
-    if limit and int(limit) > 0:
-        entries = entries[-int(limit):]
+    if count := setting(c, "last", last):
+        entries = entries[-count:]
     if json:
         for entry in entries:
             sys.stdout.write(jsonlib.dumps(entry.to_dict(), default=str) + "\n")
@@ -220,10 +231,15 @@ HELP_FLEET = {
     "busbw_drop_pct": HELP_REPORT["busbw_drop_pct"] + "; the baseline's own noise can raise it",
     "tier": "validation tier: quick, standard or full (default standard)",
     "only": "comma-separated checks to run whatever the tier, e.g. allreduce,multinode",
+    "limit": HELP_COMMON["limit"] + " (in every inventory)",
+    "json": "print the run's JSON Lines records on stdout at the end (progress stays on stderr)",
+    "forks": HELP_COMMON["forks"],
+    "connect_timeout": HELP_COMMON["connect_timeout"],
+    "set": HELP_COMMON["set"],
 }
 
 
-def _preflight(names: list[str]) -> dict[str, list[str]]:
+def _preflight(names: list[str], limit: str | None) -> dict[str, list[str]]:
     """Every inventory read and its stacks checked before any host is touched: a broken one is exit 3 with
     its file:line. The host names of each, in order."""
     from ..context import resolve_contexts
@@ -232,18 +248,19 @@ def _preflight(names: list[str]) -> dict[str, list[str]]:
     hosts: dict[str, list[str]] = {}
     for name in names:
         inv = load_inventory(name)
-        selected = inv.select(None)
+        selected = inv.select(limit)
         resolve_contexts(selected)
         hosts[name] = [host.name for host in selected]
     return hosts
 
 
-@task(iterable=["inventory"], help=HELP_FLEET)
+@task(iterable=["inventory", "set"], help=HELP_FLEET)
 @boundary
 def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
-                max_drain: str | None = None, reports_dir: str = "reports",
-                busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT, tier: str = "standard",
-                only: str | None = None) -> int:
+                max_drain: str | None = None, reports_dir: str = "reports", busbw_drop_pct: float | None = None,
+                tier: str = "standard", only: str | None = None, limit: str | None = None, json: bool = False,
+                forks: int | None = None, connect_timeout: float | None = None,
+                set: list[str] | None = None) -> int:
     """Validate the fleet, compare with the baseline, write every report, drain bad hosts.
 
     A bandwidth drop counts only beyond the baseline's own noise and once a re-run of that check confirms it.
@@ -259,22 +276,34 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     registry = load_registry()
     select(registry, tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
     check_max_drain(max_drain)
+    drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    forks_n = setting(c, "forks", forks)
+    connect_s = setting(c, "connect_timeout", connect_timeout)
+    overrides = extra_vars(set or [])
     names = list(inventory or ["local"])
-    hosts_of = _preflight(names)
-    known_checks = set(all_checks(registry))
+    hosts_of = _preflight(names, limit)
+    reports = writable_dir(Path(reports_dir), "--reports-dir")  # found now, not after validating every host
+    check_runs_folder()
+    known_checks = {name for name in all_checks(registry)}  # `set` is the --set flag here
     cluster_checks = {c for v in registry if v.scope == "cluster" for c in v.checks}
     progress = FleetReporter()
     limits: dict[str, str | None] = {}
+
+    def run(name: str, limit_of_run: str | None, only_checks: frozenset[str] | None, reporter: Any) -> list[Record]:
+        records: list[Record] = validate_inventory(name, tier=tier, only=None if only_checks is None else {*only_checks},
+                                                   reporter=reporter,
+                                                   limit=limit_of_run, forks=forks_n,
+                                                   overrides=overrides or None, connect_timeout=connect_s)
+        return records
 
     def validate(name: str, skip: frozenset[str]) -> list[Record]:
         left = [host for host in hosts_of[name] if host not in skip]
         if not left:
             progress.note(f"{name}: every host was checked in an earlier inventory")
             return []
-        limit = ",".join(f"!{host}" for host in hosts_of[name] if host in skip) or None
-        limits[name] = limit
-        records: list[Record] = validate_inventory(name, tier=tier, only=wanted, reporter=progress, limit=limit)
-        return records
+        terms = ([limit] if limit else []) + [f"!{host}" for host in hosts_of[name] if host in skip]
+        limits[name] = ",".join(terms) or None
+        return run(name, limits[name], frozenset(wanted) if wanted else None, progress)
 
     def rerun(name: str, hosts: list[str], check: str) -> list[Record]:
         # The record's check or its family (memory.shm -> memory) is what --only names.
@@ -282,12 +311,16 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
         if family not in known_checks:
             return []
         # A cluster check measures the hosts together: re-run it across the inventory, as it first ran.
-        limit = limits.get(name) if family in cluster_checks else ",".join(hosts)
-        return validate_inventory(name, tier=tier, only={family}, limit=limit, reporter=_Collector())
+        rerun_limit = limits.get(name) if family in cluster_checks else ",".join(hosts)
+        return run(name, rerun_limit, frozenset({family}), _Collector())
 
-    return run_fleet_check(names, validate=validate, drain_cmd=drain_cmd,
-                           reports_dir=Path(reports_dir), busbw_drop_pct=float(busbw_drop_pct),
-                           progress=progress, rerun=rerun, max_drain=max_drain)
+    code = run_fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
+                           busbw_drop_pct=float(drop_pct), progress=progress, rerun=rerun, max_drain=max_drain)
+    if json and progress.writer is not None:
+        for record in progress.writer.records:
+            sys.stdout.write(jsonlib.dumps(record.to_dict()) + "\n")
+        sys.stdout.flush()
+    return code
 
 
 class _Collector:

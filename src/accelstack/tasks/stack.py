@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, cast
 
 from invoke.collection import Collection
 from invoke.context import Context
-from invoke.tasks import Task, task
+from invoke.tasks import Task
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import EXIT_OK, StackError
+from ..errors import EXIT_BAD_INPUT, EXIT_OK, StackError
 from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight
 from ..stacks.model import Stack
-from .common import boundary
+from .common import boundary, task
 
 _KEY_COMPONENTS = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "cuda", "nvidia_driver", "nccl", "python")
 
@@ -25,15 +26,27 @@ def check(c: Context, name: str) -> int:
     """Check a stack against the compatibility matrices before any host is touched (exit 0 OK, 3 refused).
 
     Prints OK, or every broken rule with its source, the nearest compatible choices and the symptom the
-    combination would cause at training time. `inv stack.list` shows the verdict for every shipped stack.
+    combination would cause at training time. A stack file whose name: differs from its file name is refused
+    for that, and still gets its compatibility verdict. `inv stack.list` shows the verdict for every shipped
+    stack.
     """
     console = Console(highlight=False, soft_wrap=True)
-    stack = load_stack(name)
-    warnings = preflight(stack, load_matrix())
-    console.print(f"OK  {stack.name}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    stack = load_stack(name, check_name=False)
+    naming = stack.naming_error
+    if naming is not None:
+        print(f"accelstack: {naming}", file=sys.stderr)
+    try:
+        warnings = preflight(stack, load_matrix())
+    except StackError as err:
+        if naming is None:
+            raise
+        print(f"accelstack: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    verdict = "compatible" if naming is not None else "OK "
+    console.print(f"{verdict} {stack.name}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     for warning in warnings:
         console.print(warning.describe(), markup=False)
-    return EXIT_OK
+    return EXIT_BAD_INPUT if naming is not None else EXIT_OK
 
 
 def _summary(stack: Stack) -> str:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from invoke import task
+from typing import Any
 
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
-from .common import HELP_COMMON, boundary
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    check_stacks,
+    default_text,
+    extra_vars,
+    setting,
+    task,
+)
 
 
 @task(help={**HELP_COMMON,
@@ -15,22 +24,35 @@ from .common import HELP_COMMON, boundary
                     "topology, memory, storage, device perf, allreduce/allgather, ports, multi-node; default) or "
                     "full (bigger sweeps)",
             "only": "comma-separated checks to run whatever the tier, e.g. devices,allreduce,multinode",
-            "deadline": "seconds after which the multi-node run is killed on every host (default 120)"})
+            "deadline": "seconds after which the multi-node run is killed on every host " + default_text("deadline")},
+      iterable=["set"])
 @boundary
-def validate(c, inventory=None, limit=None, tier="standard", only=None, json=False, forks=64, deadline=None):
-    """Validate hosts and the fleet: devices, versions, libraries, env, topology, memory, storage, collective
-    init, single-node allreduce/allgather busbw, clock skew, ports and a multi-node allreduce with pairwise fault
-    isolation. With no inventory it validates this machine, including a 2-rank gloo allreduce."""
+def validate(c: Any, inventory: str | None = None, limit: str | None = None, tier: str = "standard",
+             only: str | None = None, json: bool = False, forks: int | None = None,
+             connect_timeout: float | None = None, deadline: float | None = None,
+             set: list[str] | None = None) -> int:
+    """Validate hosts and the fleet: can they train?
+
+    Devices, versions, libraries, env, topology, memory, storage, collective init, single-node
+    allreduce/allgather busbw, clock skew, ports and a multi-node allreduce with pairwise fault isolation.
+    With no inventory it validates this machine, including a 2-rank gloo allreduce.
+    """
     from ..validate import load_registry, select  # loaded when this task runs, not for every task
     from ..validate.run import validate_inventory
 
+    forks_n = setting(c, "forks", forks)
+    connect_s = setting(c, "connect_timeout", connect_timeout)
+    deadline_s = setting(c, "deadline", deadline)
+    overrides = extra_vars(set or [])
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
+    check_stacks(hosts, overrides)
+    check_runs_folder()
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,
                                          "only": sorted(wanted) if wanted else None})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title=f"validate ({tier})")
-    validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=int(forks),
-                       deadline_s=float(deadline) if deadline else None)
+    validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=forks_n,
+                       deadline_s=deadline_s, overrides=overrides or None, connect_timeout=connect_s)
     return reporter.finish()

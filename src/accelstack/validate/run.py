@@ -84,7 +84,8 @@ def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: l
 def validate_inventory(inventory: str | None, *, tier: str = "standard", limit: str | None = None,
                        only: set[str] | None = None, reporter: RecordSink | None = None,
                        forks: int = 64, deadline_s: float | None = None,
-                       overrides: dict[str, Any] | None = None) -> list[Record]:
+                       overrides: dict[str, Any] | None = None,
+                       connect_timeout: float | None = None) -> list[Record]:
     """Validate an inventory's hosts (the embedded local one when ``inventory`` is None) and return the
     records; the nightly fleet check calls this. Bad input raises ConfigError before any host is touched."""
     validators = select(load_registry(), tier, only)
@@ -96,7 +97,10 @@ def validate_inventory(inventory: str | None, *, tier: str = "standard", limit: 
     if reporter is None:
         own_writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier})
     try:
-        with Fleet(FanoutOptions(forks=int(forks))) as fleet:
+        fanout = FanoutOptions(forks=int(forks))
+        if connect_timeout is not None:
+            fanout.connect_timeout = connect_timeout
+        with Fleet(fanout) as fleet:
             return validate_hosts(fleet, contexts, validators, tier=tier, reporter=reporter or own_writer,
                                   deadline_s=deadline_s)
     finally:

@@ -281,3 +281,41 @@ def build_lab_repository(dest: Path, *, torch_wheel: Path | None, stacks: list[s
     digests.save()
     write_manifest(dest, entries)
     return dest
+
+
+_PACKAGED = frozenset({"ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal", "torch_npu",
+                       "nvidia_driver", "cuda", "nccl"})
+
+
+def repository_covers(dest: Path, stacks: list[str], stacks_dir: Path | None = None) -> bool:
+    """Whether the repository in ``dest`` already holds every lab package the stacks pin, torch included."""
+    from ...errors import AccelstackError
+    from ...provision.artifacts import parse_manifest
+
+    manifest = Path(dest) / "manifest.yml"
+    if not manifest.is_file():
+        return False
+    try:
+        entries = parse_manifest(yaml.safe_load(manifest.read_text(encoding="utf-8")), str(manifest))
+    except (OSError, yaml.YAMLError, AccelstackError):
+        return False
+    have = {(a.component, a.version) for a in entries}
+    if not any(a.component == "python-dep" for a in entries):
+        return False  # torch would not install with --no-index
+    pins = load_stack_pins(stacks, stacks_dir)
+    wanted = {(k, v) for p in pins for k, v in p.items() if k in _PACKAGED}
+    torch_pins = {p["torch"].split("+")[0] for p in pins if p.get("torch")} or {TORCH_VERSION.split("+")[0]}
+    has_torch = any(a.component == "torch" and a.version.split("+")[0] in torch_pins for a in entries)
+    return has_torch and wanted <= have
+
+
+def ensure_lab_repository(dest: Path, stack: str) -> tuple[Path, bool]:
+    """The lab's repository in ``dest``, built for ``stack`` (with torch's dependency wheels) only when it does
+    not hold that stack's packages yet. Returns the folder and whether it was built now."""
+    from ...provision.artifacts import add_dependency_wheels
+
+    if repository_covers(dest, [stack]):
+        return Path(dest), False
+    build_lab_repository(dest, torch_wheel=None, stacks=[stack], fault_fixtures=False)
+    add_dependency_wheels(dest)
+    return Path(dest), True

@@ -1,0 +1,372 @@
+"""The CLI contract, as a user meets it under both programs (the ``accelstack`` console script and ``inv`` in
+the checkout): bad input is exit 3 with one line before any host is touched, every task takes the same flags,
+``-h`` is help, the defaults live in invoke's configuration."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+HOST_TASKS = ["facts", "drift", "collect", "provision", "validate", "fleet-check"]
+COMMON_FLAGS = ["--inventory", "--limit", "--json", "--forks", "--connect-timeout", "--set"]
+
+
+def env_with(extra: dict[str, str] | None = None, runs: Path | None = None) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, **(extra or {})}
+    if runs is not None:
+        env["ACCELSTACK_RUNS"] = str(runs)
+    for key in [k for k in env if k.startswith("ACCELSTACK_") and k not in (extra or {}) and k != "ACCELSTACK_RUNS"]:
+        env.pop(key)  # a developer's ACCELSTACK_FORKS must not change what the test sees
+    return env
+
+
+def run(program: str, *args: str, env: dict[str, str] | None = None, cwd: Path = REPO,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``accelstack ARGS`` (the console script's module) or ``inv ARGS`` in the checkout, as a user runs them."""
+    head = [sys.executable, "-m", "accelstack"] if program == "accelstack" else [sys.executable, "-m", "invoke"]
+    return subprocess.run([*head, *args], cwd=cwd, env=env or env_with(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def first_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def assert_bad_input(proc: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert proc.returncode == 3, (proc.returncode, proc.stdout[-500:], proc.stderr[-1500:])
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = first_line(proc)
+    assert line.startswith("accelstack: "), line
+    for word in words:
+        assert word in line, (word, line)
+
+
+# ----- 1. numeric flags: typed, range-checked, exit 3 at parse time ------------------------------------------
+
+NUMERIC_CASES = [
+    (["facts", "--forks", "abc"], ["--forks", "'abc' is not a whole number"]),
+    (["facts", "--forks", "1.5"], ["--forks", "'1.5' is not a whole number"]),
+    (["facts", "--forks", "0"], ["--forks", "0 is out of range", ">= 1"]),
+    (["facts", "--forks=-1"], ["--forks", "-1 is out of range"]),
+    (["validate", "--deadline", "abc"], ["--deadline", "'abc' is not a number"]),
+    (["validate", "--deadline=-5"], ["--deadline", "-5 is out of range", "> 0"]),
+    (["history", "--last", "abc"], ["--last", "not a whole number"]),
+    (["report", "--busbw-drop-pct", "abc"], ["--busbw-drop-pct", "not a number"]),
+    (["report", "--busbw-drop-pct=-5"], ["--busbw-drop-pct", "out of range"]),
+    (["provision", "--connect-timeout", "0"], ["--connect-timeout", "out of range"]),
+    (["provision", "--host-timeout", "soon"], ["--host-timeout", "not a number"]),
+    (["provision", "--batch", "0"], ["--batch", "out of range"]),
+    (["fleet-check", "--forks", "x"], ["--forks", "not a whole number"]),
+    (["collect", "--connect-timeout", "nan"], ["--connect-timeout", "not a number"]),
+    (["analyze", "--bundle", "b", "--expect-devices", "-1"], ["--expect-devices", "out of range"]),
+    (["lab.up", "--hosts", "300"], ["--hosts", "out of range", "<= 256"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), NUMERIC_CASES, ids=[" ".join(a) for a, _ in NUMERIC_CASES])
+def test_bad_numbers_are_exit_3_with_one_line_under_the_console_script(args: list[str], words: list[str],
+                                                                       tmp_path: Path) -> None:
+    proc = run("accelstack", *args, env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, *words)
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # refused before any run began
+
+
+@pytest.mark.parametrize("args", [["facts", "--forks", "abc"], ["history", "--last", "-3"],
+                                  ["validate", "--deadline", "-5"]], ids=lambda a: " ".join(a))
+def test_bad_numbers_are_exit_3_under_inv_too(args: list[str], tmp_path: Path) -> None:
+    assert_bad_input(run("inv", *args, env=env_with(runs=tmp_path / "runs")), args[1])
+
+
+# ----- 1. filesystem mistakes, before any host ---------------------------------------------------------------
+
+def test_runs_folder_that_is_a_file_is_exit_3(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.write_text("not a folder")
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "facts", env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
+
+
+def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    proc = run("accelstack", "validate", "--only", "devices", env=env_with(runs=blocker / "runs"))
+    assert_bad_input(proc, "ACCELSTACK_RUNS", "cannot be created")
+
+
+def test_report_output_naming_a_folder_is_exit_3(tmp_path: Path) -> None:
+    proc = run("accelstack", "report", "--format", "json", "--output", str(tmp_path), env=env_with(runs=tmp_path))
+    assert_bad_input(proc, "--output", "is a folder")
+
+
+def test_collect_output_naming_a_file_is_exit_3_before_any_host(tmp_path: Path) -> None:
+    target = tmp_path / "bundles"
+    target.write_text("")
+    proc = run("accelstack", "collect", "--output", str(target), env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, "--output", "is a file")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_fleet_check_reports_dir_naming_a_file_is_exit_3_before_validating(tmp_path: Path) -> None:
+    target = tmp_path / "reports"
+    target.write_text("")
+    proc = run("inv", "fleet-check", "--reports-dir", str(target), env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, "--reports-dir", "is a file")
+    assert not (tmp_path / "runs").exists()  # no host was validated to find it out
+
+
+# ----- 1. a port that answers but speaks no SSH ----------------------------------------------------------------
+
+@pytest.fixture()
+def not_ssh() -> Iterator[tuple[int, int]]:
+    """Two local TCP ports: one answers with an HTTP error and hangs up, one accepts and says nothing."""
+    servers, stop = [], threading.Event()
+
+    def serve(sock: socket.socket, reply: bytes | None) -> None:
+        held = []
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            if reply is None:
+                held.append(conn)
+            else:
+                conn.sendall(reply)
+                conn.close()
+        for conn in held:
+            conn.close()
+
+    ports = []
+    for reply in (b"HTTP/1.1 400 Bad Request\r\n\r\n", None):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        ports.append(sock.getsockname()[1])
+        thread = threading.Thread(target=serve, args=(sock, reply), daemon=True)
+        thread.start()
+        servers.append((sock, thread))
+    yield ports[0], ports[1]
+    stop.set()
+    for sock, thread in servers:
+        thread.join(timeout=2)
+        sock.close()
+
+
+def test_a_port_that_does_not_speak_ssh_is_one_error_record_and_no_traceback(not_ssh: tuple[int, int],
+                                                                             tmp_path: Path) -> None:
+    garbage, silent = not_ssh
+    inventory = tmp_path / "notssh.yml"
+    inventory.write_text(f"hosts:\n  web: {{address: 127.0.0.1, port: {garbage}}}\n"
+                         f"  mute: {{address: 127.0.0.1, port: {silent}}}\n")
+    proc = run("accelstack", "facts", "--inventory", str(inventory), "--json", "--connect-timeout", "0.3",
+               env=env_with(runs=tmp_path / "runs"))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.strip() == "", proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(r["host"] for r in records) == ["mute", "web"]
+    for record in records:
+        assert record["status"] == "error" and "\n" not in record["summary"]
+        assert "no SSH banner" in record["summary"], record["summary"]
+
+
+# ----- 1. inventories: an unknown stack at its line, hosts: as a list ----------------------------------------
+
+def test_unknown_stack_points_at_the_inventory_line_and_facts_refuses_it(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars:\n  user: root\n  stack: cuda-99\nhosts:\n  n1: {address: 192.0.2.250}\n")
+    for program, task in (("inv", "facts"), ("accelstack", "validate"), ("accelstack", "collect")):
+        proc = run(program, task, "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"))
+        assert_bad_input(proc, "inv.yml:3", "unknown stack 'cuda-99'")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_top_level_hosts_as_a_list_is_an_error(tmp_path: Path) -> None:
+    inventory = tmp_path / "list.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  - n1\n  - n2\n")
+    assert_bad_input(run("accelstack", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path)),
+                     "list.yml:2", "not a list")
+
+
+# ----- 2. every task alike -------------------------------------------------------------------------------------
+
+def _help(program: str, task: str) -> subprocess.CompletedProcess[str]:
+    return run(program, task, "-h")
+
+
+@pytest.mark.parametrize(("program", "task"), [("inv", "provision"), ("accelstack", "diagnose"),
+                                               ("accelstack", "history"), ("inv", "validate")])
+def test_dash_h_is_help(program: str, task: str) -> None:
+    proc = _help(program, task)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Usage:") and f" {task} " in proc.stdout.splitlines()[0]
+
+
+def _program_output(*argv: str) -> str:
+    """The console script's Program, in this process (fast enough to sweep every task)."""
+    from accelstack.cli import program
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        try:
+            program.run(argv=["accelstack", *argv], exit=False)
+        except SystemExit:
+            pass
+    return out.getvalue()
+
+
+def test_every_task_takes_dash_h_as_help_and_no_derived_short_flags() -> None:
+    from accelstack.tasks import ns
+
+    for context in ns.to_contexts():
+        # -h is help: invoke's core flag, or (diagnose, whose positional LOG would eat it) the task's own --help.
+        assert "-h" not in context.flags or context.flags["-h"].name == "help", context.name
+        singles = [name for name in context.flags if len(name.lstrip("-")) == 1 and name != "-h"]
+        assert singles in ([], ["-l"]), (context.name, singles)  # diagnose keeps -l for --log
+        assert _program_output(context.name, "-h").startswith("Usage:"), context.name
+
+
+def test_host_tasks_take_the_common_flags_with_value_placeholders() -> None:
+    for task in HOST_TASKS:
+        text = _program_output(task, "--help")
+        for flag in COMMON_FLAGS:
+            assert flag in text, (task, flag)
+        assert "--forks=INT" in text and "--connect-timeout=SECONDS" in text, task
+
+
+def test_history_filters_with_host_and_counts_with_last() -> None:
+    text = _program_output("history", "--help")
+    assert "--host=STRING" in text and "--last=INT" in text and "--limit" not in text
+
+
+def test_list_shows_whole_first_sentences() -> None:
+    from invoke.util import helpline
+
+    from accelstack.tasks import ns
+
+    for name in ns.task_names:
+        line = helpline(ns[name]) or ""
+        assert line.rstrip().endswith((".", ")", "?")), (name, line)
+
+
+def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: Path) -> None:
+    project = tmp_path / "site"
+    (project / "inventories").mkdir(parents=True)
+    (project / "stacks").mkdir()
+    (project / "invoke.yaml").write_text("accelstack:\n  forks: 0\n")
+    proc = run("accelstack", "facts", cwd=project, env=env_with({"ACCELSTACK_HOME": str(project)}, runs=tmp_path))
+    assert_bad_input(proc, "configuration accelstack.forks", "0 is out of range")
+    proc = run("inv", "facts", env=env_with({"ACCELSTACK_CONNECT_TIMEOUT": "never"}, runs=tmp_path))
+    assert_bad_input(proc, "ACCELSTACK_CONNECT_TIMEOUT", "'never' is not a number")
+    # A value from the environment is used, not only checked: two facts runs, history --json shows the newest.
+    runs = tmp_path / "runs"
+    for _ in range(2):
+        assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
+    shown = run("accelstack", "history", "--json", "--host", "localhost",
+                env=env_with({"ACCELSTACK_LAST": "1"}, runs=runs))
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout.splitlines()) == 1
+    assert len(run("accelstack", "history", "--json", env=env_with(runs=runs)).stdout.splitlines()) == 2
+
+
+# ----- 2. stacks: the hint works, the name rule, the verdict after the naming error --------------------------
+
+def test_copied_stack_with_the_wrong_name_still_gets_its_verdict(tmp_path: Path) -> None:
+    copy = tmp_path / "mycpu.yml"
+    copy.write_text((REPO / "stacks" / "cpu.yml").read_text())
+    proc = run("accelstack", "stack.check", str(copy))
+    assert_bad_input(proc, "mycpu.yml:", "name 'cpu' differs from the file name 'mycpu'")
+    assert proc.stdout.startswith("compatible cpu")
+
+
+def test_stack_check_hint_on_a_path_names_a_command_that_works(tmp_path: Path) -> None:
+    broken = tmp_path / "nv.yml"
+    text = (REPO / "stacks" / "nvidia-cuda12.4.yml").read_text().replace("name: nvidia-cuda12.4", "name: nv")
+    lines = [('  nccl: "2.11.4"' if line.startswith("  nccl:") else line) for line in text.splitlines()]
+    broken.write_text("\n".join(lines) + "\n")
+    proc = run("inv", "stack.check", str(broken))
+    assert_bad_input(proc, "nv.yml", "breaks 1 compatibility rule")
+    hint = next(line for line in proc.stderr.splitlines() if "hint:" in line)
+    command = hint.split("then run: ")[1].split()
+    assert command[:2] == ["inv", "stack.check"]
+    again = run("inv", *command[1:])  # the suggested command finds the same stack
+    assert_bad_input(again, "breaks 1 compatibility rule")
+
+
+# ----- 3. workflows ------------------------------------------------------------------------------------------------
+
+def test_provision_check_on_the_embedded_default_needs_no_repository(tmp_path: Path) -> None:
+    proc = run("accelstack", "provision", "--check", "--json", env=env_with(runs=tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads(proc.stdout.splitlines()[0])
+    assert record["status"] == "pass" and record["evidence"]["plan"]["problems"] == []
+    assert not any(change["uploads"] for change in record["evidence"]["plan"]["changes"])
+
+
+def test_console_script_from_an_unactivated_venv_uses_that_venv_python(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    env = env_with(runs=tmp_path / "runs")
+    env["PATH"] = "/usr/bin:/bin"  # as cron runs it: no activated venv, no pyenv shims
+    proc = subprocess.run([str(python), "-m", "accelstack", "facts", "--json"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    facts = json.loads(proc.stdout.splitlines()[0])["evidence"]["facts"]
+    assert facts["stack_python"] == str(python)
+    assert facts["torch"]["version"].startswith("2.13.0")  # the venv sees the torch beside accelstack
+
+
+def test_lab_inventory_names_the_artifact_repository(tmp_path: Path) -> None:
+    from accelstack.inventory import load_inventory
+    from accelstack.lab import Lab, LabHost
+
+    (tmp_path / "inventories").mkdir()
+    lab = Lab(tmp_path, tag="acz", state_dir=tmp_path / "state")
+    repo = tmp_path / ".lab" / "repo"
+    lab._write_inventory({"lab1": LabHost("lab1", 1, "10.213.0.11", "acz-lab1", "aczv1")}, "cpu", repo)
+    assert load_inventory(str(lab.inventory)).hosts["lab1"].vars["artifact_repo"] == str(repo)
+
+
+def _manifest(folder: Path, entries: list[tuple[str, str]]) -> Path:
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"file": f"wheels/{c}-{v}.whl", "sha256": "0" * 64, "size": 1, "component": c, "version": v}
+            for c, v in entries]
+    (folder / "manifest.yml").write_text(yaml.safe_dump({"artifacts": rows}))
+    return folder
+
+
+def test_lab_repository_is_built_only_when_it_lacks_the_stack(tmp_path: Path) -> None:
+    from accelstack.lab.simulated.repository import repository_covers
+
+    assert not repository_covers(tmp_path / "none", ["cpu"])
+    no_deps = _manifest(tmp_path / "a", [("torch", "2.13.0+cpu")])
+    assert not repository_covers(no_deps, ["cpu"])  # torch would not install with --no-index
+    ready = _manifest(tmp_path / "b", [("torch", "2.13.0+cpu"), ("python-dep", "1.0")])
+    assert repository_covers(ready, ["cpu"])
+    assert not repository_covers(ready, ["nvidia-cuda12.4"])  # no simulated driver, CUDA, NCCL
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_an_unknown_flag_is_bad_input_too(program: str, tmp_path: Path) -> None:
+    # history counts with --last and filters with --host; --limit meant both once, and is gone.
+    assert_bad_input(run(program, "history", "--limit", "5", env=env_with(runs=tmp_path)),
+                     "history:", "'--limit'")
+    assert_bad_input(run(program, "stack.check", env=env_with(runs=tmp_path)), "stack.check:", "'name'")
