@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-VALIDATOR = REPO / "validators" / "collectives.py"
+VALIDATOR = REPO / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"
 TARGET = 0.95
 TARGET_FROM = 64 << 20
 

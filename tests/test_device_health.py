@@ -19,7 +19,7 @@ from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
 
 REPO = Path(__file__).resolve().parent.parent
-VALIDATORS = REPO / "validators"
+VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 DATA = Path(__file__).resolve().parent / "data"
 H100_XML = (DATA / "h100" / "nvidia_smi_q_x_h100_580.159.04.xml").read_text()
 A100_XML = (DATA / "captures" / "derived_nvidia_smi_q_x_a100_535.54.03.xml").read_text()

@@ -75,7 +75,7 @@ from accelstack.validate.thresholds import load_thresholds
 
 REPO = Path(__file__).resolve().parent.parent
 OUTCOMES = REPO / "tests" / "data" / "outcomes"
-VALIDATORS = REPO / "validators"
+VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 HOST = "n1"
 H100_RUN = "tests/data/captures/h100_validate_real_stack_580.159.04.jsonl"
 CASES = sorted(OUTCOMES.glob("*/*.json"))

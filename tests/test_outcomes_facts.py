@@ -20,7 +20,7 @@ from accelstack.validate.config import host_config
 from accelstack.validate.results import dmesg_lines
 
 REPO = Path(__file__).resolve().parents[1]
-VALIDATORS = REPO / "validators"
+VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 H100 = Path(__file__).parent / "data" / "h100"
 
 
@@ -36,15 +36,6 @@ def run_script(name: str, argument: str) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, str(VALIDATORS / f"{name}.py"), argument], capture_output=True,
                           text=True, timeout=60)
     return json.loads(proc.stdout.strip().splitlines()[-1])["checks"][0]
-
-
-def test_host_validators_i_own_parse_as_python_36_and_need_no_future_import() -> None:
-    import ast
-
-    for name in ("env", "libraries", "ports"):
-        text = (VALIDATORS / f"{name}.py").read_text()
-        ast.parse(text, feature_version=(3, 6))
-        assert "from __future__ import annotations" not in text, name  # a SyntaxError on python 3.6
 
 
 # ----- versions (the drift layer under validate's names): pass, warn, fail, error -----

@@ -33,7 +33,7 @@ from accelstack.validate.remote import bundle, command_for
 from accelstack.validate.results import dmesg_lines, judge_bandwidth, log_lines, refine_devices
 
 REPO = Path(__file__).resolve().parent.parent
-VALIDATORS = REPO / "validators"
+VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 
 
 def load_script(name: str):  # type: ignore[no-untyped-def]

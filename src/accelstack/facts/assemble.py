@@ -63,7 +63,7 @@ def _json(text: str, what: str) -> Any:
 def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Facts:
     """Facts from section outputs (name -> stdout text) and files (path -> content, None when absent).
 
-    Names are the probe's (see ``accelstack/data/facts_probe.py``); a support bundle that saves outputs
+    Names are the probe's (see ``accelstack/hostside/probes/facts_probe.py``); a support bundle that saves outputs
     under the same names is parsed by the same code.
     """
     facts = Facts()

@@ -1,6 +1,6 @@
 """The one-round-trip facts command: the host-side probe script, shipped inside a single shell line.
 
-The script (``accelstack/data/facts_probe.py``) travels compressed and base64-encoded inside ``python3 -c``, so a
+The script (``accelstack/hostside/probes/facts_probe.py``) travels compressed and base64-encoded inside ``python3 -c``, so a
 host needs nothing from us beforehand and the facts cost one SSH exec, not one per tool.
 """
 
@@ -13,7 +13,7 @@ import shlex
 import zlib
 from dataclasses import dataclass, field
 
-from accelstack.paths import package_data
+from accelstack.paths import hostside
 
 PROBE_SCRIPT = "facts_probe.py"
 PYTHON_MISSING_DOC = (
@@ -45,18 +45,18 @@ class ProbeOptions:
 
 def probe_script() -> str:
     """The probe's source text, as it runs on the host."""
-    return package_data(PROBE_SCRIPT).read_text(encoding="utf-8")
+    return hostside("probes", PROBE_SCRIPT).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=8)
 def _encoded_script(name: str) -> str:
     # base64's alphabet holds no quote, space or shell metacharacter, so it can sit inside single quotes.
-    source = package_data(name).read_text(encoding="utf-8")
+    source = hostside("probes", name).read_text(encoding="utf-8")
     return base64.b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii")
 
 
 def embedded_script_command(script: str, argument: str, missing_doc: str) -> str:
-    """One shell line that runs a stdlib script from ``accelstack/data`` with the host's python3.
+    """One shell line that runs a stdlib script from ``accelstack/hostside/probes`` with the host's python3.
 
     ``argument`` (one JSON document) reaches the script as ``sys.argv[1]`` through ``shlex.quote``. Without a
     python3 on the host the line prints ``missing_doc``, so the caller always gets JSON to parse.

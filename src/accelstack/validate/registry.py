@@ -1,4 +1,4 @@
-"""The validator registry, read from the header lines of the scripts in ``validators/``.
+"""The validator registry, read from the header lines of the scripts in ``accelstack/hostside/validators/``.
 
 A script declares each check it provides on a line of its own near the top::
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..paths import project_root
+from ..paths import hostside
 
 HEADER = re.compile(r"^#\s*accelstack-validator:\s*(?P<fields>.+?)\s*$")
 TIERS = ("quick", "standard", "full")
@@ -58,7 +58,8 @@ CONTROL_SIDE = (
 
 
 def validators_dir() -> Path:
-    return project_root() / "validators"
+    """The host validators, shipped inside the package: a wheel runs them as a checkout does."""
+    return hostside("validators")
 
 
 def parse_header(line: str, script: Path, lineno: int) -> Validator | None:
@@ -90,7 +91,7 @@ def load_registry(folder: Path | None = None) -> list[Validator]:
     """Every validator the scripts declare, plus the control-side checks; sorted by tier, then name."""
     folder = folder or validators_dir()
     if not folder.is_dir():
-        raise ConfigError(f"no validators folder at {folder}", hint="run from a checkout or set ACCELSTACK_HOME")
+        raise ConfigError(f"no validators folder at {folder}", hint="reinstall accelstack: the package ships them")
     found: list[Validator] = list(CONTROL_SIDE)
     for script in sorted(folder.glob("*.py")):
         with script.open(encoding="utf-8") as handle:
