@@ -285,6 +285,8 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
     ranks = int(record.metrics.get("ranks") or 0)
     row = thresholds.lookup(accelerator, scope, collective, ranks)
     status, why = judge(float(record.metrics["busbw_gbps"]), row, thresholds.margin)
+    if not (accelerator or "").strip():
+        why = "not judged: the inventory names no `accelerator` (e.g. H100, 910B) to pick a floor for"
     record.status = status
     record.summary = f"{record.summary}; {why}"
     record.metrics["threshold_gbps"] = row.min_busbw_gbps if row else None
