@@ -423,3 +423,37 @@ def test_a_drop_never_re_run_is_listed_and_not_counted() -> None:
     held = baseline_from_records(fleet_records({"node01": 100.0}), source_run="base")
     [drop] = [r for r in find_regressions(fleet_records({"node01": 30.0}), held, 10.0) if r.kind == "busbw_drop"]
     assert drop.confirmed is None and not drop.counts and "not re-run: not counted" in drop.message
+
+
+def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventories(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review findings: `--set stack=bogus` passed the preflight (it ignored --set) and came back as an error
+    record, exit 2; a --limit matching hosts of one inventory only was refused for the other."""
+    from invoke import Context
+    from invoke.exceptions import Exit
+
+    import accelstack.validate
+    from accelstack.tasks.report import fleet_check as task
+
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+    a = _inventory(tmp_path / "a.yml", ["npu1", "npu2"])
+    b = _inventory(tmp_path / "b.yml", ["gpu1"])
+    calls: list[tuple[str, str | None]] = []
+
+    def validate_inventory(inventory: str, *, reporter: FleetReporter, limit: str | None = None,
+                           **options: object) -> list[Record]:
+        calls.append((Path(inventory).stem, limit))
+        records = [Record(host=h, check="devices", status="pass", summary="ok") for h in ("npu1", "npu2")]
+        reporter.add_all(records)
+        return records
+
+    monkeypatch.setattr(accelstack.validate, "validate_inventory", validate_inventory)
+    with pytest.raises(Exit) as exited:
+        task(Context(), inventory=[a], set=["stack=bogus"], reports_dir=str(tmp_path / "reports"))
+    assert exited.value.code == 3 and "bogus" in capsys.readouterr().err and not calls
+
+    task(Context(), inventory=[a, b], limit="npu*", reports_dir=str(tmp_path / "reports"))
+    assert calls == [("a", "npu*")]  # b has no npu host: it selects nothing there, and is not an error
+    with pytest.raises(Exit) as exited:
+        task(Context(), inventory=[a, b], limit="tpu*", reports_dir=str(tmp_path / "reports"))
+    assert exited.value.code == 3 and "matches no host" in capsys.readouterr().err

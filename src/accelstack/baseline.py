@@ -57,6 +57,14 @@ HEALTHY = ("pass", "warn")
 RegressionKind = Literal["busbw_drop", "new_failure", "version_change"]
 
 
+# Records that say a host or an inventory could not be checked at all: no check's state to hold as a baseline.
+NOT_CHECKS = ("connect", "host")
+
+
+def not_a_check(record: Record) -> bool:
+    return record.check in NOT_CHECKS or record.check.startswith("inventory:")
+
+
 @dataclass(frozen=True)
 class Figure:
     """One figure's healthy samples, oldest first, each as ``(run_id, value)``."""
@@ -195,6 +203,8 @@ class Baseline:
         for record in records:
             run = run_id or record.run_id
             newest = max(newest, run)
+            if not_a_check(record):
+                continue
             current = hosts.get(record.host, {}).get(record.check)
             healthy = (record.status in HEALTHY and (record.host, record.check) not in skipped
                        and not fault_is_elsewhere(record))

@@ -316,7 +316,10 @@ def never_pass_a_failed_tool(record: Record) -> Record:
     if record.status not in ("pass", "warn") or exit_status in (0, None):
         return record
     output = str(record.evidence.get("tool_output") or "")
-    tool = str(record.evidence.get("command") or "its tool").split()[0]
+    # A validator names its tool's command in evidence; the control side's own wrapper (`[ -r env ] && ...`)
+    # names no tool.
+    words = str(record.evidence.get("command") or "").split()
+    tool = words[0] if words and words[0][0] not in "[(-" else "its tool"
     why = tool_failure(tool, exit_status, output) or f"{tool} exited {exit_status}"
     record.summary = f"{why}: not measured, though the check said {record.status}: {record.summary}"
     record.status = "error"
