@@ -228,3 +228,16 @@ def test_max_drain(value: str | int | None, hosts: int, limit: int) -> None:
 def test_bad_max_drain_is_a_config_error(value: str) -> None:
     with pytest.raises(ConfigError, match="--max-drain"):
         check_max_drain(value)
+
+
+def test_a_host_that_could_not_be_checked_adds_nothing_to_the_baseline() -> None:
+    """Review finding: `connect`, `host` and `inventory:*` error records were held as baseline entries."""
+    from accelstack.baseline import empty_baseline
+    from accelstack.records import Record
+
+    records = [Record(host="n1", check="connect", status="error", summary="unreachable"),
+               Record(host="n1", check="host", status="error", summary="deadline"),
+               Record(host="local", check="inventory:npu8", status="error", summary="broken"),
+               Record(host="n2", check="devices", status="pass", summary="8 devices")]
+    held = empty_baseline(5).add_run(records, "r1")
+    assert set(held.hosts) == {"n2"} and set(held.hosts["n2"]) == {"devices"}

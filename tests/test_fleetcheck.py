@@ -16,6 +16,7 @@ from rich.console import Console
 from accelstack.baseline import (
     baseline_from_records,
     baseline_path,
+    confirm_regressions,
     find_regressions,
     load_baseline,
     save_baseline,
@@ -107,8 +108,12 @@ def test_busbw_regression_exits_1_and_drains_with_values_in_the_reason(tmp_path:
     log = tmp_path / "drained.log"
     save_baseline(baseline_from_records(fleet_records({"node01": 180.0, "node02": 181.0}), source_run="base"),
                   baseline_path(tmp_path / "runs"))
-    code, reports = run(tmp_path, {"npu8": fleet_records({"node01": 120.0, "node02": 175.0})},
-                        drain_cmd=drain_log_cmd(log))
+    now = fleet_records({"node01": 120.0, "node02": 175.0})
+
+    def rerun(inventory: str, hosts: list[str], check: str) -> list[Record]:  # the drop repeats
+        return [Record.from_dict(r.to_dict()) for r in now if r.host in hosts and r.check == check]
+
+    code, reports = run(tmp_path, {"npu8": now}, drain_cmd=drain_log_cmd(log), rerun=rerun)
     assert code == 1
     lines = log.read_text().splitlines()
     assert lines[0] == "host=node01" and len(lines) == 2
@@ -392,7 +397,63 @@ def test_a_drain_reason_keeps_every_cause_short_enough_for_the_scheduler() -> No
     held = baseline_from_records(fleet_records({"node01": 180.0}), source_run="base")
     records = fleet_records({"node01": 120.0}, failing={"node01": "fail"})
     records[0].summary = "torch sees 7 of 8 devices; " * 12
-    [reason] = drain_targets(records, find_regressions(records, held, 10.0)).values()
+    regressions = confirm_regressions(find_regressions(records, held, 10.0), records, held, 10.0)
+    [reason] = drain_targets(records, regressions).values()
     assert len(reason) <= 200 and "\n" not in reason
     assert reason.startswith("accelstack: devices failed: torch sees 7 of 8 devices;")
     assert reason.endswith("; regression allreduce busbw -33% (180 -> 120 GB/s)")
+
+
+def test_a_drop_whose_re_run_left_no_record_is_not_confirmed_and_drains_nobody(tmp_path: Path) -> None:
+    """Review finding: a host whose busbw dropped and that went unreachable during the re-run (one `connect`
+    record, no allreduce record) stayed 'unconfirmed', which counted, and was drained."""
+    log = tmp_path / "drained.log"
+    save_baseline(baseline_from_records(fleet_records({"node01": 100.0, "node02": 100.0}), source_run="base"),
+                  baseline_path(tmp_path / "runs"))
+
+    def rerun(inventory: str, hosts: list[str], check: str) -> list[Record]:
+        return [Record(host=h, check="connect", status="error", summary="unreachable") for h in hosts]
+
+    code, _ = run(tmp_path, {"npu8": fleet_records({"node01": 30.0, "node02": 100.0})},
+                  drain_cmd=drain_log_cmd(log), rerun=rerun)
+    assert code == 0 and not log.exists()
+
+
+def test_a_drop_never_re_run_is_listed_and_not_counted() -> None:
+    held = baseline_from_records(fleet_records({"node01": 100.0}), source_run="base")
+    [drop] = [r for r in find_regressions(fleet_records({"node01": 30.0}), held, 10.0) if r.kind == "busbw_drop"]
+    assert drop.confirmed is None and not drop.counts and "not re-run: not counted" in drop.message
+
+
+def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventories(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review findings: `--set stack=bogus` passed the preflight (it ignored --set) and came back as an error
+    record, exit 2; a --limit matching hosts of one inventory only was refused for the other."""
+    from invoke import Context
+    from invoke.exceptions import Exit
+
+    import accelstack.validate
+    from accelstack.tasks.report import fleet_check as task
+
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+    a = _inventory(tmp_path / "a.yml", ["npu1", "npu2"])
+    b = _inventory(tmp_path / "b.yml", ["gpu1"])
+    calls: list[tuple[str, str | None]] = []
+
+    def validate_inventory(inventory: str, *, reporter: FleetReporter, limit: str | None = None,
+                           **options: object) -> list[Record]:
+        calls.append((Path(inventory).stem, limit))
+        records = [Record(host=h, check="devices", status="pass", summary="ok") for h in ("npu1", "npu2")]
+        reporter.add_all(records)
+        return records
+
+    monkeypatch.setattr(accelstack.validate, "validate_inventory", validate_inventory)
+    with pytest.raises(Exit) as exited:
+        task(Context(), inventory=[a], set=["stack=bogus"], reports_dir=str(tmp_path / "reports"))
+    assert exited.value.code == 3 and "bogus" in capsys.readouterr().err and not calls
+
+    task(Context(), inventory=[a, b], limit="npu*", reports_dir=str(tmp_path / "reports"))
+    assert calls == [("a", "npu*")]  # b has no npu host: it selects nothing there, and is not an error
+    with pytest.raises(Exit) as exited:
+        task(Context(), inventory=[a, b], limit="tpu*", reports_dir=str(tmp_path / "reports"))
+    assert exited.value.code == 3 and "matches no host" in capsys.readouterr().err

@@ -534,3 +534,21 @@ def test_no_host_record_passes_with_its_tool_failing_in_its_own_evidence() -> No
     measured_bad = Record(host="n", check="some_future_check", status="fail", summary="bad",
                           evidence={"tool_exit": 3})
     assert refine(measured_bad, {}, load_thresholds()).status == "fail"  # a fail stays what the check measured
+
+
+def test_a_host_naming_no_accelerator_is_never_held_to_the_cpu_lab_floor() -> None:
+    """Review finding: an NVIDIA inventory without `accelerator:` was judged against the cpu row (0.05 GB/s), so an
+    8-GPU allreduce at 10 GB/s passed. No name is no row; a device name from the vendor tool matches by word."""
+    t = load_thresholds()
+    assert t.lookup("", "single-node", "allreduce", 8) is None
+    assert t.lookup(None, "single-node", "allreduce", 2) is None
+    assert t.lookup("NVIDIA H100 80GB HBM3", "single-node", "allreduce", 8).min_busbw_gbps == 460  # type: ignore[union-attr]
+    assert t.lookup("cpu", "single-node", "allreduce", 2).min_busbw_gbps == 0.05  # type: ignore[union-attr]
+    from accelstack.records import Record
+    from accelstack.validate.results import judge_bandwidth
+
+    record = Record(host="h", check="allreduce", status="pass", summary="8 ranks",
+                    metrics={"busbw_gbps": 10.0, "ranks": 8})
+    judged = judge_bandwidth(record, accelerator="", scope="single-node", thresholds=t)
+    assert judged.status == "pass" and "names no `accelerator`" in judged.summary
+    assert judged.metrics["threshold_gbps"] is None

@@ -57,6 +57,14 @@ HEALTHY = ("pass", "warn")
 RegressionKind = Literal["busbw_drop", "new_failure", "version_change"]
 
 
+# Records that say a host or an inventory could not be checked at all: no check's state to hold as a baseline.
+NOT_CHECKS = ("connect", "host")
+
+
+def not_a_check(record: Record) -> bool:
+    return record.check in NOT_CHECKS or record.check.startswith("inventory:")
+
+
 @dataclass(frozen=True)
 class Figure:
     """One figure's healthy samples, oldest first, each as ``(run_id, value)``."""
@@ -195,6 +203,8 @@ class Baseline:
         for record in records:
             run = run_id or record.run_id
             newest = max(newest, run)
+            if not_a_check(record):
+                continue
             current = hosts.get(record.host, {}).get(record.check)
             healthy = (record.status in HEALTHY and (record.host, record.check) not in skipped
                        and not fault_is_elsewhere(record))
@@ -319,6 +329,8 @@ class Regression:
             elif self.confirmed is False:
                 rerun = "no figure" if self.rerun_now is None else f"{self.rerun_now:g} GB/s"
                 text += f", re-run {rerun}: not confirmed"
+            else:
+                text += ", not re-run: not counted"
             return text
         if self.kind == "version_change":
             return f"{where}: {self.component} {self.then} -> {self.now}"
@@ -336,8 +348,11 @@ class Regression:
 
     @property
     def counts(self) -> bool:
-        """Whether it says the host is bad: not an error (could not check), not a drop its re-run undid."""
-        return self.now_status != "error" and self.confirmed is not False
+        """Whether it says the host is bad: not an error (could not check), and a drop only once its re-run
+        repeated it (a drop not re-run, or whose re-run measured nothing, drains nobody)."""
+        if self.now_status == "error":
+            return False
+        return self.confirmed is True if self.kind == "busbw_drop" else True
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "check": self.check, "kind": self.kind, "then": self.then,
@@ -433,10 +448,13 @@ def _figure_at(record: Record, size: int | None) -> float | None:
 
 
 def confirm_regressions(regressions: list[Regression], rerun_records: Iterable[Record], baseline: Baseline | None,
-                        busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT) -> list[Regression]:
+                        busbw_drop_pct: float = DEFAULT_BUSBW_DROP_PCT,
+                        attempted: Iterable[str] | None = None) -> list[Regression]:
     """Every re-run busbw drop marked confirmed (its re-run dropped beyond the band too) or not; the others
     as they are. A drop whose check was not re-run at all stays as found (``confirmed`` None)."""
+    rerun_records = list(rerun_records)
     reruns = {(r.host, r.check): r for r in rerun_records}
+    attempted = set(attempted) if attempted is not None else None
     again = {(r.host, r.check) for r in find_regressions(reruns.values(), baseline, busbw_drop_pct)
              if r.kind == "busbw_drop"}
     out = []
@@ -445,5 +463,9 @@ def confirm_regressions(regressions: list[Regression], rerun_records: Iterable[R
         if needs_rerun(regression) and key in reruns:
             regression = dataclasses.replace(regression, confirmed=key in again,
                                              rerun_now=_figure_at(reruns[key], regression.bytes))
+        elif needs_rerun(regression) and attempted is not None and regression.host in attempted:
+            # Re-run, but it left no record of that check (the host went unreachable, the re-run broke): a drop
+            # nobody could measure again is not confirmed.
+            regression = dataclasses.replace(regression, confirmed=False)
         out.append(regression)
     return out

@@ -336,7 +336,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
             again = _rerun_drops(regressions, records, inventory_of, rerun, writer, progress)
             assert baseline is not None  # a drop needs a baseline
             regressions = confirm_regressions(regressions, again, baseline.excluding(writer.run_id),
-                                              busbw_drop_pct)
+                                              busbw_drop_pct, attempted={r.host for r in regressions if needs_rerun(r)})
         for regression in regressions:
             label = "regression" if regression.counts else "not counted"
             progress.note(f"[bold red]{label}[/] " + escape(regression.message))

@@ -90,13 +90,14 @@ def components(record: Record) -> dict[str, str]:
 
 def scalar_metrics(record: Record) -> dict[str, float]:
     """The plain numbers in ``metrics`` (no sweep, no nested values), for JUnit properties, JSON and the
-    history index; a bandwidth (``*_gbps``) that is no figure (one rank, zero) is left out."""
+    history index; a bandwidth (``*_gbps``) that is no figure (zero, or busbw of one rank) is left out."""
     found = {}
     for name, value in record.metrics.items():
         number = _number(value)
         if number is None:
             continue
-        if name.endswith("_gbps") and (_one_rank(record) or number <= 0):
+        # One rank has an algbw but no bus bandwidth: only busbw is meaningless there.
+        if name.endswith("_gbps") and (number <= 0 or (_one_rank(record) and name.startswith("busbw"))):
             continue
         found[name] = number
     return found

@@ -17,6 +17,7 @@ from collections import defaultdict
 from ..history.metrics import scalar_metrics
 from ..records import Record
 from .model import ReportData, cells
+from .prom import one_rank
 
 # XML 1.0 cannot carry most control characters, even escaped; tool output sometimes has them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -84,7 +85,9 @@ def render_junit(data: ReportData) -> str:
                                           message=_clean(f"regression: {text}"))
                 regressed.text = _clean(text)
             out = [_details(record)]
-            metrics = {k: v for k, v in record.metrics.items() if k != "sizes"}
+            # One rank has no bus bandwidth: an old record's figure is left out, as Prometheus and history do.
+            metrics = {k: v for k, v in record.metrics.items()
+                       if k != "sizes" and not (k == "busbw_gbps" and one_rank(record.metrics))}
             if metrics:
                 out.append("metrics: " + _clean(json.dumps(metrics, sort_keys=True, default=str)))
             ET.SubElement(case, "system-out").text = "\n".join(out)

@@ -17,6 +17,7 @@ from ..baseline import (
     confirm_regressions,
     find_regressions,
     load_baseline,
+    needs_rerun,
 )
 from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
 from ..history import BusbwPoint, History
@@ -172,7 +173,8 @@ def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_
             # A fleet check re-ran the checks that dropped; their figures confirm a drop or undo it.
             rerun = folder / RERUN_FILE
             if rerun.is_file():
-                regressions = confirm_regressions(regressions, read_run(rerun), held, busbw_drop_pct)
+                regressions = confirm_regressions(regressions, read_run(rerun), held, busbw_drop_pct,
+                                                  attempted={r.host for r in regressions if needs_rerun(r)})
             baseline_run = held.describe()
     with History(base) as history:
         points = history.busbw_history()

@@ -61,7 +61,7 @@ def render_prom(data: ReportData) -> str:
     for host, status in sorted(host_status(data.records).items()):
         samples["accelstack_host_status"].append(f"{_labels(host=host)} {SEVERITY[status]}")
     for regression in data.regressions:
-        if regression.confirmed is False:  # a drop its re-run did not repeat: noise, no alert
+        if not regression.counts:  # a drop not confirmed by its re-run, or a host that could not be checked
             continue
         labels = _labels(host=regression.host, check=regression.check, kind=regression.kind)
         line = f"{labels} 1"

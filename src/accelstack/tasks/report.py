@@ -239,18 +239,30 @@ HELP_FLEET = {
 }
 
 
-def _preflight(names: list[str], limit: str | None) -> dict[str, list[str]]:
-    """Every inventory read and its stacks checked before any host is touched: a broken one is exit 3 with
-    its file:line. The host names of each, in order."""
+def _preflight(names: list[str], limit: str | None, overrides: dict[str, object]) -> dict[str, list[str]]:
+    """Every inventory read and its stacks checked (with --set applied, as validation will) before any host is
+    touched: a broken one is exit 3 with its file:line. The host names of each, in order.
+
+    ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
+    selects nothing there; it is an error only when it matches no host in any of them."""
     from ..context import resolve_contexts
     from ..inventory import load_inventory
 
     hosts: dict[str, list[str]] = {}
+    unmatched: ConfigError | None = None
     for name in names:
         inv = load_inventory(name)
-        selected = inv.select(limit)
-        resolve_contexts(selected)
+        try:
+            selected = inv.select(limit)
+        except ConfigError as err:
+            if not limit or "matches no host" not in str(err):
+                raise
+            unmatched, hosts[name] = unmatched or err, []
+            continue
+        resolve_contexts(selected, overrides=overrides or None)
         hosts[name] = [host.name for host in selected]
+    if unmatched is not None and not any(hosts.values()):
+        raise unmatched
     return hosts
 
 
@@ -281,7 +293,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     connect_s = setting(c, "connect_timeout", connect_timeout)
     overrides = extra_vars(set or [])
     names = list(inventory or ["local"])
-    hosts_of = _preflight(names, limit)
+    hosts_of = _preflight(names, limit, overrides)
     reports = writable_dir(Path(reports_dir), "--reports-dir")  # found now, not after validating every host
     check_runs_folder()
     known_checks = {name for name in all_checks(registry)}  # `set` is the --set flag here
@@ -299,7 +311,8 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     def validate(name: str, skip: frozenset[str]) -> list[Record]:
         left = [host for host in hosts_of[name] if host not in skip]
         if not left:
-            progress.note(f"{name}: every host was checked in an earlier inventory")
+            why = "every host was checked in an earlier inventory" if hosts_of[name] else f"--limit {limit} selects none"
+            progress.note(f"{name}: {why}")
             return []
         terms = ([limit] if limit else []) + [f"!{host}" for host in hosts_of[name] if host in skip]
         limits[name] = ",".join(terms) or None

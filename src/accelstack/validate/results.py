@@ -285,6 +285,8 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
     ranks = int(record.metrics.get("ranks") or 0)
     row = thresholds.lookup(accelerator, scope, collective, ranks)
     status, why = judge(float(record.metrics["busbw_gbps"]), row, thresholds.margin)
+    if not (accelerator or "").strip():
+        why = "not judged: the inventory names no `accelerator` (e.g. H100, 910B) to pick a floor for"
     record.status = status
     record.summary = f"{record.summary}; {why}"
     record.metrics["threshold_gbps"] = row.min_busbw_gbps if row else None
@@ -314,7 +316,10 @@ def never_pass_a_failed_tool(record: Record) -> Record:
     if record.status not in ("pass", "warn") or exit_status in (0, None):
         return record
     output = str(record.evidence.get("tool_output") or "")
-    tool = str(record.evidence.get("command") or "its tool").split()[0]
+    # A validator names its tool's command in evidence; the control side's own wrapper (`[ -r env ] && ...`)
+    # names no tool.
+    words = str(record.evidence.get("command") or "").split()
+    tool = words[0] if words and words[0][0] not in "[(-" else "its tool"
     why = tool_failure(tool, exit_status, output) or f"{tool} exited {exit_status}"
     record.summary = f"{why}: not measured, though the check said {record.status}: {record.summary}"
     record.status = "error"

@@ -3,6 +3,7 @@ apart from reading the shipped file."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,11 +46,15 @@ class Thresholds:
 
     def lookup(self, accelerator: str | None, scope: str, collective: str, ranks: int) -> Threshold | None:
         """The first row (overrides first) whose accelerator is a prefix of the host's and whose ranks fit."""
-        name = (accelerator or "cpu").lower()
+        # No accelerator named is no row: an 8-GPU host must never be held to the CPU lab's floor. A name matches
+        # a row when one of its words starts with the row's ("NVIDIA H100 80GB HBM3" and "h100-sxm" match H100).
+        words = [w for w in re.split(r"[\s_/-]+", (accelerator or "").lower()) if w]
+        if not words:
+            return None
         for row in self.rows:
             if row.scope != scope or row.collective != collective:
                 continue
-            if not name.startswith(row.accelerator.lower()):
+            if not any(word.startswith(row.accelerator.lower()) for word in words):
                 continue
             if row.ranks is not None and row.ranks != ranks:
                 continue
