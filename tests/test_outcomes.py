@@ -355,13 +355,6 @@ NO_TABLE_YET = {
              "only restate the script's own status, the control side does not judge it",
     "perf": "perf.matmul, perf.copy and perf.pcie measure a torch device (tests/test_device_perf.py runs them on "
             "tests/fake_accelerator); no case kind loads the fake accelerator yet",
-    "health.remapped_rows": "tests/test_device_health.py (edited H100 captures, judge_remapped_rows)",
-    "health.retired_pages": "tests/test_device_health.py (edited H100 captures, judge_retired_pages)",
-    "health.persistence": "tests/test_device_health.py (edited H100 captures, judge_persistence)",
-    "health.nvlink": "tests/test_device_health.py (nvlink -s text and the simulated nvidia-smi)",
-    "health.status": "tests/test_device_health.py (Ascend: the 910B3 table and the simulated npu-smi)",
-    "health.hbm": "tests/test_device_health.py (Ascend: the 910B3 table and the simulated npu-smi)",
-    "health.aicore": "tests/test_device_health.py (Ascend: the 910B3 table and the simulated npu-smi)",
 }
 
 
