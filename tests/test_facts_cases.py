@@ -11,7 +11,12 @@ Layout: ``tests/data/facts/<parser>/<case>.json``, the folder named after a publ
      "kwargs": {"sep": ":"},                        # keyword arguments, plain values
      "expect": {"pretty_name": "Debian GNU/Linux 12 (bookworm)", "devices.0.name": "GPU0"},
      "expect_value": ...,                           # the whole result (for parsers returning str, dict, list)
-     "raises": "ValueError", "match": "regex"}      # instead of expect: the parser must raise
+     "raises": "ValueError", "match": "regex",      # instead of expect: the parser must raise
+     "wrong_today": {"gpus.0.power_draw_w": {"parser_gives": null, "capture_says": 72.13, "why": "..."}}}
+
+``wrong_today`` records a parser that disagrees with a real capture (a defect in src/, reported, not fixed by the
+case): the case asserts the parser still gives ``parser_gives``, so the fix fails the case and the field moves
+to ``expect`` with the capture's value.
 
 The result is made plain data first (``dataclasses.asdict``, tuples as lists, integer dict keys as strings). An ``expect`` key is a dotted
 path into it: a dict key, a list index (``-1`` counts from the end), ``#`` for a length, ``*`` for every element
@@ -40,7 +45,7 @@ DATA = Path(__file__).resolve().parent / "data"
 FACTS = DATA / "facts"
 CASES = sorted(FACTS.glob("*/*.json"))
 KEYS = {"parser", "source", "about", "input", "input_text", "more_inputs", "kwargs", "expect", "expect_value",
-        "raises", "match"}
+        "raises", "match", "wrong_today"}
 
 # Public parse_* functions with no case, each with the reason. Empty today: add a line only with a reason a
 # reviewer would accept (a parser no captured output exists for is not one: write a synthetic_ capture).
@@ -146,6 +151,15 @@ def run_case(case: dict[str, Any], folder: str) -> int:
         if got != want:
             raise CaseError(f"{path}: got {got!r}, expected {want!r}")
         checked += 1
+    for path, wrong in (case.get("wrong_today") or {}).items():
+        if set(wrong) != {"parser_gives", "capture_says", "why"} or wrong["parser_gives"] == wrong["capture_says"]:
+            raise CaseError(f"wrong_today {path}: give parser_gives, capture_says (different) and why")
+        got = walk(result, path.split("."), path)
+        if got == wrong["capture_says"]:
+            raise CaseError(f"{path}: the parser gives {got!r} now, as the capture says: move it to expect")
+        if got != wrong["parser_gives"]:
+            raise CaseError(f"{path}: got {got!r}, recorded as wrong with {wrong['parser_gives']!r}")
+        checked += 1
     if not checked:
         raise CaseError("the case expects nothing (give expect, expect_value or raises)")
     return checked
@@ -190,6 +204,9 @@ GOOD = {"parser": "parse_os_release", "source": "the Debian 12 capture", "input"
     ({"input": "captures/nowhere.txt"}, "is not a file"),
     ({"input_text": "ID=debian\n"}, "exactly one of"),
     ({"expect": None, "raises": "ValueError"}, "did not raise"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "debian", "why": "w"}}}, "move it to expect"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "y", "why": "w"}}}, "recorded as wrong with 'x'"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "x", "why": "w"}}}, "(different)"),
 ])
 def test_a_wrong_or_malformed_case_fails(change: dict[str, Any], message: str) -> None:
     case = {**GOOD, **change}
