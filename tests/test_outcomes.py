@@ -347,12 +347,6 @@ NO_TABLE_YET = {
                        "on tests/fake_accelerator); no case kind spawns ranks yet",
     "multinode": "a torchrun worker across hosts (tests/test_collectives.py, the lab's multinode tests); no case "
                  "kind runs torchrun yet",
-    "env": "judged inside the script from a login shell and the live interfaces (validators/env.py reads neither "
-           "under ACCELSTACK_SIM_ROOT); tests/test_outcomes_facts.py calls its functions directly",
-    "libraries": "reads real ELF files through the loader's search path; tests/test_outcomes_facts.py builds them "
-                 "from this machine's libc",
-    "ports": "a cluster check over live sockets (tests/test_outcomes_facts.py, the lab); a document case would "
-             "only restate the script's own status, the control side does not judge it",
     "perf": "perf.matmul, perf.copy and perf.pcie measure a torch device (tests/test_device_perf.py runs them on "
             "tests/fake_accelerator); no case kind loads the fake accelerator yet",
 }
