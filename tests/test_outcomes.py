@@ -343,8 +343,6 @@ NOT_IN_REGISTRY = {"connect": "the run's own record for a host it could not reac
 # hidden. Their outcomes are reached by the Python tests named here; move them into cases and drop the line. A
 # check's name stands for all of its records.
 NO_TABLE_YET = {
-    "collective_init": "needs torch ranks on a device-refusing backend (tests/test_collectives.py runs the script "
-                       "on tests/fake_accelerator); no case kind spawns ranks yet",
     "multinode": "a torchrun worker across hosts (tests/test_collectives.py, the lab's multinode tests); no case "
                  "kind runs torchrun yet",
     "perf": "perf.matmul, perf.copy and perf.pcie measure a torch device (tests/test_device_perf.py runs them on "
