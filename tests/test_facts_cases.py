@@ -18,8 +18,8 @@ Layout: ``tests/data/facts/<parser>/<case>.json``, the folder named after a publ
 case): the case asserts the parser still gives ``parser_gives``, so the fix fails the case and the field moves
 to ``expect`` with the capture's value.
 
-The result is made plain data first (``dataclasses.asdict``, tuples as lists, integer dict keys as strings). An ``expect`` key is a dotted
-path into it: a dict key, a list index (``-1`` counts from the end), ``#`` for a length, ``*`` for every element
+The result is made plain data first (``dataclasses.asdict``, tuples as lists, integer dict keys as strings). An
+``expect`` key is a dotted path into it: a dict key, a list index (``-1`` counts from the end), ``#`` for a length, ``*`` for every element
 of a list (the rest of the path is applied to each, giving a list). A path that does not exist, an unknown
 parser, a key the format does not know, or a case that expects nothing fails the case: a typo cannot make a case
 vacuous. :func:`test_every_parser_has_a_case` holds every public ``parse_*`` function to at least one case.
