@@ -24,7 +24,7 @@ Layout: ``tests/data/outcomes/<check>/`` holds
 Kinds (what the control side does with it is what ``accelstack.validate.host.run_script`` does: the document is
 parsed, every check becomes a record with :func:`to_record` and is judged with :func:`refine`):
 
-* ``script``: run ``validators/<validator>.py`` as the run does, through :func:`command_for` (the same shell
+* ``script``: run the registry's script ``<validator>.py`` as the run does, through :func:`command_for` (the same shell
   line, ``timeout`` included, without sourcing the host's env file), with ``config`` as its JSON argument.
   ``python`` (default: this interpreter) is the python the command names; a path that does not exist is a stack
   that is not provisioned. ``files`` (``{path under the root: text | {"text", "mode"} | {"capture": file} |
