@@ -1,0 +1,228 @@
+"""The facts parsers from data, as pyinfra tests its facts: one JSON case per captured output, one generic runner.
+
+Layout: ``tests/data/facts/<parser>/<case>.json``, the folder named after a public function of
+:mod:`accelstack.facts.parsers`::
+
+    {"parser": "parse_os_release",                  # must equal the folder's name
+     "source": "where the input comes from (capture, reference note, H100 bundle, lab)",
+     "input": "captures/os_release_debian12.txt",   # a file under tests/data ...
+     "input_text": "NAME=...\\n",                    # ... or the text itself (exactly one of the two)
+     "more_inputs": [{"input": "..."} | {"input_text": "..."}],   # further positional text arguments
+     "kwargs": {"sep": ":"},                        # keyword arguments, plain values
+     "expect": {"pretty_name": "Debian GNU/Linux 12 (bookworm)", "devices.0.name": "GPU0"},
+     "expect_value": ...,                           # the whole result (for parsers returning str, dict, list)
+     "raises": "ValueError", "match": "regex",      # instead of expect: the parser must raise
+     "wrong_today": {"gpus.0.power_draw_w": {"parser_gives": null, "capture_says": 72.13, "why": "..."}}}
+
+``wrong_today`` records a parser that disagrees with a real capture (a defect in src/, reported, not fixed by the
+case): the case asserts the parser still gives ``parser_gives``, so the fix fails the case and the field moves
+to ``expect`` with the capture's value.
+
+The result is made plain data first (``dataclasses.asdict``, tuples as lists, integer dict keys as strings). An
+``expect`` key is a dotted path into it: a dict key, a list index (``-1`` counts from the end), ``#`` for a length, ``*`` for every element
+of a list (the rest of the path is applied to each, giving a list). A path that does not exist, an unknown
+parser, a key the format does not know, or a case that expects nothing fails the case: a typo cannot make a case
+vacuous. :func:`test_every_parser_has_a_case` holds every public ``parse_*`` function to at least one case.
+
+Tests that need logic (round trips, properties, two parsers agreeing, loops) stay in tests/test_facts_parsers.py.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import inspect
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelstack.facts import parsers
+
+DATA = Path(__file__).resolve().parent / "data"
+FACTS = DATA / "facts"
+CASES = sorted(FACTS.glob("*/*.json"))
+KEYS = {"parser", "source", "about", "input", "input_text", "more_inputs", "kwargs", "expect", "expect_value",
+        "raises", "match", "wrong_today"}
+
+# Public parse_* functions with no case, each with the reason. Empty today: add a line only with a reason a
+# reviewer would accept (a parser no captured output exists for is not one: write a synthetic_ capture).
+EXEMPT: dict[str, str] = {}
+
+
+class CaseError(AssertionError):
+    """A case that is wrong (its expectation fails) or malformed (it could not be checked at all)."""
+
+
+def plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(dataclasses.asdict(value))
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):  # integer keys as JSON writes them (parse_hccn_conf's device ids)
+        return {str(k) if isinstance(k, int) else k: plain(v) for k, v in value.items()}
+    return value
+
+
+def walk(value: Any, parts: list[str], path: str) -> Any:
+    """The value at ``parts``; a segment that does not exist is a CaseError naming the whole path."""
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    if head == "#":
+        if not isinstance(value, (list, dict, str)):
+            raise CaseError(f"{path}: '#' on a {type(value).__name__}, which has no length")
+        return walk(len(value), rest, path)
+    if head == "*":
+        if not isinstance(value, list):
+            raise CaseError(f"{path}: '*' on a {type(value).__name__}, not a list")
+        return [walk(v, rest, path) for v in value]
+    if isinstance(value, dict):
+        if head not in value:
+            raise CaseError(f"{path}: no field {head!r} (there are: {', '.join(map(str, value)) or 'none'})")
+        return walk(value[head], rest, path)
+    if isinstance(value, list):
+        if not re.fullmatch(r"-?\d+", head):
+            raise CaseError(f"{path}: {head!r} indexes a list (use a number, '#' or '*')")
+        index = int(head)
+        if not -len(value) <= index < len(value):
+            raise CaseError(f"{path}: index {index} out of a list of {len(value)}")
+        return walk(value[index], rest, path)
+    raise CaseError(f"{path}: {head!r} goes inside a {type(value).__name__}")
+
+
+def text_of(spec: dict[str, Any], where: str) -> str:
+    given = [k for k in ("input", "input_text") if k in spec]
+    if len(given) != 1:
+        raise CaseError(f"{where}: give exactly one of input (a file under tests/data) or input_text")
+    if "input_text" in spec:
+        return str(spec["input_text"])
+    path = DATA / spec["input"]
+    if not path.is_file():
+        raise CaseError(f"{where}: input {spec['input']} is not a file under tests/data")
+    return path.read_text(encoding="utf-8")
+
+
+def parser_named(name: str) -> Any:
+    function = getattr(parsers, name, None)
+    if name.startswith("_") or not inspect.isfunction(function) or function.__module__ != parsers.__name__:
+        raise CaseError(f"no public parser {name!r} in accelstack.facts.parsers")
+    return function
+
+
+def run_case(case: dict[str, Any], folder: str) -> int:
+    """Check one case; returns how many expectations it checked (a raise counts as one)."""
+    unknown = set(case) - KEYS
+    if unknown:
+        raise CaseError(f"unknown key(s) {sorted(unknown)}; known: {sorted(KEYS)}")
+    if case.get("parser") != folder:
+        raise CaseError(f"parser {case.get('parser')!r} is not the folder's name {folder!r}")
+    if not str(case.get("source", "")).strip():
+        raise CaseError("a case says where its input comes from (source)")
+    function = parser_named(folder)
+    args = [text_of(case, "input")] + [text_of(more, f"more_inputs[{i}]")
+                                       for i, more in enumerate(case.get("more_inputs") or [])]
+    kwargs = case.get("kwargs") or {}
+    if "raises" in case:
+        if "expect" in case or "expect_value" in case:
+            raise CaseError("a case either raises or expects a result, not both")
+        wanted = getattr(builtins, str(case["raises"]), None)
+        if not (isinstance(wanted, type) and issubclass(wanted, Exception)):
+            raise CaseError(f"raises: {case['raises']!r} is not a builtin exception")
+        try:
+            function(*args, **kwargs)
+        except wanted as exc:
+            if "match" in case and not re.search(case["match"], str(exc)):
+                raise CaseError(f"raised {exc!r}, which does not match {case['match']!r}") from exc
+            return 1
+        raise CaseError(f"{folder} did not raise {case['raises']}")
+    if "match" in case:
+        raise CaseError("match goes with raises")
+    result = plain(function(*args, **kwargs))
+    checked = 0
+    if "expect_value" in case:
+        if result != case["expect_value"]:
+            raise CaseError(f"result {result!r} != expected {case['expect_value']!r}")
+        checked += 1
+    for path, want in (case.get("expect") or {}).items():
+        got = walk(result, path.split(".") if path else [], path)
+        if got != want:
+            raise CaseError(f"{path}: got {got!r}, expected {want!r}")
+        checked += 1
+    for path, wrong in (case.get("wrong_today") or {}).items():
+        if set(wrong) != {"parser_gives", "capture_says", "why"} or wrong["parser_gives"] == wrong["capture_says"]:
+            raise CaseError(f"wrong_today {path}: give parser_gives, capture_says (different) and why")
+        got = walk(result, path.split("."), path)
+        if got == wrong["capture_says"]:
+            raise CaseError(f"{path}: the parser gives {got!r} now, as the capture says: move it to expect")
+        if got != wrong["parser_gives"]:
+            raise CaseError(f"{path}: got {got!r}, recorded as wrong with {wrong['parser_gives']!r}")
+        checked += 1
+    if not checked:
+        raise CaseError("the case expects nothing (give expect, expect_value or raises)")
+    return checked
+
+
+@pytest.mark.parametrize("path", CASES, ids=[f"{c.parent.name}/{c.stem}" for c in CASES])
+def test_fact_case(path: Path) -> None:
+    run_case(json.loads(path.read_text(encoding="utf-8")), path.parent.name)
+
+
+def public_parsers() -> list[str]:
+    return sorted(name for name, f in inspect.getmembers(parsers, inspect.isfunction)
+                  if name.startswith("parse_") and f.__module__ == parsers.__name__)
+
+
+def test_every_parser_has_a_case() -> None:
+    folders = {p.name for p in FACTS.iterdir() if p.is_dir() and any(p.glob("*.json"))}
+    names = public_parsers()
+    assert len(names) > 20, names  # the scan itself works
+    missing = [n for n in names if n not in folders and n not in EXEMPT]
+    assert not missing, f"parsers with no case in tests/data/facts/ and no exemption: {missing}"
+    stale = sorted(set(EXEMPT) & folders)
+    assert not stale, f"exempted but they have cases now: drop them from EXEMPT: {stale}"
+    strays = sorted(folders - set(dir(parsers)))
+    assert not strays, f"case folders named after no function of accelstack.facts.parsers: {strays}"
+
+
+# ----- the runner is not a rubber stamp -----
+
+GOOD = {"parser": "parse_os_release", "source": "the Debian 12 capture", "input": "captures/os_release_debian12.txt",
+        "expect": {"id": "debian"}}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"expect": {"id": "ubuntu"}}, "expected 'ubuntu'"),
+    ({"expect": {"idd": "debian"}}, "no field 'idd'"),
+    ({"expect": {"id.0": "d"}}, "goes inside a str"),
+    ({"expect": {}}, "expects nothing"),
+    ({"parser": "parse_os_releases"}, "is not the folder's name"),
+    ({"expct": {"id": "debian"}}, "unknown key"),
+    ({"source": ""}, "source"),
+    ({"input": "captures/nowhere.txt"}, "is not a file"),
+    ({"input_text": "ID=debian\n"}, "exactly one of"),
+    ({"expect": None, "raises": "ValueError"}, "did not raise"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "debian", "why": "w"}}}, "move it to expect"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "y", "why": "w"}}}, "recorded as wrong with 'x'"),
+    ({"wrong_today": {"id": {"parser_gives": "x", "capture_says": "x", "why": "w"}}}, "(different)"),
+])
+def test_a_wrong_or_malformed_case_fails(change: dict[str, Any], message: str) -> None:
+    case = {**GOOD, **change}
+    folder = "parse_os_release"
+    with pytest.raises(CaseError, match=re.escape(message)):
+        run_case({k: v for k, v in case.items() if v is not None}, folder)
+
+
+def test_unknown_parser_and_paths_fail_loudly() -> None:
+    with pytest.raises(CaseError, match="no public parser 'parse_nothing'"):
+        run_case({**GOOD, "parser": "parse_nothing"}, "parse_nothing")
+    with pytest.raises(CaseError, match="no public parser '_snippet'"):
+        run_case({**GOOD, "parser": "_snippet"}, "_snippet")
+    topo = {"parser": "parse_nvidia_topo", "source": "x", "input": "captures/nvidia_smi_topo_m_2x5090.txt"}
+    assert run_case({**topo, "expect": {"devices.#": 2, "devices.-1": "GPU1"}}, "parse_nvidia_topo") == 2
+    with pytest.raises(CaseError, match="index 2 out of a list of 2"):
+        run_case({**topo, "expect": {"devices.2": "GPU2"}}, "parse_nvidia_topo")
+    with pytest.raises(CaseError, match="'\\*' on a dict"):
+        run_case({**topo, "expect": {"links.*": []}}, "parse_nvidia_topo")
