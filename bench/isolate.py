@@ -55,7 +55,10 @@ def bisection(inventory: str) -> dict:
     return {"named": at_fault["nodes"] + [f"{a}<->{b}" for a, b in at_fault["links"]],
             "runs": isolation.get("extra_runs", 0), "rounds": isolation.get("rounds", 0),
             "wall_s": isolation.get("wall_s", 0.0), "validate_wall_s": wall,
-            "fleet_busbw": first.metrics.get("busbw_gbps"), "statuses": sorted({r.status for r in records})}
+            "fleet_busbw": first.metrics.get("busbw_gbps"), "statuses": sorted({r.status for r in records}),
+            "failed": [f"round {r['round']} {'-'.join(r['hosts'])}: {r.get('detail', '')}"
+                       for r in isolation.get("runs", []) if r["status"] == "fail"],
+            "fleet_summary": next((r.summary for r in records if r.status == "fail"), "")}
 
 
 def pairwise_ring(inventory: str) -> dict:
@@ -74,8 +77,9 @@ def pairwise_ring(inventory: str) -> dict:
     names = [m.name for m in members]
     nodes, links = isolate(names, {p.hosts for p in results if p.status == "fail"}, [p.hosts for p in results],
                            set())
+    failed = [f"{'-'.join(p.hosts)}: {p.why}" for p in results if p.status == "fail"]
     return {"named": nodes + [f"{a}<->{b}" for a, b in links], "runs": len(results),
-            "rounds": len(ring_rounds(len(members))), "wall_s": wall}
+            "rounds": len(ring_rounds(len(members))), "wall_s": wall, "failed": failed}
 
 
 def main() -> None:
@@ -115,10 +119,15 @@ def main() -> None:
         busbw = bis["fleet_busbw"]
         print(f"fleet allreduce: records {'/'.join(bis['statuses'])}, busbw "
               f"{'none' if busbw is None else f'{busbw:.4f} GB/s'}; validate wall {bis['validate_wall_s']:.1f} s")
+        print(f"  {bis['fleet_summary'][:300]}")
         print(f"{'isolation':<22} {'named':<14} {'extra runs':>10} {'rounds':>7} {'wall s':>8}")
         for label, row in (("bisection (now)", bis), ("pairwise ring (before)", pair)):
             named = ", ".join(row["named"]) or "nobody"
             print(f"{label:<22} {named:<14} {row['runs']:>10} {row['rounds']:>7} {row['wall_s']:>8.1f}")
+        for label, row in (("bisection", bis), ("pairwise", pair)):
+            print(f"{label} runs that failed ({len(row['failed'])}):")
+            for line in row["failed"]:
+                print(f"  {line[:160]}")
         print(f"ceil(log2 {count}) = {bound}: bisection rounds <= {bound} for one bad node (the last pairs the "
               f"suspects with known-good nodes), two runs a round; the ring runs {count} pairs")
         if bis["named"] != [slow]:
