@@ -1,9 +1,11 @@
 """Validation on real lab hosts: a 3-host gloo allreduce through torchrun over SSH, faults injected by real
-means during the run (link down, netem slow link), simulated Ascend hosts with a missing device and an old CANN,
-and a socket interface that does not exist. Uses its own lab (tag acv) so other suites' labs are never touched."""
+means during the run (link down, slow link), simulated Ascend hosts with a missing device and an old CANN,
+and a socket interface that does not exist. Uses its own lab (tag acv) so other suites' labs are never touched;
+bisection on four hosts uses the session lab (tag act) with the same venv under a path of its own."""
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import subprocess
@@ -48,12 +50,11 @@ def _wheelhouse() -> Path:
     return WHEELHOUSE
 
 
-def _install_venv(lab: object) -> None:
-    """The CPU stack's venv on every lab host: built once inside lab1 (so its paths are the host's), cached
-    beside the wheels, and copied into the other hosts' private /opt."""
+def _venv_cache(lab: object) -> Path:
+    """The CPU stack's venv, built once inside a lab host (so its paths are the host's) and cached beside the
+    wheels: ``VENV_CACHE/accelstack/venv``."""
     hosts = lab.load()  # type: ignore[attr-defined]
     first = hosts["lab1"]
-    opt_of = {name: lab._host_dir(h) / "root" / "opt" for name, h in hosts.items()}  # type: ignore[attr-defined]
     stamp = VENV_CACHE / ".complete"
     if not stamp.exists():
         wheels = _wheelhouse()
@@ -63,12 +64,27 @@ def _install_venv(lab: object) -> None:
                        check=True, timeout=300)
         subprocess.run(["rm", "-rf", str(VENV_CACHE)], check=True)
         VENV_CACHE.mkdir(parents=True)
-        subprocess.run(["cp", "-a", str(opt_of["lab1"] / "accelstack"), str(VENV_CACHE / "accelstack")],
-                       check=True)
+        opt = lab._host_dir(first) / "root" / "opt"  # type: ignore[attr-defined]
+        subprocess.run(["cp", "-a", str(opt / "accelstack"), str(VENV_CACHE / "accelstack")], check=True)
         stamp.touch()
-    for opt in opt_of.values():
+    return VENV_CACHE / "accelstack"
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Hard links where the filesystem allows (the venv is only read), a copy otherwise."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True).returncode != 0:
+        subprocess.run(["rm", "-rf", str(target)], check=True)
+        subprocess.run(["cp", "-a", str(source), str(target)], check=True)
+
+
+def _install_venv(lab: object) -> None:
+    """The CPU stack's venv on every lab host, copied from the cache into the hosts' private /opt."""
+    cache = _venv_cache(lab)
+    for host in lab.load().values():  # type: ignore[attr-defined]
+        opt = lab._host_dir(host) / "root" / "opt"  # type: ignore[attr-defined]
         if not (opt / "accelstack" / "venv" / "bin" / "python").exists():
-            subprocess.run(["cp", "-a", str(VENV_CACHE / "accelstack"), str(opt)], check=True)
+            _copy_tree(cache, opt / "accelstack")
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +198,7 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
         assert tagged_processes(healthy, name) == [], name
 
 
-def test_slow_link_drops_busbw_and_pairwise_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
+def test_slow_link_drops_busbw_and_isolation_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
     healthy.fault("lab3", "link-slow")  # type: ignore[attr-defined]
     try:
         records = validate_inventory(inventory(healthy, tmp_path), only={"multinode"})
@@ -191,11 +207,56 @@ def test_slow_link_drops_busbw_and_pairwise_names_the_slow_host(healthy: object,
     multi = by_host(records, "multinode")
     assert multi["lab3"].status == "fail", multi["lab3"].summary
     assert multi["lab3"].evidence["at_fault"]["nodes"] == ["lab3"]
-    pairs = {tuple(p["hosts"]): p for p in multi["lab1"].evidence["pairwise"]}
-    assert pairs[("lab1", "lab2")]["status"] == "pass"
-    assert {pairs[("lab2", "lab3")]["status"], pairs[("lab3", "lab1")]["status"]} == {"fail"}
+    assert multi["lab1"].status == "warn" and "lab3" in multi["lab1"].summary
+    # Three nodes have no halves to bisect: the ring of pairs, where lab3 fails with both known-good peers.
+    runs = {tuple(sorted(r["hosts"])): r for r in multi["lab1"].evidence["isolation"]["runs"] if r["round"]}
+    assert runs[("lab1", "lab2")]["status"] == "pass"
+    assert {runs[("lab2", "lab3")]["status"], runs[("lab1", "lab3")]["status"]} == {"fail"}
     busbw = multi["lab1"].metrics.get("busbw_gbps")
     assert busbw is None or busbw < 0.05
+
+
+BISECT_OPT = "/opt/acv-bisect"
+
+
+@pytest.fixture()
+def four_hosts(healthy_lab: object) -> Iterator[object]:
+    """The session lab's four hosts with the CPU stack's venv under a path of their own (removed after), so
+    the session lab's /opt/accelstack stays as other suites expect it."""
+    cache = _venv_cache(healthy_lab)
+    opts = [healthy_lab._host_dir(h) / "root" / "opt" for h in healthy_lab.load().values()]  # type: ignore
+    for opt in opts:
+        if not (opt / "acv-bisect" / "venv" / "bin" / "python").exists():
+            _copy_tree(cache / "venv", opt / "acv-bisect" / "venv")
+    try:
+        yield healthy_lab
+    finally:
+        for opt in opts:
+            subprocess.run(["rm", "-rf", str(opt / "acv-bisect")], check=False)
+
+
+def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(four_hosts: object, tmp_path: Path) -> None:
+    four_hosts.fault("lab4", "link-slow")  # type: ignore[attr-defined]
+    try:
+        records = validate_inventory(inventory(four_hosts, tmp_path, stack_python=f"{BISECT_OPT}/venv/bin/python"),
+                                     only={"multinode"})
+    finally:
+        four_hosts.heal("lab4")  # type: ignore[attr-defined]
+    multi = by_host(records, "multinode")
+    assert sorted(multi) == ["lab1", "lab2", "lab3", "lab4"]
+    assert multi["lab4"].status == "fail" and "at fault: lab4" in multi["lab4"].summary, multi["lab4"].summary
+    assert multi["lab4"].evidence["at_fault"] == {"nodes": ["lab4"], "links": []}
+    assert all(multi[n].status == "warn" for n in ("lab1", "lab2", "lab3"))
+    isolation = multi["lab1"].evidence["isolation"]
+    rounds = math.ceil(math.log2(4))
+    # Halves {lab1, lab2} and {lab3, lab4} at once, then lab3 and lab4 each with a known-good partner.
+    assert isolation["rounds"] <= rounds + 1, isolation
+    assert isolation["extra_runs"] <= 2 * rounds, isolation
+    first = {tuple(r["hosts"]): r["status"] for r in isolation["runs"] if r["round"] == 1}
+    assert first == {("lab1", "lab2"): "pass", ("lab3", "lab4"): "fail"}
+    failed = [r for r in isolation["runs"] if r["round"] >= 1 and r["status"] == "fail"]
+    assert all("lab4" in r["hosts"] for r in failed)
+    assert isolation["wall_s"] > 0 and all(r["wall_s"] > 0 for r in isolation["runs"] if r["round"])
 
 
 def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Pure parts of validation: busbw math, thresholds, registry headers, JSON -> records, fault isolation, and the
+"""Pure parts of validation: busbw math, thresholds, registry headers, JSON -> records, fault isolation (the
+pairwise ring the benchmark compares with; bisection itself is in test_isolate.py), and the
 host-side scripts' own pure helpers (ELF symbol reading, interface syntax, visible-device lists)."""
 
 from __future__ import annotations
@@ -205,6 +206,44 @@ def test_isolation_names_the_node_or_the_link() -> None:
     assert isolate(names, {("c", "d")}, pairs, set()) == ([], [("c", "d")])
     assert isolate(names, set(pairs), pairs, set()) == ([], [])  # shared fault: nobody named
     assert isolate(names, set(), pairs[:2], {"d"}) == (["d"], [])
+
+
+def _group_run(busbw: float | None, passed: bool = True) -> object:
+    from types import SimpleNamespace
+
+    from accelstack.validate.cluster import NodeResult, RunResult
+
+    member = SimpleNamespace(name="a", config={"accelerator": "cpu", "nproc": 2})
+    check = {"status": "pass" if passed else "fail", "summary": "ok" if passed else "gloo: connection reset",
+             "metrics": {"busbw_gbps": busbw} if busbw is not None else {}}
+    return RunResult([NodeResult(member, 0, "cmd", checks=[check])], "tag", 1.0, 60.0), [member]  # type: ignore
+
+
+def test_an_isolation_run_fails_when_it_fails_is_under_the_floor_or_under_half_the_best() -> None:
+    from accelstack.validate.cluster import judge_group
+
+    thresholds = load_thresholds()  # cpu multi-node allreduce floor: 0.05 GB/s
+    run, members = _group_run(0.4)
+    assert judge_group(run, members, thresholds, best=0.5) == ("pass", "0.4000 GB/s")
+    status, why = judge_group(run, members, thresholds, best=1.0)
+    assert status == "fail" and "under half the best run's 1.0000 GB/s" in why
+    run, members = _group_run(0.002)  # a 20 Mbit/s link
+    status, why = judge_group(run, members, thresholds, best=0.0)
+    assert status == "fail" and why.startswith("0.0020 GB/s")
+    run, members = _group_run(None, passed=False)
+    assert judge_group(run, members, thresholds, best=0.0) == ("fail", "gloo: connection reset")
+
+
+def test_not_isolated_says_why() -> None:
+    from accelstack.validate.cluster import not_isolated
+    from accelstack.validate.isolate import bisect
+
+    two = bisect(["a", "b"], lambda g: False)
+    assert "no third known-good node" in not_isolated(two, [1, 2])  # type: ignore[list-item]
+    scale = bisect(["a", "b", "c", "d"], lambda g: len(g) < 4)
+    assert "only at full scale" in not_isolated(scale, [1, 2, 3, 4])  # type: ignore[list-item]
+    shared = bisect(["a", "b", "c", "d"], lambda g: False)
+    assert "every run failed" in not_isolated(shared, [1, 2, 3, 4])  # type: ignore[list-item]
 
 
 # ----- host-side helpers -----

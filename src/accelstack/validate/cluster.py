@@ -1,5 +1,5 @@
 """Cluster validators: clock skew, port reachability, and the multi-node allreduce through torchrun started
-over SSH on every host, with pairwise runs that name the node or link at fault.
+over SSH on every host, with bisection (:mod:`.isolate`) that names the node or link at fault.
 
 Nothing started here may outlive the run. Every remote command runs under ``timeout -k`` (its process group is
 killed at the deadline even if this machine loses the host), every rank has its own deadline and dies with its
@@ -25,6 +25,7 @@ from ..connection import CommandResult, Transport
 from ..context import HostContext
 from ..errors import AccelstackError
 from ..records import Record
+from .isolate import Group, Isolation, bisect
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 from .results import judge_bandwidth, log_lines, parse_document, tail
 from .thresholds import Thresholds, judge
@@ -284,9 +285,53 @@ def pairwise(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: f
     return results
 
 
+def judge_group(run: RunResult, members: Sequence[Member], thresholds: Thresholds, best: float) -> tuple[str, str]:
+    """One isolation run: failed, under the floor for its ranks, or under half the best run so far is a fail."""
+    if not run.passed:
+        return "fail", next((n.reason() for n in run.nodes if not n.passed), "failed")
+    value = run.busbw or 0.0
+    nproc = int(members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1)
+    row = thresholds.lookup(members[0].config.get("accelerator"), "multi-node", "allreduce", len(members) * nproc)
+    status, why = judge(value, row, thresholds.margin)
+    if status == "fail":
+        return "fail", f"{value:.4f} GB/s, {why}"
+    if best and value < SLOW_PAIR_FRACTION * best:
+        return "fail", f"{value:.4f} GB/s, under half the best run's {best:.4f} GB/s"
+    return "pass", f"{value:.4f} GB/s"
+
+
+def bisect_members(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float,
+                   fleet_passed: bool | None = False) -> tuple[Isolation, dict[str, Any]]:
+    """Bisection over the live members: each round's disjoint groups run at once, on ports of their own."""
+    by_name = {m.name: m for m in members}
+    details: dict[frozenset[str], dict[str, Any]] = {}
+    best = 0.0
+    started = time.monotonic()
+
+    def run_round(groups: Sequence[Group]) -> list[bool]:
+        nonlocal best
+        base = random.randint(20000, 29000)
+        with ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="accelstack-isolate") as pool:
+            runs = list(pool.map(lambda item: run_collective([by_name[n] for n in item[1]], deadline_s=deadline_s,
+                                                             port=base + item[0], pair=True), enumerate(groups)))
+        best = max([best] + [r.busbw or 0.0 for r in runs if r.passed])
+        outcomes = []
+        for group, run in zip(groups, runs, strict=True):
+            status, why = judge_group(run, [by_name[n] for n in group], thresholds, best)
+            details[frozenset(group)] = {"detail": why, "busbw_gbps": run.busbw, "wall_s": run.wall_s}
+            outcomes.append(status == "pass")
+        return outcomes
+
+    isolation = bisect([m.name for m in members], run_round=run_round, fleet_passed=fleet_passed)
+    runs = [{**row, **details.get(frozenset(row["hosts"]), {})} for row in isolation.evidence()]
+    evidence = {"runs": runs, "extra_runs": isolation.extra_runs, "rounds": isolation.rounds,
+                "wall_s": round(time.monotonic() - started, 3)}
+    return isolation, evidence
+
+
 def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float = DEFAULT_DEADLINE,
               port: int | None = None) -> list[Record]:
-    """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then pairwise)."""
+    """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then bisection)."""
     names = [m.name for m in members]
     if len(members) < 2:
         return [Record(host=m.name, check="multinode", status="skip",
@@ -301,33 +346,44 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
     alive = reachable(members)
     unreachable = {n for n, ok in alive.items() if not ok}
     live = [m for m in members if alive[m.name]]
-    pair_results = pairwise(live, thresholds, deadline_s=min(deadline_s, 60.0)) if len(live) >= 2 else []
-    pairs = [p.hosts for p in pair_results]
-    bad_pairs = {p.hosts for p in pair_results if p.status == "fail"}
-    nodes_at_fault, links_at_fault = isolate(names, bad_pairs, pairs, unreachable)
-    pair_evidence = [{"hosts": list(p.hosts), "status": p.status, "detail": p.why, "busbw_gbps": p.run.busbw,
-                      "wall_s": p.run.wall_s} for p in pair_results]
+    # The live nodes ran together only when none was lost; otherwise the first round runs them without the lost.
+    isolation, isolation_evidence = bisect_members(live, thresholds, deadline_s=min(deadline_s, 60.0),
+                                                   fleet_passed=None if unreachable else False)
+    nodes_at_fault = sorted(unreachable) + [n for n in names if n in isolation.nodes]
+    links_at_fault = isolation.links
     blame = ", ".join(nodes_at_fault + [f"link {a}<->{b}" for a, b in links_at_fault]) or "not isolated"
     for name, record in records.items():
-        record.evidence["pairwise"] = pair_evidence
+        record.evidence["isolation"] = isolation_evidence
         record.evidence["at_fault"] = {"nodes": nodes_at_fault, "links": [list(p) for p in links_at_fault]}
         record.metrics["at_fault"] = nodes_at_fault
         if name in nodes_at_fault:
-            why = "unreachable after the run" if name in unreachable else "every pairwise run with it failed or was slow"
+            why = ("unreachable after the run" if name in unreachable
+                   else "its runs failed or were slow with two different known-good partners")
             record.status = "fail"
             record.summary = f"at fault: {name} ({why}); multi-node run: {record.summary}"
             record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
                              f"firewall, then inv validate --limit {name} --only multinode with a known-good peer")
         elif nodes_at_fault or links_at_fault:
             record.status = "warn"
-            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this host's pairs passed"
+            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this host passed its other runs"
             record.remedy = f"fix {blame}, then re-run inv validate --only multinode"
         else:
             record.status = "fail"
-            record.summary = f"{record.summary}; pairwise runs could not isolate one node or link"
-            record.remedy = ("the fault is shared: check the switch, the socket interface settings and the "
-                             "rendezvous host's ports on every node")
+            record.summary = f"{record.summary}; not isolated: {not_isolated(isolation, live)}"
+            record.remedy = ("the fault is shared or shows only at scale: check the switch, the socket interface "
+                             "settings and the rendezvous host's ports on every node")
     return list(records.values())
+
+
+def not_isolated(isolation: Isolation, live: Sequence[Member]) -> str:
+    if len(live) == 2 and not isolation.good:
+        return "two nodes, and no third known-good node to tell the node from the link"
+    if isolation.extra_runs and all(t.passed for t in isolation.trials if t.round > 0):
+        return "every smaller group passed: the fault shows only at full scale (or is intermittent)"
+    if not isolation.good:
+        return "every run failed, whatever the nodes"
+    suspects = sorted({n for g in isolation.unresolved for n in g})
+    return "suspects " + ", ".join(suspects) if suspects else "no node or link explains the failure"
 
 
 def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Record:
@@ -354,7 +410,7 @@ def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Rec
         evidence.update(node.checks[0].get("evidence") or {})
     return Record(host=name, check="multinode", status="fail", summary=summary,
                   metrics={"wall_s": run.wall_s, "node_rank": node.node_rank}, evidence=evidence,
-                  remedy="see the pairwise evidence and the log lines", duration_s=node.duration_s)
+                  remedy="see the isolation evidence and the log lines", duration_s=node.duration_s)
 
 
 # ----- clock -----
