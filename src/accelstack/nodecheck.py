@@ -48,7 +48,7 @@ class NodeFile:
 
 def load_node_file(path: Path | None = None) -> NodeFile:
     """Read and check a node file; every problem is a ConfigError naming the file (and line), exit 3."""
-    path = path or NODE_FILE
+    path = path or Path(os.environ.get("ACCELSTACK_NODE_FILE") or NODE_FILE)
     if not path.is_file():
         raise ConfigError(f"no node file at {path}",
                           hint="inv provision renders it (role env); or point --config at one")

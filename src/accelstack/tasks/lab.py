@@ -12,13 +12,20 @@ from ..lab import FAULT_KINDS, Lab
 from .common import boundary
 
 
-@task(help={"hosts": "how many hosts (1-256)", "stack": "stack the lab inventory names (default cpu)"})
+@task(help={"hosts": "how many hosts (1-256)", "stack": "stack the lab inventory names (default cpu)",
+            "slurm": "also start real Slurm: munged, slurmctld and one slurmd per host, partition lab "
+                     "(installs Debian's slurmctld/slurmd/slurm-client/munge when missing)"})
 @boundary
-def up(c, hosts=4, stack="cpu"):
+def up(c, hosts=4, stack="cpu", slurm=False):
     """Bring up N lab hosts (idempotent: existing healthy hosts are kept) and write inventories/lab.yml."""
     lab = Lab()
     made = lab.up(int(hosts), stack=stack)
     Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory}")
+    if slurm:
+        from ..lab.slurm import SlurmLab
+        sl = SlurmLab(lab)
+        nodes = sl.up(stack=stack)
+        Console().print(f"lab: Slurm up, {len(nodes)} node(s) idle in partition lab; export SLURM_CONF={sl.conf}")
     return 0
 
 
