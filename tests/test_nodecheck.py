@@ -132,3 +132,19 @@ def test_bad_input_is_one_line_and_exit_3(tmp_path: Path) -> None:
     full = node_check("--config", str(path), "--tier", "full", tmp_path=tmp_path)
     assert full.returncode == 3 and "--tier 'full'" in full.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_slurm_engine_parsers_sort_usable_nodes_and_labelled_records() -> None:
+    from accelstack.validate.slurm import parse_sinfo_nodes, parse_step_output
+
+    nodes = parse_sinfo_nodes("lab1 idle\nlab2 drained\nlab3 down*\nlab4 idle*\nlab5 mixed\nlab1 idle\n")
+    assert [(n.name, n.usable) for n in nodes] == [("lab1", True), ("lab2", False), ("lab3", False),
+                                                   ("lab4", False), ("lab5", True)]
+    record = {"host": "lab2", "check": "env", "status": "pass", "summary": "ok " * 20}
+    text = json.dumps(record)
+    # srun --label cuts a long line into labelled chunks, interleaved with the other tasks' output.
+    out = (f"1: {text[:30]}\n0: Traceback (most recent call last):\n1: {text[30:70]}\n0: {text}\n"
+           f"1: {text[70:]}\n2: {{not json\n")
+    items, other = parse_step_output(out)
+    assert items == [record, record]
+    assert other == ["0: Traceback (most recent call last):", "2: {not json"]

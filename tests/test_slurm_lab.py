@@ -3,12 +3,16 @@ check runs `accelstack node-check --drain` and drains a broken node with the cau
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from accelstack.lab.slurm import SlurmLab, parse_scontrol_node
+
+from .conftest import run_cli
 
 HEALTH_INTERVAL = 10
 
@@ -75,3 +79,29 @@ def test_a_node_whose_link_is_down_goes_down_and_comes_back_after_heal(slurm: Sl
     assert slurm.node_info("lab4")["Reason"].startswith("Not responding")
     healthy_lab.heal("lab4")  # type: ignore[attr-defined]
     assert wait_for(slurm, "lab4", "idle", timeout=30) == "idle"
+
+
+def test_validate_through_slurm_records_every_node_and_a_drained_one_is_error(slurm: SlurmLab,
+                                                                               tmp_path: Path) -> None:
+    env = {"ACCELSTACK_RUNS": str(tmp_path), "SLURM_CONF": str(slurm.conf)}
+    proc = run_cli("validate", "--engine", "slurm", "--only", "env,libraries", "--json", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    by_host: dict[str, set[str]] = {}
+    for record in records:
+        by_host.setdefault(record["host"], set()).add(record["check"])
+    assert sorted(by_host) == ["lab1", "lab2", "lab3", "lab4"]
+    assert all({"env", "env.gloo_socket_ifname", "libraries"} <= checks for checks in by_host.values()), by_host
+    (run,) = list(tmp_path.iterdir())
+    on_disk = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert len(on_disk) == len(records) and {r["run_id"] for r in on_disk} == {run.name}
+
+    slurm.run("scontrol", "update", "nodename=lab2", "state=drain", "reason=test: out for repair", check=True)
+    try:
+        proc = run_cli("validate", "--engine", "slurm", "--only", "env", "--json", env=env, timeout=300)
+    finally:
+        slurm.run("scontrol", "update", "nodename=lab2", "state=resume")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lab2 = [json.loads(line) for line in proc.stdout.splitlines() if '"lab2"' in line]
+    assert [r["status"] for r in lab2] == ["error"]
+    assert "drained" in lab2[0]["summary"] and "out for repair" in lab2[0]["summary"]
