@@ -109,7 +109,7 @@ def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) ->
     hosts = by_host(proc)
     assert sorted(hosts) == ["lab1", "lab2", "lab3"]
     for record in hosts.values():
-        assert record["metrics"]["changes"] == 4
+        assert record["metrics"]["changes"] == 5
         assert record["metrics"]["bytes_to_transfer"] > 100_000_000  # the torch wheel
         assert "torch: absent -> 2.13.0+cpu" in json.dumps(record["evidence"])
     assert {h: snapshot(plab, h) for h in before} == before
@@ -121,7 +121,7 @@ def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -
     first = by_host(proc)
     for name in ("lab1", "lab2"):
         assert first[name]["status"] == "pass", first[name]
-        assert first[name]["metrics"]["changed"] == 4
+        assert first[name]["metrics"]["changed"] == 5
         assert first[name]["metrics"]["bytes_uploaded"] > 100_000_000
     assert "provision.python_env.venv" in {r["check"] for r in records(proc)}
 

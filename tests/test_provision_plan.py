@@ -81,7 +81,8 @@ def converge(plan: HostPlan, view: HostView) -> RemoteState:
 
 def test_fresh_cpu_host_gets_venv_then_env_files() -> None:
     plan, _, _ = plan_for(host(), facts())
-    assert [c.step for c in plan.changes] == ["python_env.venv", "env.env-file", "env.hostfile", "env.launcher"]
+    assert [c.step for c in plan.changes] == ["python_env.venv", "env.env-file", "env.hostfile", "env.launcher",
+                                                "env.node-file"]
     venv = plan.changes[0]
     assert "torch: absent -> 2.13.0+cpu" in venv.summary
     # The pinned wheel and the dependency wheels travel; the other stack's torch does not.
@@ -183,7 +184,7 @@ def test_env_file_holds_collective_settings_quoted_and_checksums_drive_the_write
     again, _, _ = plan_for(h, facts(torch="2.13.0+cpu", python="3.11.2"), state)
     assert again.changes == []
     changed, _, _ = plan_for(host(gloo_socket_ifname="lo"), facts(torch="2.13.0+cpu", python="3.11.2"), state)
-    assert [c.step for c in changed.changes] == ["env.env-file"]
+    assert [c.step for c in changed.changes] == ["env.env-file", "env.node-file"]
 
 
 def test_ascend_env_file_sources_set_env_and_adds_the_driver_libraries() -> None:

@@ -311,6 +311,8 @@ class Lab:
     def down(self) -> int:
         """Remove every lab host, the bridge, the state and the inventory. Returns how many hosts went."""
         self.require_root()
+        from .slurm import SlurmLab
+        SlurmLab(self).down()  # before the hosts: their slurmds would otherwise die as namespace processes
         hosts = self.load()
         # Signal every process first and wait once: one host at a time takes minutes at 256 hosts.
         _kill_all([pid for h in hosts.values() for pid in (h.sshd_pid, h.anchor_pid)])
@@ -411,6 +413,8 @@ class Lab:
         host.faults = []
         self.save(hosts)
         self._wait_ssh([host])
+        from .slurm import SlurmLab
+        SlurmLab(self).reconfigure()  # a healed node re-registers now, not ~20 ping cycles later
         return host
 
 

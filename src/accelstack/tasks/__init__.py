@@ -13,6 +13,7 @@ from . import diagnose as diagnose_tasks
 from . import drift as drift_tasks
 from . import facts as facts_tasks
 from . import lab as lab_tasks
+from . import nodecheck as nodecheck_tasks
 from . import provision as provision_tasks
 from . import report as report_tasks
 from . import stack as stack_tasks
@@ -30,6 +31,7 @@ def build_collection() -> Collection:
     root.add_collection(lab_tasks.ns)
     root.add_task(provision_tasks.provision)
     root.add_task(validate_tasks.validate)
+    root.add_task(nodecheck_tasks.node_check)
     root.add_collection(provision_tasks.repo_ns)
     for report_task in (report_tasks.report, report_tasks.baseline, report_tasks.history,
                         report_tasks.fleet_check):

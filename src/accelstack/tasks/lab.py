@@ -16,9 +16,11 @@ from .common import boundary, task
 
 @task(help={"hosts": "how many hosts, 1-256 (default 4)", "stack": "stack the lab inventory names (default cpu)",
             "repo": "artifact repository the lab inventory names (default: .lab/repo, built for the stack if it "
-                    "lacks its packages)"})
+                    "lacks its packages)",
+            "slurm": "also start real Slurm: munged, slurmctld and one slurmd per host, partition lab "
+                     "(installs Debian's slurmctld/slurmd/slurm-client/munge when missing)"})
 @boundary
-def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = None) -> int:
+def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = None, slurm: bool = False) -> int:
     """Bring up N lab hosts (existing healthy ones are kept) and write inventories/lab.yml.
 
     The inventory names the lab's artifact repository, so `inv provision --inventory lab` works next.
@@ -38,6 +40,12 @@ def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = 
             Console().print(f"lab: artifact repository built in {location}")
     made = lab.up(count, stack=stack, artifact_repo=location)
     Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory} (artifact_repo {location})")
+    if slurm:
+        from ..lab.slurm import SlurmLab
+
+        slurm_lab = SlurmLab(lab)
+        nodes = slurm_lab.up(stack=stack)
+        Console().print(f"lab: Slurm up, {len(nodes)} node(s) idle in partition lab; export SLURM_CONF={slurm_lab.conf}")
     return 0
 
 

@@ -24,18 +24,22 @@ from .common import (
                     "topology, memory, storage, device perf, allreduce/allgather, ports, multi-node; default) or "
                     "full (bigger sweeps)",
             "only": "comma-separated checks to run whatever the tier, e.g. devices,allreduce,multinode",
-            "deadline": "seconds after which the multi-node run is killed on every host " + default_text("deadline")},
+            "deadline": "seconds after which the multi-node run is killed on every host " + default_text("deadline"),
+            "engine": "ssh (default) or slurm: host checks on every node of a partition with one srun, no SSH",
+            "partition": "--engine slurm: the partition (default: Slurm's default)",
+            "nodes": "--engine slurm: a Slurm hostlist to validate, e.g. lab[1-4] (default: every node)"},
       iterable=["set"])
 @boundary
 def validate(c: Any, inventory: str | None = None, limit: str | None = None, tier: str = "standard",
              only: str | None = None, json: bool = False, forks: int | None = None,
              connect_timeout: float | None = None, deadline: float | None = None,
-             set: list[str] | None = None) -> int:
+             set: list[str] | None = None, engine: str = "ssh", partition: str | None = None,
+             nodes: str | None = None) -> int:
     """Validate hosts and the fleet: can they train?
 
     Devices, versions, libraries, env, topology, memory, storage, collective init, single-node
-    allreduce/allgather busbw, clock skew, ports and a multi-node allreduce with pairwise fault isolation.
-    With no inventory it validates this machine, including a 2-rank gloo allreduce.
+    allreduce/allgather busbw, clock skew, ports and a multi-node allreduce whose faults are isolated by
+    bisection. With no inventory it validates this machine, including a 2-rank gloo allreduce.
     """
     from ..validate import load_registry, select  # loaded when this task runs, not for every task
     from ..validate.run import validate_inventory
@@ -46,6 +50,9 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     overrides = extra_vars(set or [])
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
+    if engine != "ssh":
+        from ..validate.slurm import validate_slurm_task
+        return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes)
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
     check_stacks(hosts, overrides)

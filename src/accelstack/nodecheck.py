@@ -1,0 +1,186 @@
+"""``accelstack node-check``: this node's host validators, run here, with no SSH and no inventory.
+
+The node's stack and settings come from the file provisioning renders on it (role env, ``templates/node.yml.j2``,
+``/etc/accelstack/node.yml``): the stack's pins and paths as ``stacks/<name>.yml`` writes them, the stack's python
+and the inventory vars the validators read. The checks are the ones ``inv validate`` runs over SSH, through the
+same code (:func:`accelstack.validate.host.run_host` on a local transport), so the records and the exit codes are
+the same. It is made to be Slurm's ``HealthCheckProgram`` and a job prolog: with ``drain`` a ``fail`` drains the
+node through ``scontrol`` with the cause in the reason; an ``error`` (the check could not run) never drains.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .context import HostContext
+from .errors import ConfigError, StackError
+from .inventory import Host
+from .records import Record, RecordSink
+from .stacks import Stack, preflight
+from .stacks._yaml import MarkedDict, load_marked
+from .stacks.model import parse_stack
+
+NODE_FILE = Path("/etc/accelstack/node.yml")
+NODE_TIERS = ("quick", "standard")
+NODE_FIELDS = ("node", "stack", "stack_python", "runs_dir", "vars")
+# Slurm keeps a reason of any length, but `sinfo -R` shows 20 characters and `scontrol show node` one line: the
+# check's name and the start of its summary are what a person needs; the records hold the rest.
+REASON_LIMIT = 160
+SCONTROL_TIMEOUT = 15.0
+
+
+@dataclass
+class NodeFile:
+    """``/etc/accelstack/node.yml`` as read: where it is, the stack, and the vars the validators get."""
+
+    path: Path
+    node: str
+    stack: Stack
+    vars: dict[str, Any] = field(default_factory=dict)
+    runs_dir: str | None = None
+
+
+def load_node_file(path: Path | None = None) -> NodeFile:
+    """Read and check a node file; every problem is a ConfigError naming the file (and line), exit 3."""
+    path = path or Path(os.environ.get("ACCELSTACK_NODE_FILE") or NODE_FILE)
+    if not path.is_file():
+        raise ConfigError(f"no node file at {path}",
+                          hint="inv provision renders it (role env); or point --config at one")
+    data = load_marked(path)  # a syntax error is a StackError (a ConfigError) at file:line
+    if not isinstance(data, MarkedDict):
+        raise ConfigError("a node file must be a mapping", where=f"{path}:1",
+                          hint=f"fields: {', '.join(NODE_FIELDS)}")
+    unknown = [key for key in data if key not in NODE_FIELDS]
+    if unknown:
+        raise ConfigError(f"unknown field {unknown[0]!r}", where=f"{path}:{data.line_of(unknown[0])}",
+                          hint=f"fields: {', '.join(NODE_FIELDS)}")
+    if "stack" not in data:
+        raise ConfigError("missing required field 'stack' (the stack file's fields, as provisioning writes them)",
+                          where=f"{path}:{data.line}")
+    stack = _parse_node_stack(data["stack"], path)
+    node_vars = data.get("vars") or {}
+    if not isinstance(node_vars, Mapping):
+        raise ConfigError("'vars' must be a mapping of variable names to values",
+                          where=f"{path}:{data.line_of('vars')}")
+    merged: dict[str, Any] = {"stack": stack.name}
+    if stack.env:
+        merged["env"] = dict(stack.env)
+    for key, value in node_vars.items():
+        if key == "env" and isinstance(value, Mapping):
+            merged["env"] = {**merged.get("env", {}), **dict(value)}
+        else:
+            merged[str(key)] = value
+    if data.get("stack_python"):
+        merged["stack_python"] = str(data["stack_python"])
+    return NodeFile(path=path, node=str(data.get("node") or ""), stack=stack, vars=merged,
+                    runs_dir=str(data["runs_dir"]) if data.get("runs_dir") else None)
+
+
+def _parse_node_stack(section: Any, path: Path) -> Stack:
+    """The ``stack:`` section, checked as a stack file is. parse_stack ties a stack's name to its file's name, so
+    it is handed that name, and any error it raises is pointed back at the node file."""
+    name = section.get("name") if isinstance(section, Mapping) else None
+    stand_in = path.with_name(f"{name}.yml") if isinstance(name, str) and name else path
+    try:
+        return parse_stack(section, stand_in)
+    except StackError as err:
+        err.where = (err.where or "").replace(str(stand_in), str(path)) or str(path)
+        raise
+
+
+def slurm_node_name(environ: Mapping[str, str] | None = None) -> str:
+    """The name Slurm knows this node by: ``SLURMD_NODENAME`` (set for prologs and jobs), else the short
+    hostname, which is what slurmd registers under when no ``-N`` is given."""
+    env = os.environ if environ is None else environ
+    return env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def node_context(node: NodeFile, name: str) -> HostContext:
+    preflight(node.stack)
+    host = Host(name=name, address="localhost", connection="local", vars=dict(node.vars), source=str(node.path))
+    return HostContext(host, node.stack, dict(node.vars))
+
+
+def check_tier(tier: str) -> None:
+    if tier not in NODE_TIERS:
+        raise ConfigError(f"--tier {tier!r} is not one of {', '.join(NODE_TIERS)}",
+                          hint="the full tier's sweeps belong in a maintenance job: inv validate --tier full")
+
+
+def run_node_check(ctx: HostContext, *, tier: str, only: set[str] | None = None,
+                   reporter: RecordSink | None = None) -> list[Record]:
+    """Every host-scope validator of the tier, here; records go to ``reporter`` as each validator ends."""
+    from .connection import LocalTransport
+    from .validate.config import host_config
+    from .validate.host import run_host
+    from .validate.registry import load_registry, select, validators_dir
+    from .validate.thresholds import load_thresholds
+
+    validators = [v for v in select(load_registry(), tier, only) if v.scope == "host"]
+    thresholds = load_thresholds().with_overrides(ctx.vars.get("thresholds"),
+                                                  where=f"{ctx.host.source} vars.thresholds")
+    config = host_config(ctx, tier=tier)
+    transport = LocalTransport(ctx.host)
+    records: list[Record] = []
+    try:
+        # One validator at a time, so each record is on disk as soon as its check ends (a health check that
+        # slurmd kills at its own timeout keeps what finished).
+        for validator in validators:
+            batch = run_host(transport, ctx, [validator], validators_dir(), thresholds, tier=tier, config=config)
+            records.extend(batch)
+            if reporter is not None:
+                reporter.add_all(batch)
+    finally:
+        transport.close()
+    return records
+
+
+# ----- drain ------------------------------------------------------------------------------------------------
+
+def drain_reason(records: list[Record], limit: int = REASON_LIMIT) -> str | None:
+    """``accelstack: <check>: <summary>`` for the first failed check, on one line and cut to ``limit``; None when
+    nothing failed. Errors never drain: a check that could not run is no evidence against the node."""
+    failed = [r for r in records if r.status == "fail"]
+    if not failed:
+        return None
+    first = failed[0]
+    summary = " ".join(first.summary.split())
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    reason = f"accelstack: {first.check}: {summary}"
+    if len(reason) + len(more) > limit:
+        reason = reason[: max(0, limit - len(more) - 3)].rstrip() + "..."
+    return reason + more
+
+
+@dataclass
+class DrainOutcome:
+    node: str
+    reason: str
+    command: list[str]
+    ok: bool
+    message: str = ""
+
+
+def drain_command(node: str, reason: str) -> list[str]:
+    # An argument vector, no shell: scontrol takes `reason=...` whole, whatever the summary holds.
+    return ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
+
+
+def drain_node(node: str, reason: str, *, timeout: float = SCONTROL_TIMEOUT) -> DrainOutcome:
+    command = drain_command(node, reason)
+    try:
+        proc = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        return DrainOutcome(node, reason, command, False, "scontrol is not on PATH")
+    except subprocess.TimeoutExpired:
+        return DrainOutcome(node, reason, command, False, f"scontrol gave no answer within {timeout:.0f} s")
+    text = (proc.stderr or proc.stdout).strip().splitlines()
+    return DrainOutcome(node, reason, command, proc.returncode == 0,
+                        f"scontrol exited {proc.returncode}" + (f": {text[-1]}" if text else ""))
+

@@ -1,0 +1,62 @@
+"""``accelstack node-check``: this node's host checks, run on the node itself (Slurm's HealthCheckProgram, a prolog)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import boundary, task
+
+
+@task(help={"tier": "quick (devices, versions, libraries, env, collective init; default) or standard (+ topology, "
+                    "memory, storage, single-node allreduce/allgather)",
+            "only": "comma-separated checks to run whatever the tier, e.g. env,devices",
+            "json": "print JSON Lines records on stdout instead of a table",
+            "drain": "on a fail, drain this node: scontrol update nodename=NODE state=drain "
+                     "reason=\"accelstack: CHECK: SUMMARY\" (an error never drains)",
+            "config": "the node file (default /etc/accelstack/node.yml, rendered by inv provision)",
+            "node": "the Slurm node name (default $SLURMD_NODENAME, else the short hostname)"})
+@boundary
+def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool = False, drain: bool = False,
+               config: str | None = None, node: str | None = None) -> int:
+    """Run this node's host checks here, with no SSH and no inventory.
+
+    The stack and settings come from the node file provisioning wrote. Same records and exit codes as inv validate. Fit for Slurm's
+    HealthCheckProgram and a job prolog (PrologFlags=Alloc); --drain drains the node on a fail."""
+    from ..nodecheck import (
+        check_tier,
+        drain_node,
+        drain_reason,
+        load_node_file,
+        node_context,
+        run_node_check,
+        slurm_node_name,
+    )
+    from ..output import Reporter
+    from ..records import RunWriter, runs_dir
+    from ..validate.registry import load_registry, select
+
+    check_tier(tier)
+    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    select(load_registry(), tier, wanted)  # a bad --only is exit 3 before anything runs
+    node_file = load_node_file(Path(config) if config else None)
+    name = node or slurm_node_name()
+    ctx = node_context(node_file, name)
+    # $ACCELSTACK_RUNS first, as everywhere; then the node file's folder (slurmd starts a health check in /).
+    base = None if os.environ.get("ACCELSTACK_RUNS") or not node_file.runs_dir else Path(node_file.runs_dir)
+    writer = RunWriter("node-check", base=runs_dir(base),
+                       meta={"node": name, "node_file": str(node_file.path), "tier": tier,
+                             "only": sorted(wanted) if wanted else None, "drain": bool(drain)})
+    reporter = Reporter(writer, json_lines=json, total_hosts=1, title=f"node-check {name} ({tier})")
+    records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
+    code = reporter.finish()
+    reason = drain_reason(records) if drain else None
+    if reason is not None:
+        outcome = drain_node(name, reason)
+        if outcome.ok:
+            print(f"accelstack: drained {name}: {reason}", file=sys.stderr)
+        else:
+            print(f"accelstack: could not drain {name} ({outcome.message}); reason was: {reason}", file=sys.stderr)
+    return code

@@ -1,0 +1,150 @@
+"""``accelstack node-check`` on this machine: the node file provisioning renders, the records, the exit codes and
+the drain through a stand-in ``scontrol`` (Slurm itself is exercised in test_slurm_lab.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelstack.errors import ConfigError
+from accelstack.nodecheck import drain_reason, load_node_file
+from accelstack.records import Record
+from tests.test_provision_plan import facts, host, plan_for
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rendered_node_file(tmp_path: Path, nics: tuple[str, ...] = ("lo", "eth0"), **host_vars: object) -> Path:
+    """The node file exactly as `inv provision` would write it for a cpu host with these inventory vars."""
+    plan, _, _ = plan_for(host(name="node1", **host_vars), facts(nics=nics))
+    change = next(c for c in plan.changes if c.step == "env.node-file")
+    assert change.writes[0].path == "/etc/accelstack/node.yml"
+    path = tmp_path / "node.yml"
+    path.write_text(change.writes[0].content)
+    return path
+
+
+def node_check(*args: str, tmp_path: Path, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "accelstack", "node-check", *args], cwd=REPO, env=full,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def lines(proc: subprocess.CompletedProcess[str]) -> list[dict]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def fake_scontrol(tmp_path: Path) -> tuple[Path, Path]:
+    """A `scontrol` that only writes down its arguments, one per line, so a test can see what would drain."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "scontrol-calls"
+    script = bindir / "scontrol"
+    script.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {calls}\necho --- >> {calls}\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return bindir, calls
+
+
+def test_provisioning_renders_the_node_file_node_check_reads(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path, gloo_socket_ifname="eth0", expect_devices=0, accelerator="cpu",
+                              stack_python="python3", checkpoint_dir="/data/ckpt")
+    node = load_node_file(path)
+    assert node.node == "node1" and node.stack.name == "cpu" and node.stack.backend == "gloo"
+    assert node.stack.pins["torch"].version == "2.13.0+cpu" and node.stack.pins["torch"].match == "release"
+    assert node.vars["gloo_socket_ifname"] == "eth0" and node.vars["expect_devices"] == 0
+    assert node.vars["stack_python"] == "python3" and node.vars["checkpoint_dir"] == "/data/ckpt"
+    assert node.vars["env"]["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert node.runs_dir == "/var/lib/accelstack/runs"
+
+
+def test_a_node_file_with_an_unknown_field_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path)
+    path.write_text(path.read_text() + "colour: blue\n")
+    with pytest.raises(ConfigError, match=r"node.yml:\d+: unknown field 'colour'"):
+        load_node_file(path)
+
+
+def test_the_drain_reason_names_the_first_failed_check_on_one_line_and_is_cut() -> None:
+    records = [Record("n", "devices", "error", "torch missing"),
+               Record("n", "env", "fail", "GLOO_SOCKET_IFNAME=eth9\nnames no interface " + "x" * 300),
+               Record("n", "memory.shm", "fail", "small")]
+    reason = drain_reason(records)
+    assert reason is not None and "\n" not in reason and len(reason) <= 160
+    assert reason.startswith("accelstack: env: GLOO_SOCKET_IFNAME=eth9 names no interface")
+    assert reason.endswith("... (+1 more)")
+    assert drain_reason([Record("n", "devices", "error", "could not run"), Record("n", "env", "pass", "")]) is None
+
+
+def test_healthy_node_passes_the_quick_tier_with_records_in_the_run_folder(tmp_path: Path) -> None:
+    # This machine as a cpu node: torch on python3, the loopback for gloo.
+    path = rendered_node_file(tmp_path, gloo_socket_ifname="lo", expect_devices=0, accelerator="cpu",
+                              stack_python="python3")
+    proc = node_check("--config", str(path), "--json", "--node", "nodeA", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = lines(proc)
+    checks = {r["check"].split(".")[0]: r["status"] for r in records}
+    assert {"devices", "env", "libraries", "collective_init", "versions"} <= set(checks), checks
+    assert checks["devices"] == "pass" and checks["collective_init"] == "pass"
+    assert all(r["host"] == "nodeA" for r in records)
+    (run,) = list((tmp_path / "runs").iterdir())
+    on_disk = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert [r["check"] for r in on_disk] == [r["check"] for r in records]
+    assert json.loads((run / "meta.json").read_text())["kind"] == "node-check"
+
+
+def test_a_broken_setting_fails_and_drains_through_scontrol_with_the_cause(tmp_path: Path) -> None:
+    # Provisioned while the node had ib9 (provisioning refuses a name the host lacks); the link is gone since.
+    path = rendered_node_file(tmp_path, nics=("lo", "eth0", "ib9"), gloo_socket_ifname="ib9",
+                              stack_python="python3")
+    bindir, calls = fake_scontrol(tmp_path)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SLURMD_NODENAME": "nodeB"}
+    proc = node_check("--config", str(path), "--only", "env", "--json", "--drain", tmp_path=tmp_path, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (record,) = [r for r in lines(proc) if r["check"] == "env.gloo_socket_ifname"]
+    assert record["status"] == "fail" and record["host"] == "nodeB" and "ib9" in record["summary"]
+    argv = calls.read_text().split("---\n")[0].splitlines()
+    assert argv[:3] == ["update", "nodename=nodeB", "state=drain"]
+    assert argv[3].startswith("reason=accelstack: env.gloo_socket_ifname: GLOO_SOCKET_IFNAME=ib9") and "ib9" in argv[3]
+    assert "drained nodeB" in proc.stderr
+
+
+def test_an_error_never_drains(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python")
+    bindir, calls = fake_scontrol(tmp_path)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SLURMD_NODENAME": "nodeC"}
+    proc = node_check("--config", str(path), "--only", "devices", "--json", "--drain", tmp_path=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert [r["status"] for r in lines(proc)] == ["error"]
+    assert not calls.exists()
+
+
+def test_bad_input_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    missing = node_check("--config", str(tmp_path / "absent.yml"), tmp_path=tmp_path)
+    assert missing.returncode == 3 and "no node file at" in missing.stderr and "Traceback" not in missing.stderr
+    path = rendered_node_file(tmp_path)
+    full = node_check("--config", str(path), "--tier", "full", tmp_path=tmp_path)
+    assert full.returncode == 3 and "--tier 'full'" in full.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_slurm_engine_parsers_sort_usable_nodes_and_labelled_records() -> None:
+    from accelstack.validate.slurm import parse_sinfo_nodes, parse_step_output
+
+    nodes = parse_sinfo_nodes("lab1 idle\nlab2 drained\nlab3 down*\nlab4 idle*\nlab5 mixed\nlab1 idle\n")
+    assert [(n.name, n.usable) for n in nodes] == [("lab1", True), ("lab2", False), ("lab3", False),
+                                                   ("lab4", False), ("lab5", True)]
+    record = {"host": "lab2", "check": "env", "status": "pass", "summary": "ok " * 20}
+    text = json.dumps(record)
+    # srun --label cuts a long line into labelled chunks, interleaved with the other tasks' output.
+    out = (f"1: {text[:30]}\n0: Traceback (most recent call last):\n1: {text[30:70]}\n0: {text}\n"
+           f"1: {text[70:]}\n2: {{not json\n")
+    items, other = parse_step_output(out)
+    assert items == [record, record]
+    assert other == ["0: Traceback (most recent call last):", "2: {not json"]
