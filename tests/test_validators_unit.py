@@ -591,3 +591,17 @@ def test_a_host_naming_no_accelerator_is_never_held_to_the_cpu_lab_floor() -> No
     judged = judge_bandwidth(record, accelerator="", scope="single-node", thresholds=t)
     assert judged.status == "pass" and "names no `accelerator`" in judged.summary
     assert judged.metrics["threshold_gbps"] is None
+
+
+def test_a_multinode_worker_that_could_not_run_is_error_and_one_that_computed_wrong_is_fail() -> None:
+    """Review finding: node_record turned a worker's own `error` (the collective could not start) into `fail`."""
+    from types import SimpleNamespace
+
+    from accelstack.validate.cluster import NodeResult, RunResult, node_record
+
+    member = SimpleNamespace(name="a", config={"accelerator": "cpu", "nproc": 2})
+    for worker, expected in (("error", "error"), ("fail", "fail")):
+        check = {"status": worker, "summary": "rank 0: RuntimeError", "metrics": {}, "evidence": {}}
+        node = NodeResult(member, 0, "cmd", checks=[check])  # type: ignore[arg-type]
+        run = RunResult([node], "tag", 1.0, 60.0)
+        assert node_record(node, run, load_thresholds()).status == expected

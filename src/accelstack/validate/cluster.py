@@ -24,7 +24,7 @@ from typing import Any
 from ..connection import CommandResult, Transport
 from ..context import HostContext
 from ..errors import AccelstackError
-from ..records import Record
+from ..records import Record, Status
 from .isolate import Group, Isolation, bisect
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 from .results import judge_bandwidth, log_lines, parse_document, tail
@@ -343,6 +343,8 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
     bad = [r for r in records.values() if r.status == "fail"]
     if not bad and run.passed:
         return list(records.values())
+    if records and all(r.status == "error" for r in records.values()):
+        return list(records.values())  # no node could run the collective: nothing measured to isolate
     alive = reachable(members)
     unreachable = {n for n, ok in alive.items() if not ok}
     live = [m for m in members if alive[m.name]]
@@ -355,12 +357,17 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
     for name, record in records.items():
         record.evidence["isolation"] = isolation_evidence
         record.evidence["at_fault"] = {"nodes": nodes_at_fault, "links": [list(p) for p in links_at_fault]}
-        record.metrics["at_fault"] = nodes_at_fault
-        if name in nodes_at_fault:
-            why = ("unreachable after the run" if name in unreachable
-                   else "its runs failed or were slow with two different known-good partners")
+        # A node lost during the run is named, but it could not be measured: error, which never drains.
+        record.metrics["at_fault"] = [n for n in nodes_at_fault if n not in unreachable]
+        if name in unreachable:
+            record.status = "error"
+            record.summary = f"unreachable after the run: {name} could not be checked; multi-node run: {record.summary}"
+            record.remedy = (f"reach {name} again (ssh, its link: ip link, cabling, switch port), then inv validate "
+                             f"--limit {name} --only multinode with a known-good peer")
+        elif name in nodes_at_fault:
             record.status = "fail"
-            record.summary = f"at fault: {name} ({why}); multi-node run: {record.summary}"
+            record.summary = (f"at fault: {name} (its runs failed or were slow with two different known-good "
+                              f"partners); multi-node run: {record.summary}")
             record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
                              f"firewall, then inv validate --limit {name} --only multinode with a known-good peer")
         elif nodes_at_fault or links_at_fault:
@@ -408,7 +415,9 @@ def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Rec
     summary = (f"no result within the {run.deadline_s:.0f} s deadline" if timed_out else node.reason())
     if node.checks:
         evidence.update(node.checks[0].get("evidence") or {})
-    return Record(host=name, check="multinode", status="fail", summary=summary,
+    # The worker could not run the collective (its own `error`): nothing was measured on this node.
+    status: Status = "error" if node.checks and node.checks[0].get("status") == "error" else "fail"
+    return Record(host=name, check="multinode", status=status, summary=summary,
                   metrics={"wall_s": run.wall_s, "node_rank": node.node_rank}, evidence=evidence,
                   remedy="see the isolation evidence and the log lines", duration_s=node.duration_s)
 
