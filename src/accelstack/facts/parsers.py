@@ -410,6 +410,9 @@ def parse_nvidia_smi_xml(text: str) -> NvidiaSmiLog:
                 temperature_c=_num(get(gpu, "temperature/gpu_temp")),
                 power_draw_w=_num(
                     get(gpu, "gpu_power_readings/power_draw") or get(gpu, "power_readings/power_draw")
+                    # driver 570+ prints average and instant draw instead (the real H100 on 580.159.04)
+                    or get(gpu, "gpu_power_readings/average_power_draw")
+                    or get(gpu, "gpu_power_readings/instant_power_draw")
                 ),
                 power_limit_w=_num(
                     get(gpu, "gpu_power_readings/current_power_limit")

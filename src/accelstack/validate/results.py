@@ -295,6 +295,10 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
         record.remedy = record.remedy or (
             "re-run once idle; if it stays low, check the links (NVLink/HCCS/IB counters, netem/tc, MTU) and the "
             "NIC/socket interface the backend uses")
+    elif status == "warn":
+        record.remedy = record.remedy or (
+            "close to the floor: re-run once idle; if it stays there, compare with the baseline (inv report) "
+            "and check the links before it falls below")
     return record
 
 

@@ -56,7 +56,12 @@ def main_entry(name, main, error_checks=None, prints=None):
     except BaseException:  # a validator never raises: its own failure is an error record
         lines = traceback.format_exc().splitlines()
         summary = "the %s validator failed: %s" % (name, lines[-1])
-        checks = [record(check, "error", summary, evidence={"traceback": lines[-15:]})
+        host = (config.get("host") if isinstance(config, dict) else None) or "HOST"
+        if "ModuleNotFoundError" in lines[-1] or "ImportError" in lines[-1]:
+            remedy = "the stack's module is missing on the host: inv provision --limit %s" % host
+        else:
+            remedy = "run the command in this record's evidence on the host by hand and read its traceback"
+        checks = [record(check, "error", summary, evidence={"traceback": lines[-15:]}, remedy=remedy)
                   for check in (error_checks(config) if error_checks else [name])]
     if prints is None or prints(config):
         sys.stdout.write(json.dumps({"checks": checks}, default=str) + "\n")

@@ -456,7 +456,9 @@ def judge_nvlink(gpus, row, status_text, tool_exit):
         return record("health.nvlink", "skip", "one GPU visible: NVLink has no peer to link to")
     if tool_exit != 0:
         return record("health.nvlink", "error", "nvidia-smi nvlink -s failed (exit %s): %s"
-                      % (tool_exit, (status_text or "").strip()[-200:]), evidence={"tool_output": status_text})
+                      % (tool_exit, (status_text or "").strip()[-200:]), evidence={"tool_output": status_text},
+                      remedy="run nvidia-smi nvlink -s on the host; if it hangs or fails, check the driver "
+                             "(dmesg for Xid) and nvidia-fabricmanager on NVSwitch systems")
     want = int(row["nvlinks"])
     links = parse_nvlink_status(status_text)
     problems = []
@@ -615,9 +617,11 @@ def nvidia_checks(smi, limits, rows, accelerator):
     try:
         gpus = parse_smi_xml(text)
     except ValueError as exc:
-        return [record("health", "error", str(exc), evidence={"tool_output": text[-2000:]})]
+        return [record("health", "error", str(exc), evidence={"tool_output": text[-2000:]},
+                       remedy="run nvidia-smi -q -x on the host: output it cannot parse means a driver or tool fault")]
     if not gpus:
-        return [record("health", "error", "nvidia-smi -q -x lists no GPU: the devices check says why")]
+        return [record("health", "error", "nvidia-smi -q -x lists no GPU: the devices check says why",
+                       remedy="read the devices check's record; lspci | grep 10de shows whether the GPUs are on the bus")]
     row = pick_row(rows, [g["name"] or "" for g in gpus], accelerator)
     link_exit, link_text = (0, "")
     if row and row.get("nvlinks") and len(gpus) > 1:
@@ -640,7 +644,8 @@ def ascend_checks(npu_smi, limits):
     chips, processes = parse_npu_table(text)
     if not chips:
         return [record("health", "error", "npu-smi info lists no NPU: the devices check says why",
-                       evidence={"tool_output": text[-2000:]})]
+                       evidence={"tool_output": text[-2000:]},
+                       remedy="read the devices check's record; lspci | grep 19e5 shows whether the NPUs are on the bus")]
     details, ecc, errors = {}, {}, []
     for chip in chips:  # the detail view of a chip that is not OK (reference ascend.md 4.2: -i N -c C -t health)
         if (chip["health"] or "").upper() != "OK" and chip["npu_id"] not in details:
@@ -653,7 +658,9 @@ def ascend_checks(npu_smi, limits):
             errors.append("npu-smi info -t ecc -i %d failed (exit %d): %s" % (npu, e_status, e_text.strip()[-120:]))
         else:
             ecc[npu] = parse_kv(e_text)
-    ecc_check = judge_npu_ecc(ecc) if not errors else record("health.ecc", "error", "; ".join(errors[:3]))
+    ecc_check = judge_npu_ecc(ecc) if not errors else record(
+        "health.ecc", "error", "; ".join(errors[:3]),
+        remedy="run npu-smi info -t ecc -i N on the host; an npu-smi too old for -t ecc needs the driver of the pin")
     return [judge_npu_status(chips, details), ecc_check, judge_npu_hbm(chips, processes, limits),
             judge_npu_temperature(chips, limits), judge_npu_aicore(chips, processes, limits)]
 
