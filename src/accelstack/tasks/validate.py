@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from invoke import task
 
+from ..fanout import RunInterrupted
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
@@ -30,6 +33,14 @@ def validate(c, inventory=None, limit=None, tier="standard", only=None, json=Fal
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,
                                          "only": sorted(wanted) if wanted else None})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title=f"validate ({tier})")
-    validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=int(forks),
-                       deadline_s=float(deadline) if deadline else None)
+    try:
+        validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=int(forks),
+                           deadline_s=float(deadline) if deadline else None)
+    except BaseException as stop:
+        # The live panel off; on Ctrl-C the run folder is closed as interrupted, with every finished record.
+        reporter.abort(interrupted=isinstance(stop, KeyboardInterrupt))
+        if isinstance(stop, RunInterrupted):
+            print(f"accelstack: {stop} (run {writer.path})", file=sys.stderr)
+            return 130
+        raise
     return reporter.finish()
