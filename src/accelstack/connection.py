@@ -42,6 +42,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
 DEFAULT_KEEPALIVE_DEADLINE = 30.0  # seconds without an answer to a keepalive before the peer is declared dead
 KILL_TIMEOUT = 10.0
+SID_WAIT = 3.0
 SID_MARK = "@accelstack-sid"
 _SID_LINE = re.compile(rf"^{SID_MARK} (\d+)\n", re.MULTILINE)
 # Where we upload or write atomically: a killed transfer's tmp file is removed by the next run's first command.
@@ -334,6 +335,7 @@ class SSHTransport:
         self._closed = threading.Event()
         self._lost: str | None = None
         self._last_answer = time.monotonic()
+        self._cancel_time = 0.0
         self.keepalive_deadline = keepalive_deadline_for(host)
         connect_kwargs: dict[str, object] = {
             "banner_timeout": connect_timeout,
@@ -407,6 +409,8 @@ class SSHTransport:
             try:
                 channel = transport.open_session(timeout=min(limit, self._connect_timeout))
                 self._channels[token] = channel
+                if token in self._running.killed:
+                    raise EOFError("cancelled before it started")
                 # sshd runs each exec channel in a session of its own; its id goes first on stderr so that
                 # cancel() can kill the command's whole tree on the host.
                 channel.exec_command(f"echo {SID_MARK} $$ >&2; {prefix}{command}")
@@ -448,8 +452,9 @@ class SSHTransport:
                 raise CommandTimeout("no answer before the command's time limit", host=self.host.name,
                                      command=command)
             # Block on stdout for at most a second, then drain stderr: stderr never waits long enough for the
-            # shared channel window to stall the remote command.
-            channel.settimeout(min(left, 1.0))
+            # shared channel window to stall the remote command. Until the session id has come, look often.
+            known = self._running.sids.get(token) is not None
+            channel.settimeout(min(left, 1.0 if known else 0.05))
             try:
                 chunk = channel.recv(1 << 16)
             except TimeoutError:
@@ -460,6 +465,14 @@ class SSHTransport:
                 sid, _rest = _strip_sid(b"".join(err).decode(errors="replace"))
                 if sid is not None:
                     self._running.sids[token] = sid
+            if token in self._running.killed:
+                # Cancelled before cancel() knew this command's session: kill it here, once its id is in.
+                sid = self._running.sids.get(token)
+                if sid is not None or time.monotonic() > self._cancel_time + SID_WAIT:
+                    if sid is not None and not channel.closed:
+                        self._kill_remote([sid])
+                    channel.close()
+                    break
             if chunk == b"" or channel.closed:
                 break
             if chunk:
@@ -478,23 +491,29 @@ class SSHTransport:
         return b"".join(out).decode(errors="replace"), stderr
 
     def cancel(self) -> None:
-        """Kill every command running on the host (its whole session tree) and refuse new ones."""
+        """Kill every command running on the host (its whole session tree) and refuse new ones. A command whose
+        session id has not come yet is killed by its own reader the moment it comes (see _drain)."""
+        self._cancel_time = time.monotonic()
         running = self._running.cancel()
-        transport = self.connection.client.get_transport()
-        sids = [sid for sid in running.values() if sid is not None]
-        if sids and transport is not None and transport.is_active():
-            try:
-                channel = transport.open_session(timeout=KILL_TIMEOUT)
-                channel.exec_command("; ".join(kill_tree_command(sid) for sid in sids))
-                channel.shutdown_write()
-                channel.status_event.wait(KILL_TIMEOUT)
-                channel.close()
-            except (OSError, paramiko.SSHException, EOFError):
-                pass  # the host is gone: its commands' own `timeout` limits end them there
-        for token in running:
+        known = {t: sid for t, sid in running.items() if sid is not None}
+        self._kill_remote(list(known.values()))
+        for token in known:
             channel = self._channels.get(token)
             if channel is not None:
                 channel.close()
+
+    def _kill_remote(self, sids: list[int]) -> None:
+        transport = self.connection.client.get_transport()
+        if not sids or transport is None or not transport.is_active():
+            return  # the host is gone: its commands' own `timeout` limits end them there
+        try:
+            channel = transport.open_session(timeout=KILL_TIMEOUT)
+            channel.exec_command("; ".join(kill_tree_command(sid) for sid in sids))
+            channel.shutdown_write()
+            channel.status_event.wait(KILL_TIMEOUT)
+            channel.close()
+        except (OSError, paramiko.SSHException, EOFError):
+            pass
 
     def put(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
         # Write beside the target and rename, so a killed transfer never leaves a half-written file in place

@@ -243,10 +243,14 @@ def validate_inventory(inventory: str | None, *, tier: str = "standard", limit: 
     own_writer = None
     if reporter is None:
         own_writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier})
+    interrupted = False
     try:
         with Fleet(FanoutOptions(forks=int(forks))) as fleet, interrupt_guard(fleet):
             return validate_hosts(fleet, contexts, validators, tier=tier, reporter=reporter or own_writer,
                                   deadline_s=deadline_s)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         if own_writer is not None:
-            own_writer.close()
+            own_writer.close(interrupted=interrupted)
