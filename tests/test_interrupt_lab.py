@@ -4,6 +4,7 @@ naming the lost connection, noticed by keepalives long before the check's own ti
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
 from accelstack.records import Record, read_run
 from accelstack.validate import load_registry, validate_inventory
@@ -90,6 +92,49 @@ def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(he
     assert not [r for r in records if r.status == "fail" and ("-9" in r.summary or "killed" in r.summary)]
     assert len(out.splitlines()) >= len(records)  # one plain line per record on stdout (no terminal here)
     assert validator_processes(healthy_lab) == []
+
+
+def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab: object, tmp_path: Path) -> None:
+    _install_venv(healthy_lab)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
+                         cluster_size_budget_s=60)
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory", path, "--only",
+                             "multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 90
+        # Mid-run for real: torchrun and its ranks exist on every host.
+        while time.monotonic() < end and len({p.split()[0] for p in validator_processes(healthy_lab)
+                                              if "collectives.py" in p}) < 4:
+            time.sleep(0.1)
+        assert len({p.split()[0] for p in validator_processes(healthy_lab) if "collectives.py" in p}) == 4
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1, err
+    records = [json.loads(line) for line in out.splitlines()]  # --json: JSON Lines only on stdout
+    assert {r["host"] for r in records} == {"lab1", "lab2", "lab3", "lab4"}
+    assert all(r["check"] == "multinode" and r["status"] == "error" and "interrupt" in r["summary"]
+               for r in records)
+    assert validator_processes(healthy_lab) == []
+
+
+def test_a_killed_uploads_tmp_file_is_gone_once_the_next_run_reaches_the_host(healthy_lab: object,
+                                                                              tmp_path: Path) -> None:
+    host = load_inventory(str(healthy_lab.inventory)).select("lab1")[0]  # type: ignore[attr-defined]
+    stale = "/var/tmp/accelstack/validators/0123456789abcdef/storage.py.accelstack-tmp"
+    with Fleet() as fleet:
+        transport = fleet.connect(host)
+        transport.run("true")  # this run's first command has swept already: what follows stays
+        transport.run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
+        assert transport.run(f"test -f {stale}").ok
+    with Fleet() as fleet:
+        assert not fleet.connect(host).run(f"test -f {stale}").ok
 
 
 class Watch:

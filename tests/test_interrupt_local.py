@@ -136,3 +136,34 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
     assert len(out.splitlines()) >= len(before)
     assert running  # validators were running when Ctrl-C came, and none outlived the run
     assert [pid for pid in running if _alive(pid)] == []
+
+
+def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--only", "allreduce"], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
+                                                 _descendants(proc.pid)):
+            time.sleep(0.05)
+        running = _descendants(proc.pid)
+        assert running
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)  # two signals, not one the kernel merged
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err == "accelstack: interrupted again: exiting now\n"  # no traceback
+    assert [pid for pid in running if _alive(pid)] == []  # and the validator did not outlive it
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []

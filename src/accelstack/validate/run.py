@@ -29,6 +29,7 @@ from .thresholds import Thresholds, load_thresholds
 
 DEFAULT_RENDEZVOUS_PORT = 29500
 KILL_WAIT_S = 15.0  # after Ctrl-C: how long the workers get to notice their commands were killed
+SECOND_INTERRUPT_GRACE_S = 1.0
 
 
 def thresholds_for(contexts: dict[str, HostContext], base: Thresholds) -> dict[str, Thresholds]:
@@ -211,15 +212,17 @@ def interrupt_guard(fleet: Fleet) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    count = 0
+    killers: list[threading.Thread] = []
 
     def handler(signum: int, frame: object) -> None:
-        nonlocal count
-        count += 1
-        if count > 1:
+        if killers:
             os.write(2, b"accelstack: interrupted again: exiting now\n")
+            # The kills already sent get a moment to land (a local kill takes milliseconds), no more.
+            killers[0].join(SECOND_INTERRUPT_GRACE_S)
             os._exit(130)
-        threading.Thread(target=fleet.cancel, name="accelstack-cancel-all", daemon=True).start()
+        killer = threading.Thread(target=fleet.cancel, name="accelstack-cancel-all", daemon=True)
+        killers.append(killer)
+        killer.start()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, handler)
