@@ -134,7 +134,9 @@ def test_a_killed_uploads_tmp_file_is_gone_once_the_next_run_reaches_the_host(he
         transport.run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
         assert transport.run(f"test -f {stale}").ok
     with Fleet() as fleet:
-        assert not fleet.connect(host).run(f"test -f {stale}").ok
+        transport = fleet.connect(host)
+        first = transport.run(f"test -f {stale}; echo gone=$? >&2")
+        assert first.stderr == "gone=1\n"  # removed; and the session id line never reaches the caller
 
 
 class Watch:

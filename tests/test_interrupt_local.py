@@ -167,3 +167,12 @@ def _cmdline(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
+
+
+def test_session_id_line_is_taken_out_of_stderr_wherever_it_came() -> None:
+    from accelstack.connection import _strip_sid
+
+    assert _strip_sid("@accelstack-sid 4242\nwarning: x\n") == (4242, "warning: x\n")
+    assert _strip_sid("early\n@accelstack-sid 7\n") == (7, "early\n")
+    assert _strip_sid("no marker here\n") == (None, "no marker here\n")
+    assert _strip_sid("@accelstack-sid 12") == (None, "@accelstack-sid 12")  # not yet a whole line
