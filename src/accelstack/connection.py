@@ -27,6 +27,7 @@ import socket
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,6 +337,7 @@ class SSHTransport:
         self._lost: str | None = None
         self._last_answer = time.monotonic()
         self._cancel_time = 0.0
+        self._watched: paramiko.Transport | None = None
         self.keepalive_deadline = keepalive_deadline_for(host)
         connect_kwargs: dict[str, object] = {
             "banner_timeout": connect_timeout,
@@ -357,9 +359,10 @@ class SSHTransport:
         transport = self.connection.client.get_transport()
         if transport is not None and self.keepalive_deadline > 0:
             self._last_answer = time.monotonic()
-            for target in (self._ask_keepalives, self._watch_keepalives):
-                threading.Thread(target=target, args=(transport,), daemon=True,
-                                 name=f"accelstack-keepalive-{self.host.name}").start()
+            self._watched = transport
+            threading.Thread(target=self._ask_keepalives, args=(transport,), daemon=True,
+                             name=f"accelstack-keepalive-{self.host.name}").start()
+            _KeepaliveWatch.add(self)
 
     # paramiko's own set_keepalive only sends (want_reply false): a dead peer is never noticed, and a command
     # on a host whose link died waits for its whole time limit. These keepalives want an answer (as OpenSSH's
@@ -378,17 +381,17 @@ class SSHTransport:
                 self._last_answer = time.monotonic()
             self._closed.wait(interval)
 
-    def _watch_keepalives(self, transport: paramiko.Transport) -> None:
-        while not self._closed.wait(0.5):
-            if not transport.is_active():
-                return
-            silent = time.monotonic() - self._last_answer
-            if silent > self.keepalive_deadline:
-                self._lost = (f"lost the SSH connection: no answer to keepalives for {silent:.0f} s "
-                              f"(ssh_keepalive_s {self.keepalive_deadline:g}); the link to {self.host.address} "
-                              "or the host went down")
-                transport.close()
-                return
+    def check_keepalive(self) -> None:
+        """Called every half second by the process's one watch thread: silent past the deadline is dead."""
+        transport = self._watched
+        if transport is None or self._closed.is_set() or not transport.is_active():
+            return
+        silent = time.monotonic() - self._last_answer
+        if silent > self.keepalive_deadline:
+            self._lost = (f"lost the SSH connection: no answer to keepalives for {silent:.0f} s "
+                          f"(ssh_keepalive_s {self.keepalive_deadline:g}); the link to {self.host.address} "
+                          "or the host went down")
+            transport.close()
 
     def _unreachable(self, message: str, command: str) -> HostUnreachable:
         return HostUnreachable(self._lost or message, host=self.host.name, command=command,
@@ -537,6 +540,34 @@ class SSHTransport:
 
     def set_deadline(self, deadline: float | None) -> None:
         self._deadline.deadline = deadline
+
+
+class _KeepaliveWatch:
+    """One thread for every SSH connection of the process (not one per host) that checks their keepalives."""
+
+    _lock = threading.Lock()
+    _members: weakref.WeakSet[SSHTransport] = weakref.WeakSet()
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def add(cls, transport: SSHTransport) -> None:
+        with cls._lock:
+            cls._members.add(transport)
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(target=cls._loop, name="accelstack-keepalive-watch", daemon=True)
+                cls._thread.start()
+
+    @classmethod
+    def _loop(cls) -> None:
+        while True:
+            time.sleep(0.5)
+            with cls._lock:
+                members = list(cls._members)
+            for member in members:
+                try:
+                    member.check_keepalive()
+                except Exception:
+                    pass  # one connection's trouble never stops the watch over the others
 
 
 def keepalive_deadline_for(host: Host) -> float:
