@@ -476,12 +476,12 @@ class SSHTransport:
                         self._kill_remote([sid])
                     channel.close()
                     break
-            if chunk == b"" or channel.closed:
+            if chunk == b"":  # end of output; a closed channel (killed, link lost) reads as that too
                 break
             if chunk:
                 out.append(chunk)
         channel.settimeout(max(deadline - time.monotonic(), 0.1))
-        while not channel.closed:
+        while True:
             try:
                 piece = channel.recv_stderr(1 << 16)
             except TimeoutError:
