@@ -605,3 +605,15 @@ def test_a_multinode_worker_that_could_not_run_is_error_and_one_that_computed_wr
         node = NodeResult(member, 0, "cmd", checks=[check])  # type: ignore[arg-type]
         run = RunResult([node], "tag", 1.0, 60.0)
         assert node_record(node, run, load_thresholds()).status == expected
+
+
+def test_ports_on_one_host_gives_its_skip_record_through_a_real_run(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review finding: the one-host `skip` existed in ports_records, but the run only called it for two hosts
+    or more, so one host got no ports record at all."""
+    from accelstack.validate.run import validate_inventory
+
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+    records = validate_inventory("local", only={"ports"})
+    assert [(r.check, r.status) for r in records] == [("ports", "skip")]
+    assert "no other node" in records[0].summary

@@ -7,29 +7,48 @@ is throttled and retried by :mod:`accelstack.fanout`; this module only knows how
 
 Host keys are checked against a known_hosts file, loaded once per process and shared by every connection.
 Accepting unknown keys is an explicit option and records them in that file.
+
+Nothing a run starts may outlive it. Every command runs in a session of its own (sshd gives each exec channel
+one; locally we ask for one), and :meth:`cancel` kills that session and every descendant of it (torchrun's ranks
+start sessions of their own), on every command still running: Ctrl-C stops the remote work, it does not just
+stop waiting for it. A dead link is noticed by keepalives that expect an answer (``ssh_keepalive_s``, default
+30 s without one), not by the command's own time limit. The first command on a host also removes the
+``*.accelstack-tmp`` files a killed upload or atomic write left in the folders we write to.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import shlex
 import signal
 import socket
 import subprocess
 import threading
 import time
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import paramiko
 from fabric import Connection
 
-from .errors import CommandFailed, CommandTimeout, HostUnreachable
+from .errors import CommandFailed, CommandTimeout, HostError, HostUnreachable
 from .inventory import Host
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
+DEFAULT_KEEPALIVE_DEADLINE = 30.0  # seconds without an answer to a keepalive before the peer is declared dead
+KILL_TIMEOUT = 10.0
+SID_WAIT = 3.0
+SID_MARK = "@accelstack-sid"
+_SID_LINE = re.compile(rf"^{SID_MARK} (\d+)\n", re.MULTILINE)
+# Where we upload or write atomically: a killed transfer's tmp file is removed by the next run's first command.
+UPLOAD_DIRS = ("/var/tmp/accelstack", "/opt/accelstack", "/etc/profile.d", "/etc/ld.so.conf.d")
+UPLOAD_DIR_VARS = ("artifact_cache", "env_file", "hostfile_path", "launcher_path", "rank_table_path")
 
 
 @dataclass
@@ -43,6 +62,42 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.exit_status == 0
+
+
+class CommandInterrupted(HostError):
+    """The run was interrupted (Ctrl-C) while this command ran, or before it started: it did not finish."""
+
+
+def kill_tree_command(sid: int) -> str:
+    """A shell line that SIGKILLs session ``sid`` (or the process ``sid`` if it leads none) and every
+    descendant: torchrun's ranks run in sessions of their own, so killing the session alone would miss them."""
+    awk = ("{pid[NR]=$1; ppid[NR]=$2; sid[NR]=$3} "
+           "END {for (i = 1; i <= NR; i++) if (sid[i] == s || pid[i] == s) mark[pid[i]] = 1; "
+           "more = 1; while (more) {more = 0; for (i = 1; i <= NR; i++) "
+           "if (!(pid[i] in mark) && (ppid[i] in mark)) {mark[pid[i]] = 1; more = 1}} "
+           "for (p in mark) print p}")
+    return (f"ps -eo pid=,ppid=,sid= | awk -v s={int(sid)} {shlex.quote(awk)} | "
+            "xargs -r kill -KILL 2>/dev/null; true")
+
+
+def stale_tmp_command(host_vars: Mapping[str, Any] | None = None) -> str:
+    """Removes the ``*.accelstack-tmp`` files that a killed upload or atomic write left behind; silent, never
+    fails. The names are ours alone, so nothing else is touched."""
+    folders = list(UPLOAD_DIRS)
+    for key in UPLOAD_DIR_VARS:
+        value = (host_vars or {}).get(key)
+        if isinstance(value, str) and value.startswith("/"):
+            folders.append(value if key == "artifact_cache" else str(Path(value).parent))
+    quoted = " ".join(shlex.quote(f) for f in dict.fromkeys(folders))
+    return (f"{{ find {quoted} -maxdepth 3 -type f -name '*.accelstack-tmp' -delete; }} "
+            ">/dev/null 2>&1 </dev/null;")
+
+
+def _strip_sid(stderr: str) -> tuple[int | None, str]:
+    match = _SID_LINE.search(stderr)
+    if match is None:
+        return None, stderr
+    return int(match.group(1)), stderr[:match.start()] + stderr[match.end():]
 
 
 class Transport(Protocol):
@@ -60,6 +115,48 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
     def set_deadline(self, deadline: float | None) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class _Running:
+    """The commands running on one transport, so :meth:`cancel` can kill them; thread-safe."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.sids: dict[int, int | None] = {}
+        self.killed: set[int] = set()
+        self.first = True
+
+    def start(self, host: Host, command: str) -> int:
+        with self._lock:
+            if self.cancelled.is_set():
+                raise CommandInterrupted("not run: the run was interrupted", host=host.name, command=command)
+            token = next(self._ids)
+            self.sids[token] = None
+            return token
+
+    def take_first(self) -> bool:
+        with self._lock:
+            first, self.first = self.first, False
+            return first
+
+    def cancel(self) -> dict[int, int | None]:
+        """Mark the run cancelled; the running commands (token -> session id) are now killed ones."""
+        with self._lock:
+            self.cancelled.set()
+            running = dict(self.sids)
+            self.killed.update(running)
+            return running
+
+    def end(self, token: int, host: Host, command: str) -> None:
+        with self._lock:
+            self.sids.pop(token, None)
+            killed = token in self.killed
+        if killed:
+            raise CommandInterrupted("interrupted (Ctrl-C) before it finished", host=host.name, command=command)
 
 
 class _Deadline:
@@ -97,25 +194,45 @@ class LocalTransport:
     def __init__(self, host: Host, *, deadline: float | None = None) -> None:
         self.host = host
         self._deadline = _Deadline(host, deadline)
+        self._running = _Running()
 
     def run(self, command: str, *, timeout: float | None = None, check: bool = False,
             stdin: bytes | None = None) -> CommandResult:
         limit = self._deadline.clip(timeout, command)
+        token = self._running.start(self.host, command)
+        prefix = stale_tmp_command(self.host.vars) + " " if self._running.take_first() else ""
         started = time.monotonic()
-        # A session of its own, so a timeout kills the command's whole process group, not just the shell.
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
-            out, err = proc.communicate(input=stdin, timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise CommandTimeout(f"no answer within {limit:.0f} s", host=self.host.name, command=command) from None
+            # A session of its own: a timeout or Ctrl-C kills the command's whole tree, not just the shell.
+            proc = subprocess.Popen(["/bin/sh", "-c", prefix + command],
+                                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            self._running.sids[token] = proc.pid
+            if self._running.cancelled.is_set():
+                _kill_local_tree(proc.pid)
+            try:
+                out, err = proc.communicate(input=stdin, timeout=limit)
+            except subprocess.TimeoutExpired:
+                _kill_local_tree(proc.pid)
+                proc.communicate()
+                raise CommandTimeout(f"no answer within {limit:.0f} s", host=self.host.name,
+                                     command=command) from None
+        finally:
+            self._running.end(token, self.host, command)
         result = CommandResult(command, out.decode(errors="replace"), err.decode(errors="replace"),
                                proc.returncode, time.monotonic() - started)
         return _checked(result, self.host, check)
 
+    def cancel(self) -> None:
+        """Kill every command running here, and refuse new ones: the run was interrupted."""
+        for sid in self._running.cancel().values():
+            if sid is not None:
+                _kill_local_tree(sid)
+
     def put(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
+        if self._running.cancelled.is_set():
+            raise CommandInterrupted("not copied: the run was interrupted", host=self.host.name,
+                                     command=f"put {remote}")
         tmp = f"{remote}.accelstack-tmp"
         Path(remote).parent.mkdir(parents=True, exist_ok=True)
         with open(local, "rb") as src, open(tmp, "wb") as dst:
@@ -135,6 +252,18 @@ class LocalTransport:
 
     def set_deadline(self, deadline: float | None) -> None:
         self._deadline.deadline = deadline
+
+
+def _kill_local_tree(sid: int) -> None:
+    try:
+        subprocess.run(["/bin/sh", "-c", kill_tree_command(sid)], timeout=KILL_TIMEOUT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        os.killpg(sid, signal.SIGKILL)  # without ps/awk: at least the command's own process group
+    except OSError:
+        pass
 
 
 class KnownHosts:
@@ -202,6 +331,14 @@ class SSHTransport:
                  deadline: float | None = None) -> None:
         self.host = host
         self._deadline = _Deadline(host, deadline)
+        self._running = _Running()
+        self._channels: dict[int, paramiko.Channel] = {}
+        self._closed = threading.Event()
+        self._lost: str | None = None
+        self._last_answer = time.monotonic()
+        self._cancel_time = 0.0
+        self._watched: paramiko.Transport | None = None
+        self.keepalive_deadline = keepalive_deadline_for(host)
         connect_kwargs: dict[str, object] = {
             "banner_timeout": connect_timeout,
             "auth_timeout": connect_timeout,
@@ -228,35 +365,95 @@ class SSHTransport:
                 f"port {self.host.port} answers but no SSH banner came: not an sshd, or sshd dropped the "
                 f"connection ({str(exc).split('[')[0].strip()})") from None
         transport = self.connection.client.get_transport()
-        if transport is not None:
-            transport.set_keepalive(15)
+        if transport is not None and self.keepalive_deadline > 0:
+            self._last_answer = time.monotonic()
+            self._watched = transport
+            threading.Thread(target=self._ask_keepalives, args=(transport,), daemon=True,
+                             name=f"accelstack-keepalive-{self.host.name}").start()
+            _KeepaliveWatch.add(self)
+
+    # paramiko's own set_keepalive only sends (want_reply false): a dead peer is never noticed, and a command
+    # on a host whose link died waits for its whole time limit. These keepalives want an answer (as OpenSSH's
+    # ServerAliveInterval/CountMax do); a peer silent past the deadline is dead and the connection is closed,
+    # which ends every command on it at once.
+    def _ask_keepalives(self, transport: paramiko.Transport) -> None:
+        interval = max(0.5, self.keepalive_deadline / 3)
+        while not self._closed.is_set() and transport.is_active():
+            try:
+                # Blocks until the answer (sshd replies "failure" to a request it does not know: any reply
+                # will do) or until the transport is closed.
+                transport.global_request("keepalive@openssh.com", wait=True)
+            except Exception:
+                return
+            if transport.is_active():
+                self._last_answer = time.monotonic()
+            self._closed.wait(interval)
+
+    def check_keepalive(self) -> None:
+        """Called every half second by the process's one watch thread: silent past the deadline is dead."""
+        transport = self._watched
+        if transport is None or self._closed.is_set() or not transport.is_active():
+            return
+        silent = time.monotonic() - self._last_answer
+        if silent > self.keepalive_deadline:
+            self._lost = (f"lost the SSH connection: no answer to keepalives for {silent:.0f} s "
+                          f"(ssh_keepalive_s {self.keepalive_deadline:g}); the link to {self.host.address} "
+                          "or the host went down")
+            transport.close()
+
+    def _unreachable(self, message: str, command: str) -> HostUnreachable:
+        return HostUnreachable(self._lost or message, host=self.host.name, command=command,
+                               hint=f"check {self.host.name}'s link and that it is up, then re-run on it "
+                                    f"(--limit {self.host.name})" if self._lost else None)
 
     def run(self, command: str, *, timeout: float | None = None, check: bool = False,
             stdin: bytes | None = None) -> CommandResult:
         limit = self._deadline.clip(timeout, command)
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
-            raise HostUnreachable("the SSH connection is closed", host=self.host.name, command=command)
+            raise self._unreachable("the SSH connection is closed", command)
+        token = self._running.start(self.host, command)
+        prefix = stale_tmp_command(self.host.vars) + " " if self._running.take_first() else ""
         started = time.monotonic()
         deadline = started + limit
         try:
-            channel = transport.open_session(timeout=min(limit, self._connect_timeout))
-            channel.exec_command(command)
-            if stdin:
-                channel.sendall(stdin)
-            channel.shutdown_write()
-            out, err = self._drain(channel, deadline, command)
-            status = channel.recv_exit_status()
-            channel.close()
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            if isinstance(exc, socket.timeout):
-                raise CommandTimeout(f"no answer within {limit:.0f} s", host=self.host.name,
-                                     command=command) from None
-            raise HostUnreachable(f"connection lost: {exc}", host=self.host.name, command=command) from None
+            try:
+                channel = transport.open_session(timeout=min(limit, self._connect_timeout))
+                self._channels[token] = channel
+                if token in self._running.killed:
+                    raise EOFError("cancelled before it started")
+                # sshd runs each exec channel in a session of its own; its id goes first on stderr so that
+                # cancel() can kill the command's whole tree on the host.
+                channel.exec_command(f"echo {SID_MARK} $$ >&2; {prefix}{command}")
+                if stdin:
+                    channel.sendall(stdin)
+                channel.shutdown_write()
+                out, err = self._drain(channel, deadline, command, token)
+                if self._lost or token in self._running.killed:
+                    raise EOFError("closed")
+                if not channel.status_event.wait(max(deadline - time.monotonic(), 0.1)):
+                    raise CommandTimeout("the command closed its output but did not exit in time",
+                                         host=self.host.name, command=command)
+                status = channel.exit_status
+                channel.close()
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                if isinstance(exc, socket.timeout) and not self._lost:
+                    raise CommandTimeout(f"no answer within {limit:.0f} s", host=self.host.name,
+                                         command=command) from None
+                if token in self._running.killed:
+                    raise CommandInterrupted("interrupted (Ctrl-C) before it finished", host=self.host.name,
+                                             command=command) from None
+                raise self._unreachable(f"connection lost: {exc}", command) from None
+            if self._lost and token not in self._running.killed:
+                raise self._unreachable("connection lost", command)
+        finally:
+            self._channels.pop(token, None)
+            self._running.end(token, self.host, command)
         result = CommandResult(command, out, err, status, time.monotonic() - started)
         return _checked(result, self.host, check)
 
-    def _drain(self, channel: paramiko.Channel, deadline: float, command: str) -> tuple[str, str]:
+    def _drain(self, channel: paramiko.Channel, deadline: float, command: str,
+               token: int) -> tuple[str, str]:
         out: list[bytes] = []
         err: list[bytes] = []
         while True:
@@ -266,15 +463,28 @@ class SSHTransport:
                 raise CommandTimeout("no answer before the command's time limit", host=self.host.name,
                                      command=command)
             # Block on stdout for at most a second, then drain stderr: stderr never waits long enough for the
-            # shared channel window to stall the remote command.
-            channel.settimeout(min(left, 1.0))
+            # shared channel window to stall the remote command. Until the session id has come, look often.
+            known = self._running.sids.get(token) is not None
+            channel.settimeout(min(left, 1.0 if known else 0.05))
             try:
                 chunk = channel.recv(1 << 16)
             except TimeoutError:
                 chunk = None
             while channel.recv_stderr_ready():
                 err.append(channel.recv_stderr(1 << 16))
-            if chunk == b"":
+            if self._running.sids.get(token) is None and err:
+                sid, _rest = _strip_sid(b"".join(err).decode(errors="replace"))
+                if sid is not None:
+                    self._running.sids[token] = sid
+            if token in self._running.killed:
+                # Cancelled before cancel() knew this command's session: kill it here, once its id is in.
+                sid = self._running.sids.get(token)
+                if sid is not None or time.monotonic() > self._cancel_time + SID_WAIT:
+                    if sid is not None and not channel.closed:
+                        self._kill_remote([sid])
+                    channel.close()
+                    break
+            if chunk == b"":  # end of output; a closed channel (killed, link lost) reads as that too
                 break
             if chunk:
                 out.append(chunk)
@@ -288,10 +498,40 @@ class SSHTransport:
             if not piece:
                 break
             err.append(piece)
-        return b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace")
+        _sid, stderr = _strip_sid(b"".join(err).decode(errors="replace"))
+        return b"".join(out).decode(errors="replace"), stderr
+
+    def cancel(self) -> None:
+        """Kill every command running on the host (its whole session tree) and refuse new ones. A command whose
+        session id has not come yet is killed by its own reader the moment it comes (see _drain)."""
+        self._cancel_time = time.monotonic()
+        running = self._running.cancel()
+        known = {t: sid for t, sid in running.items() if sid is not None}
+        self._kill_remote(list(known.values()))
+        for token in known:
+            channel = self._channels.get(token)
+            if channel is not None:
+                channel.close()
+
+    def _kill_remote(self, sids: list[int]) -> None:
+        transport = self.connection.client.get_transport()
+        if not sids or transport is None or not transport.is_active():
+            return  # the host is gone: its commands' own `timeout` limits end them there
+        try:
+            channel = transport.open_session(timeout=KILL_TIMEOUT)
+            channel.exec_command("; ".join(kill_tree_command(sid) for sid in sids))
+            channel.shutdown_write()
+            channel.status_event.wait(KILL_TIMEOUT)
+            channel.close()
+        except (OSError, paramiko.SSHException, EOFError):
+            pass
 
     def put(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
-        # Write beside the target and rename, so a killed transfer never leaves a half-written file in place.
+        # Write beside the target and rename, so a killed transfer never leaves a half-written file in place
+        # (and the next run's first command removes the tmp file it left).
+        if self._running.cancelled.is_set():
+            raise CommandInterrupted("not uploaded: the run was interrupted", host=self.host.name,
+                                     command=f"put {remote}")
         tmp = f"{remote}.accelstack-tmp"
         sftp = self.connection.sftp()
         sftp.put(str(local), tmp)
@@ -303,10 +543,48 @@ class SSHTransport:
         self.connection.sftp().get(remote, str(local))
 
     def close(self) -> None:
+        self._closed.set()
         self.connection.close()
 
     def set_deadline(self, deadline: float | None) -> None:
         self._deadline.deadline = deadline
+
+
+class _KeepaliveWatch:
+    """One thread for every SSH connection of the process (not one per host) that checks their keepalives."""
+
+    _lock = threading.Lock()
+    _members: weakref.WeakSet[SSHTransport] = weakref.WeakSet()
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def add(cls, transport: SSHTransport) -> None:
+        with cls._lock:
+            cls._members.add(transport)
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(target=cls._loop, name="accelstack-keepalive-watch", daemon=True)
+                cls._thread.start()
+
+    @classmethod
+    def _loop(cls) -> None:
+        while True:
+            time.sleep(0.5)
+            with cls._lock:
+                members = list(cls._members)
+            for member in members:
+                try:
+                    member.check_keepalive()
+                except Exception:
+                    pass  # one connection's trouble never stops the watch over the others
+
+
+def keepalive_deadline_for(host: Host) -> float:
+    """``ssh_keepalive_s`` from the inventory (0 turns keepalives off), else 30 s."""
+    value = host.vars.get("ssh_keepalive_s")
+    try:
+        return DEFAULT_KEEPALIVE_DEADLINE if value is None else max(0.0, float(value))
+    except (TypeError, ValueError):
+        return DEFAULT_KEEPALIVE_DEADLINE
 
 
 def transport_for(host: Host, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,

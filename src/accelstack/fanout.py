@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 import paramiko
 
-from .connection import DEFAULT_CONNECT_TIMEOUT, SSHTransport, Transport, transport_for
+from .connection import DEFAULT_CONNECT_TIMEOUT, CommandInterrupted, SSHTransport, Transport, transport_for
 from .errors import AccelstackError, CommandTimeout, HostError, HostUnreachable
 from .inventory import Host
 
@@ -41,6 +41,11 @@ class FanoutOptions:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     host_deadline: float = DEFAULT_HOST_DEADLINE
     connect_attempts: int = 5
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C: the remote work was stopped and the finished records kept; exit 130, as a shell expects. A
+    KeyboardInterrupt, so code that catches ``Exception`` to go on past one bad inventory does not go on."""
 
 
 @dataclass
@@ -95,6 +100,7 @@ class Fleet:
         self._handshakes_total = threading.BoundedSemaphore(max(1, self.options.handshakes_total))
         self._per_server: dict[tuple[str, int], threading.BoundedSemaphore] = {}
         self._began: dict[str, float] = {}
+        self.cancelled = threading.Event()
 
     def connect(self, host: Host, deadline: float | None = None) -> Transport:
         """The host's transport, connecting (throttled, retried) on first use."""
@@ -102,12 +108,28 @@ class Fleet:
             existing = self._transports.get(host.name)
         if existing is not None:
             return existing
+        if self.cancelled.is_set():
+            raise CommandInterrupted("not connected: the run was interrupted", host=host.name)
         transport = transport_for(host, connect_timeout=self.options.connect_timeout, deadline=deadline)
         if isinstance(transport, SSHTransport):
             self._open_with_retry(transport, host)
         with self._lock:
             self._transports[host.name] = transport
+        if self.cancelled.is_set():  # interrupted while this host was connecting
+            transport.cancel()
         return transport
+
+    def cancel(self) -> None:
+        """Ctrl-C: kill what every host is running for this run (in parallel, each bounded) and refuse new
+        work. Workers then end quickly: their commands raise CommandInterrupted."""
+        self.cancelled.set()
+        with self._lock:
+            transports = list(self._transports.values())
+        if not transports:
+            return
+        with ThreadPoolExecutor(max_workers=min(32, len(transports)),
+                                thread_name_prefix="accelstack-cancel") as pool:
+            list(pool.map(_cancel_quietly, transports))
 
     def _server_slot(self, host: Host) -> threading.BoundedSemaphore:
         key = (host.address, host.port)
@@ -186,6 +208,16 @@ class Fleet:
             wrapped = HostError(f"{type(exc).__name__}: {exc}", host=host.name)
             return Outcome(host, error=wrapped, duration_s=time.monotonic() - began)
 
+    def wait_idle(self, timeout: float) -> bool:
+        """After a cancel: wait (bounded) for the workers still running to end; whether they all did."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not any(t.name.startswith(("accelstack-host", "accelstack-torchrun")) and t.is_alive()
+                       for t in threading.enumerate()):
+                return True
+            time.sleep(0.05)
+        return False
+
     def close(self) -> None:
         with self._lock:
             transports = list(self._transports.values())
@@ -202,3 +234,10 @@ class Fleet:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+
+def _cancel_quietly(transport: Transport) -> None:
+    try:
+        transport.cancel()
+    except Exception:
+        pass  # one host that cannot be reached must not keep the others' work alive

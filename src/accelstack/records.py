@@ -162,14 +162,20 @@ class RunWriter:
         for record in records:
             self.write(record)
 
-    def close(self) -> None:
+    def close(self, *, interrupted: bool = False) -> None:
+        """Close the file and record the end in ``meta.json``; an interrupted run gets no ``finished`` (that is
+        how reports and history tell it), only when it stopped."""
         with self._lock:
             if self._file.closed:
                 return
             self._file.close()
-        self._meta["finished"] = utc_now()
         self._meta["duration_s"] = round(time.monotonic() - self._started, 3)
-        self._meta["exit_code"] = exit_code_for(self.records)
+        if interrupted:
+            self._meta["interrupted"] = utc_now()
+            self._meta["exit_code"] = 130
+        else:
+            self._meta["finished"] = utc_now()
+            self._meta["exit_code"] = exit_code_for(self.records)
         self._write_meta()
 
     def __enter__(self) -> RunWriter:

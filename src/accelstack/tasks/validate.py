@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from ..fanout import RunInterrupted
 from ..inventory import load_inventory
 from ..output import Reporter
 from ..records import RunWriter
@@ -60,6 +62,14 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,
                                          "only": sorted(wanted) if wanted else None})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title=f"validate ({tier})")
-    validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=forks_n,
-                       deadline_s=deadline_s, overrides=overrides or None, connect_timeout=connect_s)
+    try:
+        validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=forks_n,
+                           deadline_s=deadline_s, overrides=overrides or None, connect_timeout=connect_s)
+    except BaseException as stop:
+        # The live panel off; on Ctrl-C the run folder is closed as interrupted, with every finished record.
+        reporter.abort(interrupted=isinstance(stop, KeyboardInterrupt))
+        if isinstance(stop, RunInterrupted):
+            print(f"accelstack: {stop} (run {writer.path})", file=sys.stderr)
+            return 130
+        raise
     return reporter.finish()

@@ -1,9 +1,12 @@
 """The host phase: on one connection, upload the validators if missing, run each selected one as one command,
-and turn what it printed into records (judged, with evidence). Runs inside a fan-out worker."""
+and turn what it printed into records (judged, with evidence). Runs inside a fan-out worker, and hands each
+check's records on the moment that check ends (``on_done``), so they are on disk and on screen while the
+rest of the host's checks still run."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,41 +94,74 @@ def run_validator(transport: Transport, validator: Validator, ctx: HostContext, 
     return again
 
 
+OnStart = Callable[[Validator], None]
+OnDone = Callable[[Validator, list[Record]], None]
+
+
 def run_host(transport: Transport, ctx: HostContext, validators: list[Validator], folder: Path,
-             thresholds: Thresholds, *, tier: str, config: dict[str, Any]) -> list[Record]:
-    """Every selected host-scope validator on one host; one outcome, never an exception for a check."""
+             thresholds: Thresholds, *, tier: str, config: dict[str, Any], on_start: OnStart | None = None,
+             on_done: OnDone | None = None, stop: Callable[[], bool] | None = None) -> list[Record]:
+    """Every selected host-scope validator on one host; one outcome, never an exception for a check.
+
+    ``on_start``/``on_done`` are called as each validator starts and ends (its records judged and complete);
+    once ``stop()`` is true (Ctrl-C) no further validator starts."""
     records: list[Record] = []
-    scripts = [v for v in validators if v.script is not None and v.scope == "host"]
+    host_validators = [v for v in validators if v.scope == "host"]
+    scripts = [v for v in host_validators if v.script is not None]
     remote = ""
     if scripts:
         try:
             remote, _uploaded = ensure_uploaded(transport, folder)
         except AccelstackError as err:
-            return [error_record(ctx.host.name, c, err) for v in validators if v.scope == "host" for c in v.checks]
-    for validator in validators:
-        if validator.scope != "host":
-            continue
+            for validator in host_validators:
+                batch = [error_record(ctx.host.name, c, err) for c in validator.checks]
+                records.extend(batch)
+                if on_done is not None:
+                    on_done(validator, batch)
+            return records
+    dmesg = _Dmesg(transport)
+    for validator in host_validators:
+        if stop is not None and stop():
+            break
+        if on_start is not None:
+            on_start(validator)
         if validator.name == "versions":
             try:
-                records.extend(versions_records(transport, ctx))
+                batch = versions_records(transport, ctx)
             except AccelstackError as err:
-                records.append(error_record(ctx.host.name, "versions", err))
-            continue
-        records.extend(run_validator(transport, validator, ctx, remote, config, thresholds))
-    attach_dmesg(transport, records)
+                batch = [error_record(ctx.host.name, "versions", err)]
+        else:
+            batch = run_validator(transport, validator, ctx, remote, config, thresholds)
+        if not (stop is not None and stop()):
+            dmesg.attach(batch)
+        records.extend(batch)
+        if on_done is not None:
+            on_done(validator, batch)
     return records
 
 
+class _Dmesg:
+    """Kernel lines (Xid, OOM killer, NPU driver) on the failed records: one extra command per host, only on
+    the first failure; later failed records get the same lines."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.lines: list[str] | None = None
+
+    def attach(self, records: list[Record]) -> None:
+        bad = [r for r in records if r.status in ("fail", "error")]
+        if not bad:
+            return
+        if self.lines is None:
+            try:
+                self.lines = dmesg_lines(self.transport.run(DMESG_COMMAND, timeout=20).stdout)
+            except AccelstackError:
+                self.lines = []
+        if self.lines:
+            for record in bad:
+                record.evidence.setdefault("dmesg", self.lines)
+
+
 def attach_dmesg(transport: Transport, records: list[Record]) -> None:
-    """Kernel lines (Xid, OOM killer, NPU driver) on the failed records: one extra command, only on failure."""
-    bad = [r for r in records if r.status in ("fail", "error")]
-    if not bad:
-        return
-    try:
-        result = transport.run(DMESG_COMMAND, timeout=20)
-    except AccelstackError:
-        return
-    lines = dmesg_lines(result.stdout)
-    if lines:
-        for record in bad:
-            record.evidence.setdefault("dmesg", lines)
+    """Kernel lines on the failed records of ``records`` (one command, only on failure)."""
+    _Dmesg(transport).attach(records)

@@ -1,13 +1,24 @@
-"""A validation run: host validators fanned out over the fleet, then the cluster validators across it."""
+"""A validation run: host validators fanned out over the fleet, then the cluster validators across it.
+
+Each check's records go to the sink the moment the check ends. Ctrl-C kills what every host runs for the run
+(Fleet.cancel), keeps every finished record, writes an ``error`` record for each check that did not finish
+("not run: interrupted": it could not measure) and raises RunInterrupted; a second Ctrl-C exits at once.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..connection import Transport
 from ..context import HostContext, resolve_contexts
-from ..fanout import FanoutOptions, Fleet
+from ..fanout import FanoutOptions, Fleet, RunInterrupted
 from ..inventory import load_inventory
 from ..records import Record, RecordSink, RunWriter
 from .cluster import DEFAULT_DEADLINE, clock_records, multinode, ports_records, prepare_members
@@ -18,6 +29,8 @@ from .results import host_error_record
 from .thresholds import Thresholds, load_thresholds
 
 DEFAULT_RENDEZVOUS_PORT = 29500
+KILL_WAIT_S = 15.0  # after Ctrl-C: how long the workers get to notice their commands were killed
+SECOND_INTERRUPT_GRACE_S = 1.0
 
 
 def thresholds_for(contexts: dict[str, HostContext], base: Thresholds) -> dict[str, Thresholds]:
@@ -25,34 +38,137 @@ def thresholds_for(contexts: dict[str, HostContext], base: Thresholds) -> dict[s
             for name, ctx in contexts.items()}
 
 
+class _Collector:
+    """The run's records as they arrive from every worker: handed to the sink, and what is running now (for the
+    progress display and for marking what an interrupt cut short). After Ctrl-C, late records are dropped: they
+    come from commands that were killed."""
+
+    def __init__(self, fleet: Fleet, reporter: RecordSink | None) -> None:
+        self.fleet = fleet
+        self.reporter = reporter
+        self.records: list[Record] = []
+        self.running: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def begin(self, host: str, check: str) -> None:
+        with self._lock:
+            self.running.add((host, check))
+        begin = getattr(self.reporter, "begin", None)
+        if begin is not None:
+            begin(host, check)
+
+    def end(self, host: str, check: str) -> None:
+        with self._lock:
+            if self.fleet.cancelled.is_set():
+                return  # still running when Ctrl-C came: the interrupt marks it
+            self.running.discard((host, check))
+        end = getattr(self.reporter, "end", None)
+        if end is not None:
+            end(host, check)
+
+    def emit(self, batch: list[Record]) -> None:
+        with self._lock:
+            if self.fleet.cancelled.is_set():
+                return
+            self.records.extend(batch)
+            if self.reporter is not None:
+                self.reporter.add_all(batch)
+
+    def done(self, host: str, check: str) -> bool:
+        prefix = check + "."
+        return any(r.host == host and (r.check == check or r.check.startswith(prefix)) for r in self.records)
+
+    def interrupted(self, contexts: dict[str, HostContext], validators: list[Validator]) -> list[Record]:
+        """After a cancel: one ``error`` record for every selected check that has none, written to the sink."""
+        with self._lock:
+            cut = set(self.running)
+            missing = []
+            # A host already given one `connect`/`host` record could not be worked on: nothing more to mark.
+            whole = {r.host for r in self.records if r.check in ("connect", "host")}
+            for name in contexts:
+                if name in whole:
+                    continue
+                for validator in validators:
+                    for check in validator.checks:
+                        if self.done(name, check) or (check == "ports" and len(contexts) < 2):
+                            continue
+                        summary = ("interrupted (Ctrl-C) before it finished: not measured" if (name, check) in cut
+                                   else "not run: the run was interrupted (Ctrl-C)")
+                        missing.append(Record(host=name, check=check, status="error", summary=summary,
+                                              evidence={"error": "interrupted"},
+                                              remedy=f"re-run: inv validate --limit {name} --only {check}"))
+            self.records.extend(missing)
+            if self.reporter is not None:
+                self.reporter.add_all(missing)
+            return missing
+
+
 def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: list[Validator], *,
                    tier: str, reporter: RecordSink | None = None, folder: Path | None = None,
                    deadline_s: float | None = None) -> list[Record]:
-    """Every selected validator on every host; records are handed to ``reporter`` as they arrive."""
-    folder = folder or validators_dir()
+    """Every selected validator on every host; records are handed to ``reporter`` as each check ends.
+
+    On Ctrl-C (KeyboardInterrupt here) the remote work is killed, every check without a record gets an
+    ``error`` "not run" record, and :class:`RunInterrupted` is raised."""
+    collector = _Collector(fleet, reporter)
+    try:
+        _validate(fleet, contexts, validators, collector, tier=tier, folder=folder or validators_dir(),
+                  deadline_s=deadline_s)
+    except KeyboardInterrupt:
+        fleet.cancel()
+        fleet.wait_idle(KILL_WAIT_S)
+        missing = collector.interrupted(contexts, validators)
+        kept = len(collector.records) - len(missing)
+        raise RunInterrupted(f"interrupted: {kept} finished record(s) kept, {len(missing)} check(s) marked "
+                             "not run; remote work stopped") from None
+    return collector.records
+
+
+def _validate(fleet: Fleet, contexts: dict[str, HostContext], validators: list[Validator], collector: _Collector,
+              *, tier: str, folder: Path, deadline_s: float | None) -> None:
     base = load_thresholds()
     per_host = thresholds_for(contexts, base)
     configs = {name: host_config(ctx, tier=tier) for name, ctx in contexts.items()}
-    records: list[Record] = []
+    emit = collector.emit
+    finished: dict[str, set[str]] = {name: set() for name in contexts}
+    given_up: set[str] = set()
 
-    def emit(batch: list[Record]) -> None:
-        records.extend(batch)
-        if reporter is not None:
-            reporter.add_all(batch)
+    def host_work(transport: Transport) -> list[Record]:
+        name = transport.host.name
+
+        def on_start(validator: Validator) -> None:
+            for check in validator.checks:
+                collector.begin(name, check)
+
+        def on_done(validator: Validator, batch: list[Record]) -> None:
+            if name in given_up:
+                return  # the fan-out already reported this host (per-host deadline)
+            finished[name].add(validator.name)
+            emit(batch)
+            for check in validator.checks:
+                collector.end(name, check)
+
+        return run_host(transport, contexts[name], validators, folder, per_host[name], tier=tier,
+                        config=configs[name], on_start=on_start, on_done=on_done,
+                        stop=fleet.cancelled.is_set)
 
     hosts = [ctx.host for ctx in contexts.values()]
     if any(v.scope == "host" for v in validators):
-        for outcome in fleet.map(hosts, lambda t: run_host(t, contexts[t.host.name], validators, folder,
-                                                          per_host[t.host.name], tier=tier,
-                                                          config=configs[t.host.name])):
-            if outcome.value is not None:
-                emit(outcome.value)
-            else:
-                assert outcome.error is not None
-                emit([host_error_record(outcome.host, outcome.error, outcome.duration_s)])
+        for outcome in fleet.map(hosts, host_work):
+            if outcome.error is not None:
+                # The host could not be worked on (unreachable, per-host deadline): one record for the host,
+                # whose remedy re-checks it, naming the checks it did not get to.
+                given_up.add(outcome.host.name)
+                record = host_error_record(outcome.host, outcome.error, outcome.duration_s)
+                record.evidence["not_run"] = [c for v in validators if v.scope == "host"
+                                              and v.name not in finished[outcome.host.name] for c in v.checks]
+                emit([record])
+    if fleet.cancelled.is_set():
+        raise KeyboardInterrupt
     cluster = [v for v in validators if v.scope == "cluster"]
     if not cluster:
-        return records
+        return
+    records = collector.records
     # Hosts that answered nothing in the host phase (unreachable) are not asked to join a collective.
     down = {r.host for r in records if r.status == "error" and "Unreachable" in str(r.evidence.get("error"))}
     ordered = [ctx for ctx in contexts.values() if ctx.host.name not in down]
@@ -66,19 +182,71 @@ def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: l
     first = ordered[0].vars if ordered else {}
     rendezvous = int(first.get("rendezvous_port") or DEFAULT_RENDEZVOUS_PORT)
     names = {c for v in cluster for c in v.checks}
+
+    def cluster_check(check: str, run: Callable[[], list[Record]]) -> None:
+        for member in members:
+            collector.begin(member.name, check)
+        batch = run()
+        emit(batch)
+        for member in members:
+            collector.end(member.name, check)
+        if fleet.cancelled.is_set():
+            raise KeyboardInterrupt
+
     if "clock" in names and members:
-        emit(clock_records(members, base))
-    if "ports" in names and len(members) >= 2:
-        emit(ports_records(members, rendezvous_port=rendezvous))
+        cluster_check("clock", lambda: clock_records(members, base))
+    # Selected hosts that cannot join (unreachable, upload refused): a survivor left alone measured nothing.
+    lost = sorted(set(contexts) - {m.name for m in members})
+    for check in ("ports", "multinode"):
+        if check in names and len(members) == 1 and lost:
+            names = names - {check}
+            emit([Record(host=members[0].name, check=check, status="error",
+                         summary=f"no peer to run with: {', '.join(lost)} could not be reached, so nothing was "
+                                 "measured between nodes",
+                         evidence={"unreachable_peers": lost},
+                         remedy=f"reach {', '.join(lost)} again, then inv validate --only {check}")])
+    if "ports" in names and members:
+        cluster_check("ports", lambda: ports_records(members, rendezvous_port=rendezvous))
     if "multinode" in names and members:
         deadline = float(deadline_s or first.get("multinode_deadline_s") or DEFAULT_DEADLINE)
-        started = time.monotonic()
-        batch = multinode(members, per_host[members[0].name], deadline_s=deadline,
-                          port=int(first["rendezvous_port"]) if first.get("rendezvous_port") else None)
-        for record in batch:
-            record.duration_s = record.duration_s or round(time.monotonic() - started, 3)
-        emit(batch)
-    return records
+
+        def run_multinode() -> list[Record]:
+            started = time.monotonic()
+            batch = multinode(members, per_host[members[0].name], deadline_s=deadline,
+                              port=int(first["rendezvous_port"]) if first.get("rendezvous_port") else None)
+            for record in batch:
+                record.duration_s = record.duration_s or round(time.monotonic() - started, 3)
+            return batch
+
+        cluster_check("multinode", run_multinode)
+
+
+@contextlib.contextmanager
+def interrupt_guard(fleet: Fleet) -> Iterator[None]:
+    """SIGINT while a run is under way: the first starts killing the remote work at once (in a thread, so the
+    main thread is free to collect what finished) and raises KeyboardInterrupt; a second exits at once, 130,
+    without a traceback. Only in the main thread (where signals are delivered)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    killers: list[threading.Thread] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if killers:
+            os.write(2, b"accelstack: interrupted again: exiting now\n")
+            # The kills already sent get a moment to land (a local kill takes milliseconds), no more.
+            killers[0].join(SECOND_INTERRUPT_GRACE_S)
+            os._exit(130)
+        killer = threading.Thread(target=fleet.cancel, name="accelstack-cancel-all", daemon=True)
+        killers.append(killer)
+        killer.start()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def validate_inventory(inventory: str | None, *, tier: str = "standard", limit: str | None = None,
@@ -96,13 +264,17 @@ def validate_inventory(inventory: str | None, *, tier: str = "standard", limit: 
     own_writer = None
     if reporter is None:
         own_writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier})
+    interrupted = False
     try:
         fanout = FanoutOptions(forks=int(forks))
         if connect_timeout is not None:
             fanout.connect_timeout = connect_timeout
-        with Fleet(fanout) as fleet:
+        with Fleet(fanout) as fleet, interrupt_guard(fleet):
             return validate_hosts(fleet, contexts, validators, tier=tier, reporter=reporter or own_writer,
                                   deadline_s=deadline_s)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         if own_writer is not None:
-            own_writer.close()
+            own_writer.close(interrupted=interrupted)

@@ -1,0 +1,195 @@
+"""Ctrl-C and a dead link on real lab hosts: SIGINT in the middle of `validate --tier standard` leaves no validator
+process in any lab namespace and every finished record on disk; a link taken down during a check is an `error`
+naming the lost connection, noticed by keepalives long before the check's own time limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.fanout import Fleet
+from accelstack.inventory import load_inventory
+from accelstack.records import Record, read_run
+from accelstack.validate import load_registry, validate_inventory
+
+from .conftest import REPO
+from .test_validate_lab import _install_venv
+
+pytestmark = pytest.mark.lab
+
+OURS = ("/var/tmp/accelstack/validators/", "torch.distributed.run", "accelstack-run-")
+
+
+def lab_inventory(lab: object, tmp_path: Path, **extra: object) -> str:
+    doc = yaml.safe_load(Path(lab.inventory).read_text())  # type: ignore[attr-defined]
+    doc["vars"].update({"multinode_deadline_s": 45, "checkpoint_size_gb": 0.01, **extra})
+    path = tmp_path / "lab.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def validator_processes(lab: object) -> list[str]:
+    """Every live process in any lab host's network namespace that a validation run started."""
+    found = []
+    for host in lab.load().values():  # type: ignore[attr-defined]
+        pids = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z" and any(mark in args for mark in OURS):
+                found.append(f"{host.name} {pid} {args[:100]}")
+    return found
+
+
+def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(healthy_lab: object,
+                                                                             tmp_path: Path) -> None:
+    _install_venv(healthy_lab)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory",
+                             lab_inventory(healthy_lab, tmp_path), "--tier", "standard"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        results: list[Path] = []
+        end = time.monotonic() + 120
+        while time.monotonic() < end and not results:
+            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
+            time.sleep(0.1)
+        assert results, "no record arrived"
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not validator_processes(healthy_lab):
+            time.sleep(0.1)
+        assert validator_processes(healthy_lab), "nothing ran on the hosts"
+        before = results[0].read_text().splitlines()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted"), err
+    after = results[0].read_text().splitlines()
+    assert after[:len(before)] == before  # nothing finished before Ctrl-C was lost
+    records = read_run(results[0].parent)
+    hosts = {r.host for r in records}
+    assert hosts == {"lab1", "lab2", "lab3", "lab4"}
+    cut = [r for r in records if "interrupt" in r.summary]
+    assert cut and all(r.status == "error" for r in cut)
+    # A killed check is no evidence about the host: nothing after the snapshot reads as a killed command.
+    assert not [r for r in records if r.status == "fail" and ("-9" in r.summary or "killed" in r.summary)]
+    assert len(out.splitlines()) >= len(records)  # one plain line per record on stdout (no terminal here)
+    assert validator_processes(healthy_lab) == []
+
+
+def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab: object, tmp_path: Path) -> None:
+    _install_venv(healthy_lab)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
+                         cluster_size_budget_s=60)
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory", path, "--only",
+                             "multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 90
+        # Mid-run for real: torchrun and its ranks exist on every host.
+        while time.monotonic() < end and len({p.split()[0] for p in validator_processes(healthy_lab)
+                                              if "collectives.py" in p}) < 4:
+            time.sleep(0.1)
+        assert len({p.split()[0] for p in validator_processes(healthy_lab) if "collectives.py" in p}) == 4
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1, err
+    records = [json.loads(line) for line in out.splitlines()]  # --json: JSON Lines only on stdout
+    assert {r["host"] for r in records} == {"lab1", "lab2", "lab3", "lab4"}
+    assert all(r["check"] == "multinode" and r["status"] == "error" and "interrupt" in r["summary"]
+               for r in records)
+    assert validator_processes(healthy_lab) == []
+
+
+def test_a_killed_uploads_tmp_file_is_gone_once_the_next_run_reaches_the_host(healthy_lab: object,
+                                                                              tmp_path: Path) -> None:
+    host = load_inventory(str(healthy_lab.inventory)).select("lab1")[0]  # type: ignore[attr-defined]
+    stale = "/var/tmp/accelstack/validators/0123456789abcdef/storage.py.accelstack-tmp"
+    with Fleet() as fleet:
+        transport = fleet.connect(host)
+        transport.run("true")  # this run's first command has swept already: what follows stays
+        transport.run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
+        assert transport.run(f"test -f {stale}").ok
+    with Fleet() as fleet:
+        transport = fleet.connect(host)
+        first = transport.run(f"test -f {stale}; echo gone=$? >&2")
+        assert first.stderr == "gone=1\n"  # removed; and the session id line never reaches the caller
+
+
+class Watch:
+    """A record sink that also hears when each check starts."""
+
+    def __init__(self, on_begin: dict[tuple[str, str], threading.Event]) -> None:
+        self.on_begin = on_begin
+        self.records: list[Record] = []
+
+    def begin(self, host: str, check: str) -> None:
+        event = self.on_begin.get((host, check))
+        if event is not None:
+            event.set()
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+
+    def add_all(self, records: Iterable[Record]) -> None:
+        self.records.extend(records)
+
+
+def test_link_down_during_a_check_is_an_error_naming_the_lost_connection(healthy_lab: object,
+                                                                         tmp_path: Path) -> None:
+    _install_venv(healthy_lab)
+    # A sweep that runs far longer than the keepalive deadline; the check's own limit is minutes.
+    path = lab_inventory(healthy_lab, tmp_path, ssh_keepalive_s=5, validate_sizes=[1 << 22],
+                         validate_iters=1000000, validate_size_budget_s=120)
+    started = threading.Event()
+    sink = Watch({("lab2", "allreduce"): started})
+
+    def cut() -> None:
+        if started.wait(60):
+            time.sleep(3)
+            healthy_lab.fault("lab2", "link-down")  # type: ignore[attr-defined]
+
+    cutter = threading.Thread(target=cut, daemon=True)
+    cutter.start()
+    try:
+        validate_inventory(path, only={"allreduce"}, limit="lab2", reporter=sink)
+    finally:
+        cutter.join(timeout=70)
+        healthy_lab.heal("lab2")  # type: ignore[attr-defined]
+        # The validator itself lost its controller, not its life: end it here so later tests start clean.
+        host = load_inventory(path).select("lab2")[0]
+        lab_host = healthy_lab.load()["lab2"]  # type: ignore[attr-defined]
+        subprocess.run(["nsenter", "-t", str(lab_host.anchor_pid), "-m", "-p", "--", "pkill", "-KILL", "-f",
+                        OURS[0]], capture_output=True)
+        assert host.name == "lab2"
+    timeout = next(v.timeout for v in load_registry() if "allreduce" in v.checks)
+    records = {r.check: r for r in sink.records}
+    assert set(records) >= {"allreduce"}
+    for record in records.values():
+        assert record.status == "error", record.summary
+        assert "lost the SSH connection" in record.summary and "keepalive" in record.summary, record.summary
+        assert "time limit" not in record.summary and "no answer within" not in record.summary
+        assert record.duration_s < timeout  # noticed by the keepalives, not by the check's own limit

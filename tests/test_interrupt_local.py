@@ -1,0 +1,178 @@
+"""Ctrl-C on `connection: local` hosts: the command's whole tree dies (a child in a session of its own too, as
+torchrun's ranks are), the finished records stay on disk, the rest are marked not run, exit 130 with one
+line; and a killed upload's tmp file is gone once the next run reaches the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from accelstack.connection import CommandInterrupted, LocalTransport
+from accelstack.inventory import Host
+from accelstack.records import read_run
+
+from .conftest import REPO
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _wait_for(path: Path, timeout: float = 20.0) -> str:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never written")
+
+
+def test_cancel_kills_the_command_and_a_descendant_in_its_own_session(tmp_path: Path) -> None:
+    transport = LocalTransport(Host(name="h0", address="localhost", connection="local"))
+    pids = tmp_path / "pids"
+    # The grandchild leaves the command's session (setsid), as torchrun's ranks do: it must die all the same.
+    command = (f"setsid sh -c 'echo $$ >> {pids}; sleep 60' & echo $$ >> {pids}; sleep 60")
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            transport.run(command, timeout=90)
+        except BaseException as err:  # the test inspects it
+            failure.append(err)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    end = time.monotonic() + 10
+    while time.monotonic() < end and len(pids.read_text().split() if pids.exists() else []) < 2:
+        time.sleep(0.05)
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2 and all(_alive(p) for p in started)
+    transport.cancel()
+    worker.join(timeout=15)
+    assert not worker.is_alive()
+    assert failure and isinstance(failure[0], CommandInterrupted), failure
+    assert not [p for p in started if _alive(p)]
+    with pytest.raises(CommandInterrupted):  # and nothing new starts on a cancelled transport
+        transport.run("true")
+
+
+def test_first_command_removes_a_killed_uploads_tmp_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (cache / "sub").mkdir(parents=True)
+    stale = cache / "sub" / "torch.whl.accelstack-tmp"
+    stale.write_bytes(b"half a wheel")
+    keep = cache / "sub" / "torch.whl"
+    keep.write_bytes(b"a whole wheel")
+    host = Host(name="h0", address="localhost", connection="local", vars={"artifact_cache": str(cache)})
+    transport = LocalTransport(host)
+    result = transport.run("echo hello")
+    assert result.stdout == "hello\n" and result.stderr == "" and result.command == "echo hello"
+    assert not stale.exists() and keep.exists()
+    # Only the first command of a run sweeps: a later upload in flight is never touched.
+    stale.write_bytes(b"being written now")
+    transport.run("true")
+    assert stale.exists()
+
+
+def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--tier", "standard"], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        results: list[Path] = []
+        while time.monotonic() < end and not results:
+            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
+            time.sleep(0.05)
+        assert results, "no record arrived"
+        time.sleep(0.5)  # the next checks are under way
+        before = _wait_for(results[0]).splitlines()
+        running = _descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted"), err
+    after = results[0].read_text().splitlines()
+    assert after[:len(before)] == before  # every record finished before Ctrl-C is still there
+    records = read_run(results[0].parent)
+    cut = [r for r in records if "interrupt" in r.summary]
+    assert cut and all(r.status == "error" for r in cut)
+    assert len(records) == len({r.check for r in records})  # each check once
+    assert json.loads((results[0].parent / "meta.json").read_text())["exit_code"] == 130
+    # Plain lines on stdout as records arrived: at least the finished ones.
+    assert len(out.splitlines()) >= len(before)
+    assert running  # validators were running when Ctrl-C came, and none outlived the run
+    assert [pid for pid in running if _alive(pid)] == []
+
+
+def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--only", "allreduce"], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
+                                                 _descendants(proc.pid)):
+            time.sleep(0.05)
+        running = _descendants(proc.pid)
+        assert running
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)  # two signals, not one the kernel merged
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err == "accelstack: interrupted again: exiting now\n"  # no traceback
+    assert [pid for pid in running if _alive(pid)] == []  # and the validator did not outlive it
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def test_session_id_line_is_taken_out_of_stderr_wherever_it_came() -> None:
+    from accelstack.connection import _strip_sid
+
+    assert _strip_sid("@accelstack-sid 4242\nwarning: x\n") == (4242, "warning: x\n")
+    assert _strip_sid("early\n@accelstack-sid 7\n") == (7, "early\n")
+    assert _strip_sid("no marker here\n") == (None, "no marker here\n")
+    assert _strip_sid("@accelstack-sid 12") == (None, "@accelstack-sid 12")  # not yet a whole line
