@@ -98,18 +98,23 @@ def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab:
     _install_venv(healthy_lab)
     runs = tmp_path / "runs"
     env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+    # A rendezvous port of its own: a collective another lab test left to its deadline cannot hold it.
     path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
-                         cluster_size_budget_s=60)
+                         cluster_size_budget_s=60, rendezvous_port=29617)
     proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory", path, "--only",
                              "multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        end = time.monotonic() + 90
+        end = time.monotonic() + 120
         # Mid-run for real: torchrun and its ranks exist on every host.
-        while time.monotonic() < end and len({p.split()[0] for p in validator_processes(healthy_lab)
-                                              if "collectives.py" in p}) < 4:
+        while time.monotonic() < end and proc.poll() is None and len(
+                {p.split()[0] for p in validator_processes(healthy_lab) if "collectives.py" in p}) < 4:
             time.sleep(0.1)
-        assert len({p.split()[0] for p in validator_processes(healthy_lab) if "collectives.py" in p}) == 4
+        running = {p.split()[0] for p in validator_processes(healthy_lab) if "collectives.py" in p}
+        if len(running) < 4:  # say why: the run ended early, or some host never started its ranks
+            early = proc.communicate(timeout=60) if proc.poll() is not None else ("", "")
+            raise AssertionError(f"ranks on {sorted(running)} only; exit {proc.poll()}; stdout "
+                                 f"{early[0][-1500:]!r}; stderr {early[1][-1500:]!r}")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=90)
     finally:
