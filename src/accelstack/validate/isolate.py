@@ -30,7 +30,8 @@ of pairs; two nodes alone cannot be told from their link.
 
 Cost: one bad node among n is named, and every other node shown good, in at most ceil(log2 n) + 1 extra runs
 (16 -> 5), one a round. Links, two bad nodes and faults at scale cost more runs (two-sided rounds run the groups
-that share no node at once). Two bad nodes among four where no run passes can be misread (tests say which).
+that share no node at once). When no run passed at all, a fault every node shares explains the runs as well as
+any node: nobody is named (two bad nodes among four can end there; tests say which).
 """
 
 from __future__ import annotations
