@@ -8,7 +8,7 @@ Brings up (or reuses) a lab of its own (tag aci, subnet 10.227: never the test l
 `acs`), installs the CPU stack's venv, slows one host's link (`lab.fault link-slow`: netem, or tbf where the kernel
 has no netem), runs the fleet allreduce through `validate` (which isolates by bisection), then the old pairwise
 ring over the same hosts. Printed side by side: who each named, the extra collective runs, the rounds (runs that
-share no node go at once) and the wall time of the isolation. Run it under the lab lock:
+share no node go at once; one-sided bisection runs one a round) and the wall time of the isolation. Run it under the lab lock:
 `flock -w 900 /tmp/accelstack-lab.lock python bench/isolate.py`.
 """
 
@@ -128,8 +128,8 @@ def main() -> None:
             print(f"{label} runs that failed ({len(row['failed'])}):")
             for line in row["failed"]:
                 print(f"  {line[:160]}")
-        print(f"ceil(log2 {count}) = {bound}: bisection rounds <= {bound} for one bad node (the last pairs the "
-              f"suspects with known-good nodes), two runs a round; the ring runs {count} pairs")
+        print(f"ceil(log2 {count}) + 1 = {bound + 1}: one-sided bisection names one bad node, and shows every other "
+              f"node good, in at most that many runs, one a round; the ring runs {count} pairs")
         if bis["named"] != [slow]:
             raise SystemExit(f"bisection named {bis['named'] or 'nobody'}, not {slow}")
     finally:

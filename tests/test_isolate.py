@@ -1,5 +1,6 @@
-"""Bisection on simulated fleets (1..64 nodes): one bad node, one bad link, two bad nodes, a fault that shows only
-at full scale; the verdicts and the count of extra runs and rounds. Pure: no host is touched."""
+"""Bisection on simulated fleets (1..64 nodes): one bad node at every position, every bad link, every two bad nodes,
+a fault that shows only at full scale; the verdicts, the evidence they rest on, and the count of extra runs and
+rounds. Pure: no host is touched."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from accelstack.validate.isolate import Group, Isolation, bisect, concurrent_rounds, pack_rounds, split
+from accelstack.validate.isolate import Group, Isolation, Trial, bisect, concurrent_rounds, pack_rounds, split
 
 
 def fleet(count: int) -> list[str]:
@@ -33,43 +34,79 @@ def search(nodes: list[str], fails: Callable[[Group], bool]) -> Isolation:
     return result
 
 
+def never_passed_and_shared(result: Isolation, name: str) -> set[str]:
+    """What every failed run holding ``name`` shares (the fleet's run included)."""
+    shared = set(result.trials[0].group)
+    for trial in result.trials:
+        if not trial.passed and name in trial.group:
+            shared &= set(trial.group)
+    assert name not in result.good
+    return shared
+
+
 @pytest.mark.parametrize("count", range(3, 65))
-def test_one_bad_node_is_named_in_log2_rounds(count: int) -> None:
+def test_one_bad_node_is_named_in_log2_plus_one_runs(count: int) -> None:
     nodes = fleet(count)
-    bound = math.ceil(math.log2(count))
+    bound = math.ceil(math.log2(count)) + 1
     for bad in nodes:
         result = search(nodes, lambda g, bad=bad: bad in g)
-        assert result.nodes == [bad] and result.links == [] and result.unresolved == []
-        # The last round pairs the suspects with known-good nodes; a fleet of three is its ring of pairs.
-        assert result.rounds <= (bound if count >= 4 else 3), (bad, result.rounds)
-        assert result.extra_runs <= 2 * bound  # both halves of a failing group run, at once
-        good = result.good
-        assert good == set(nodes) - {bad}
+        assert result.nodes == [bad] and result.links == [] and result.unresolved == [], bad
+        assert result.extra_runs <= bound, (bad, result.extra_runs)
+        # Every other node was shown good by a run that passed: nothing is left unchecked for a second fault.
+        assert result.good == set(nodes) - {bad}
+        # The proof: no other node shares every failed run (so no link explains them), or, on the one path where
+        # every search run passed, one run of three with two nodes that passed together.
+        shared = never_passed_and_shared(result, bad)
+        assert shared == {bad} or (len(shared) == 3 and any(shared - {bad} <= set(t.group)
+                                                             for t in result.trials if t.passed)), shared
 
 
-def test_one_bad_node_among_16_costs_four_rounds_of_two_runs() -> None:
+def test_one_bad_node_among_16_costs_five_runs_one_a_round() -> None:
     nodes = fleet(16)
     result = search(nodes, lambda g: "node11" in g)
     assert result.nodes == ["node11"]
-    assert (result.rounds, result.extra_runs) == (4, 8)
-    sizes = [sorted(len(t.group) for t in result.trials if t.round == r) for r in range(1, 5)]
-    assert sizes == [[8, 8], [4, 4], [2, 2], [2, 2]]
+    assert (result.rounds, result.extra_runs) == (5, 5)
+    assert [(t.group, t.passed) for t in result.trials if t.round] == [
+        (tuple(nodes[:8]), True),  # the first half passes: the fault is in the second, not run as a whole
+        (tuple(nodes[8:12]), False),
+        (("node09", "node10"), True),
+        # node11 with the nodes no run has shown good yet, all outside node09..12: only node11 is in both
+        (("node11", "node13", "node14", "node15", "node16"), False),
+        (tuple(n for n in nodes if n != "node11"), True),  # the rest: no second fault
+    ]
+    last = search(nodes, lambda g: "node16" in g)
+    assert last.nodes == ["node16"] and last.extra_runs == 5
+    # Every search run passed: the confirmation is one run of three with two nodes that passed together.
+    assert last.trials[-1].group == ("node16", "node15", "node13") and not last.trials[-1].passed
+
+
+def blind_spot(result: Isolation, link: tuple[str, str]) -> bool:
+    """The one reading a link can get wrong (see isolate's docstring): one end named on a run of three that
+    failed with two known-good nodes, one of them the link's other end."""
+    if len(result.nodes) != 1 or result.links or result.nodes[0] not in link:
+        return False
+    return any(not t.passed and len(t.group) == 3 and set(link) <= set(t.group)
+               and set(t.group) - {result.nodes[0]} <= result.good for t in result.trials)
 
 
 @pytest.mark.parametrize("count", [3, 4, 5, 7, 8, 13, 16, 33])
 def test_one_bad_link_is_named_a_link_and_blames_no_node(count: int) -> None:
     nodes = fleet(count)
-    bound = math.ceil(math.log2(count))
+    misread = []
     for i in range(count):
         for j in range(i + 1, count):
             a, b = nodes[i], nodes[j]
             result = search(nodes, lambda g, a=a, b=b: a in g and b in g)
-            assert result.links == [(a, b)] and result.nodes == [] and result.unresolved == [], (a, b)
-            # Halves, then crosses between the halves that both passed (two rounds a level).
-            assert result.rounds <= 2 * bound + 1
+            if result.links == [(a, b)]:
+                assert result.nodes == [] and result.unresolved == [], (a, b)
+            else:
+                assert blind_spot(result, (a, b)), (a, b, result)
+                misread.append((a, b))
+    # A handful of links at the end of an all-pass path, out of count * (count - 1) / 2.
+    assert len(misread) <= (0 if count == 3 else 6), misread
 
 
-@pytest.mark.parametrize("count", [4, 5, 6, 8, 9, 16, 31])
+@pytest.mark.parametrize("count", [5, 6, 8, 9, 16, 31])
 def test_two_bad_nodes_are_both_named(count: int) -> None:
     nodes = fleet(count)
     for i in range(count):
@@ -77,7 +114,20 @@ def test_two_bad_nodes_are_both_named(count: int) -> None:
             a, b = nodes[i], nodes[j]
             result = search(nodes, lambda g, a=a, b=b: a in g or b in g)
             assert sorted(result.nodes) == [a, b] and result.links == [], (a, b, result)
-            assert result.rounds <= math.ceil(math.log2(count)) + 2
+
+
+def test_two_bad_nodes_among_four_the_limit() -> None:
+    """Among four nodes, node02 with node03 or node04 bad: no run the search makes passes, so a fault they all
+    share explains the runs as well, and nobody is blamed (not isolated). Every other pair is named right."""
+    nodes = fleet(4)
+    for i in range(4):
+        for j in range(i + 1, 4):
+            a, b = nodes[i], nodes[j]
+            result = search(nodes, lambda g, a=a, b=b: a in g or b in g)
+            if (a, b) in {("node02", "node03"), ("node02", "node04")}:
+                assert result.nodes == [] and result.unresolved and not result.good, (a, b)
+            else:
+                assert result.nodes == [a, b], (a, b, result.nodes)
 
 
 @pytest.mark.parametrize("count", [3, 4, 7, 16, 64])
@@ -87,7 +137,26 @@ def test_a_fault_only_at_full_scale_blames_nobody(count: int) -> None:
     assert result.nodes == [] and result.links == []
     assert result.unresolved == [tuple(nodes)]
     assert all(t.passed for t in result.trials if t.round > 0)
-    assert result.rounds <= 3
+
+
+def test_a_confirmation_that_passes_blames_nobody() -> None:
+    """The one-sided search infers node16 (every run passed); with it and two known-good nodes passing, the
+    inference was wrong: the fault needs more nodes, and nobody is blamed."""
+    nodes = fleet(16)
+    result = search(nodes, lambda g: len(g) >= 16)
+    assert ("node16", "node15", "node13") in [t.group for t in result.trials]
+    assert result.nodes == [] and result.unresolved == [tuple(nodes)]
+
+
+def test_nodes_that_had_not_run_together_run_first() -> None:
+    """``fleet_passed=None``: the fleet's run had nodes since found unreachable; the live ones run together
+    first, and the search starts from that run."""
+    nodes = fleet(6)
+    result = bisect(nodes, lambda g: "node03" not in g, fleet_passed=None)
+    assert result.trials[0] == Trial(tuple(nodes), False, 1)
+    assert result.nodes == ["node03"] and result.extra_runs <= 1 + math.ceil(math.log2(6)) + 1
+    healthy = bisect(nodes, lambda g: True, fleet_passed=None)
+    assert healthy.nodes == [] and healthy.extra_runs == 1 and healthy.unresolved == []
 
 
 def test_two_nodes_cannot_be_told_apart_without_a_third() -> None:
@@ -116,11 +185,12 @@ def test_a_passing_fleet_or_a_single_node_runs_nothing() -> None:
 
 def test_evidence_lists_every_run_with_its_round() -> None:
     result = search(fleet(4), lambda g: "node04" in g)
-    rows = result.evidence()
-    assert rows[0] == {"round": 0, "hosts": fleet(4), "status": "fail"}
-    assert {"round": 1, "hosts": ["node01", "node02"], "status": "pass"} in rows
-    assert {"round": 1, "hosts": ["node03", "node04"], "status": "fail"} in rows
-    assert [r["round"] for r in rows] == sorted(r["round"] for r in rows)
+    assert result.evidence() == [
+        {"round": 0, "hosts": fleet(4), "status": "fail"},
+        {"round": 1, "hosts": ["node01", "node02"], "status": "pass"},
+        {"round": 2, "hosts": ["node03", "node01", "node02"], "status": "pass"},
+        {"round": 3, "hosts": ["node04", "node03", "node01"], "status": "fail"},
+    ]
 
 
 def test_concurrent_rounds_run_every_group_and_keep_the_order() -> None:

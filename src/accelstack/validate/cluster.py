@@ -302,21 +302,23 @@ def judge_group(run: RunResult, members: Sequence[Member], thresholds: Threshold
 
 def bisect_members(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float,
                    fleet_passed: bool | None = False) -> tuple[Isolation, dict[str, Any]]:
-    """Bisection over the live members: each round's disjoint groups run at once, on ports of their own."""
+    """Bisection over the live members: each round's disjoint groups run at once, on ports of their own. A run is
+    held to the best run so far of as many nodes or more: one-sided bisection mixes pairs with runs of most of the
+    fleet (the rest), whose busbw on shared hosts need not match a pair's."""
     by_name = {m.name: m for m in members}
     details: dict[frozenset[str], dict[str, Any]] = {}
-    best = 0.0
+    bests: list[tuple[int, float]] = []  # (nodes, busbw) of every run that completed
     started = time.monotonic()
 
     def run_round(groups: Sequence[Group]) -> list[bool]:
-        nonlocal best
         base = random.randint(20000, 29000)
         with ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="accelstack-isolate") as pool:
             runs = list(pool.map(lambda item: run_collective([by_name[n] for n in item[1]], deadline_s=deadline_s,
                                                              port=base + item[0], pair=True), enumerate(groups)))
-        best = max([best] + [r.busbw or 0.0 for r in runs if r.passed])
+        bests.extend((len(g), r.busbw or 0.0) for g, r in zip(groups, runs, strict=True) if r.passed)
         outcomes = []
         for group, run in zip(groups, runs, strict=True):
+            best = max([0.0] + [value for size, value in bests if size >= len(group)])
             status, why = judge_group(run, [by_name[n] for n in group], thresholds, best)
             details[frozenset(group)] = {"detail": why, "busbw_gbps": run.busbw, "wall_s": run.wall_s}
             outcomes.append(status == "pass")

@@ -1,22 +1,37 @@
 """Bad-node isolation by bisection: after the fleet's collective failed (or fell below its floor), find the node(s)
-or link(s) at fault in about log2(n) rounds of collective runs, and tell a bad node from a bad link. Pure: the
-caller passes how a group of nodes is run (``run(group) -> passed``), so the search is tested on simulated fleets.
+or link(s) at fault in about log2(n) extra collective runs, and tell a bad node from a bad link. Pure: the caller
+passes how a group of nodes is run (``run(group) -> passed``), so the search is tested on simulated fleets.
 
-The search, per failing group:
+One-sided bisection (one run a step). Of the group the fault is in, run the first half only: when it fails the
+fault is in it (the smallest failed run so far, ``deepest``); when it passes the fault is inferred to be in the
+other half, which is split again without being run. At two candidates a lone node cannot run, so the first runs
+with partners from outside ``deepest``: every node no run has shown good yet (the halves the search never ran; a
+pass clears them all at once, so no run of the rest is needed after), else one known-good node. The last
+candidate, when no run has named it yet, is confirmed the same way.
 
-* four nodes or more: split it in two halves and run both at once (they share no node). Recurse into every half
-  that fails, so two bad nodes in different halves are both found. When both halves pass, the fault needs nodes
-  from both: cross the halves' quarters (A1+B1, A2+B2, then A1+B2, A2+B1) and recurse into a cross that fails,
-  down to a pair (a bad link between the halves). When every cross passes too, the fault shows only at this
-  scale: nobody is blamed and the group is reported as not isolated.
-* two or three nodes (the last suspects): pair each with a known-good node (one that passed some run). A node is
-  named when it failed in two runs whose other members are all known good and share no node: no single bad link
-  explains both. A pair of known-good nodes that fails together is a bad link. With no known-good node to pair
-  with (a fleet of two, or everything failed), the suspects are reported, not blamed.
+What names a node (``named_nodes``): it never passed, and the failed runs that hold it share no other node. A bad
+link needs both its ends in every run it fails, so no link explains those runs; one-sided bisection gets this from
+the failed halves plus one run with partners outside them. When every search run passed (the suspect was inferred
+at every level, so only the fleet's run holds it), that proof would take two more runs with disjoint partners: one
+run of three (the suspect and two known-good nodes that passed together) stands in for them. It fails when the
+suspect is bad (its NIC, cable or switch port: the node's fault), and also when the path from the suspect to
+exactly one of those two partners is bad, which nothing short of a second run rules out: the price of the bound
+below, paid only on that path (the links from the last node of each half to its two partners; tests list them).
+Two nodes that each passed elsewhere and fail as a pair are a bad link. A node named on a run that a node named
+later explains as well is dropped (the smallest set of nodes that explains every failed run).
 
-Runs that share no node go in one round (run concurrently by the caller); a round's wall time is one collective's,
-so the rounds measure the wall time and the runs the load. One bad node among n costs ceil(log2 n) rounds (the
-last one pairs the suspects), two runs a round.
+After a node is named, the nodes no run has shown good run once (the rest); when that fails there is a second
+fault, searched the same way. A confirmation that passes means the inference was wrong: a link, or a fault that
+shows only with many nodes. The smallest failed run is then searched two-sided (the previous search, kept for
+this): both halves at once, every failing half split again; when both halves pass their quarters are crossed to
+find a link; when every cross passes the fault shows only at this scale, nobody is blamed and the group is
+reported as not isolated. Two or three last suspects pair with known-good nodes; three nodes alone run their ring
+of pairs; two nodes alone cannot be told from their link.
+
+Cost: one bad node among n is named, and every other node shown good, in at most ceil(log2 n) + 1 extra runs
+(16 -> 5), one a round. Links, two bad nodes and faults at scale cost more runs (two-sided rounds run the groups
+that share no node at once). When no run passed at all, a fault every node shares explains the runs as well as
+any node: nobody is named (two bad nodes among four can end there; tests say which).
 """
 
 from __future__ import annotations
@@ -88,7 +103,7 @@ def bisect(nodes: Sequence[str], run: Run | None = None, *, run_round: RunRound 
         state.outcomes[frozenset(fleet)] = fleet_passed
     if fleet_passed:
         return state.result()
-    search = _failing(state, fleet)
+    search = _one_sided(state, fleet)
     try:
         asked = next(search)
         while True:
@@ -136,6 +151,62 @@ def bad_node(name: str, trials: Iterable[Trial], good: set[str]) -> bool:
     return any(not (a & b) for i, a in enumerate(partners) for b in partners[i + 1:])
 
 
+def only_explanation(name: str, trials: Iterable[Trial], good: set[str]) -> bool:
+    """``name`` never passed, and the failed runs that hold it share no other node: neither another node nor a
+    link (both of whose ends would be in every one of them) explains those failures. Pure."""
+    if name in good:
+        return False
+    shared: set[str] | None = None
+    for trial in trials:
+        if not trial.passed and name in trial.group:
+            shared = set(trial.group) if shared is None else shared & set(trial.group)
+    return shared == {name}
+
+
+def read_as_node(name: str, trials: Iterable[Trial], good: set[str]) -> bool:
+    """``name`` never passed, and what every failed run with it shares is ``name`` and two known-good nodes that
+    passed together (the one run of three that confirms a suspect no smaller run ever held): their own link is
+    fine, so the fault is ``name``, unless it is the path from ``name`` to exactly one of the two, which one run
+    cannot rule out (see the module's docstring). Pure."""
+    if name in good:
+        return False
+    trials = list(trials)
+    shared: set[str] | None = None
+    for trial in trials:
+        if not trial.passed and name in trial.group:
+            shared = set(trial.group) if shared is None else shared & set(trial.group)
+    if shared is None or len(shared) != 3 or not shared - {name} <= good:
+        return False
+    return any(shared - {name} <= set(t.group) for t in trials if t.passed)
+
+
+def named_nodes(nodes: Sequence[str], trials: Sequence[Trial], good: set[str], *, final: bool = True) -> list[str]:
+    """The nodes the runs name, one after another: a failed run that holds a node already named is explained by it
+    and no longer counts against the others (two bad nodes each fail runs that hold the other). When no run passed
+    at all, a fault every node shares (a switch, a setting) explains them as well: the final verdict names nobody
+    (``final=False``: the search's own reading, before the rest has run). Pure."""
+    if final and not good:
+        return []
+    named: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        left = [t for t in trials if t.passed or not set(t.group) & set(named)]
+        for name in nodes:
+            if name not in named and (bad_node(name, left, good) or only_explanation(name, left, good)
+                                      or read_as_node(name, left, good)):
+                named.append(name)
+                changed = True
+                break
+    # A node named early on runs that a node named later explains as well (a failed run that holds both) is
+    # not needed: keep the smallest set of nodes that explains every failed run.
+    for name in list(named):
+        others = set(named) - {name}
+        if all(set(t.group) & others for t in trials if not t.passed and name in t.group):
+            named.remove(name)
+    return [n for n in nodes if n in named]
+
+
 class _State:
     def __init__(self, nodes: list[str]) -> None:
         self.nodes = nodes
@@ -143,10 +214,15 @@ class _State:
         self.outcomes: dict[frozenset[str], bool] = {}
         self.unresolved: list[Group] = []
         self.rotation = 0  # spreads concurrent pairings over different known-good partners
+        self.named: set[str] = set()  # named by the search: never a partner again
 
     @property
     def good(self) -> set[str]:
         return {name for t in self.trials if t.passed for name in t.group}
+
+    @property
+    def fleet(self) -> Group:
+        return tuple(self.nodes)
 
     def execute(self, asked: list[Group], run_round: RunRound, max_rounds: int) -> list[bool]:
         todo: list[Group] = []
@@ -165,12 +241,84 @@ class _State:
 
     def result(self) -> Isolation:
         good = self.good
-        nodes = [n for n in self.nodes if bad_node(n, self.trials, good)]
+        nodes = named_nodes(self.nodes, self.trials, good)
         links = sorted({(min(t.group), max(t.group)) for t in self.trials
                         if not t.passed and len(t.group) == 2 and set(t.group) <= good})
         unresolved = [g for g in self.unresolved if not (set(g) & set(nodes))
                       and not any(set(link) <= set(g) for link in links)]
+        if not (nodes or links or unresolved) and self.trials and not self.trials[0].passed:
+            unresolved = [self.trials[0].group]  # the fleet failed and nothing explains it
         return Isolation(nodes, links, unresolved, list(self.trials))
+
+
+def _partners(state: _State, deepest: Group, avoid: Group) -> Group:
+    """Who runs with a lone suspect. Nodes outside ``deepest`` (the smallest run that failed), so that a failure
+    leaves the suspect the only node every failed run shares: all of those no run has shown good yet (the halves
+    the search never ran: a pass clears them too, so no run of the rest is needed after), else one known-good node.
+    When every run but the fleet's passed, nothing lies outside: two known-good nodes that passed together."""
+    good = state.good
+    outside = [n for n in state.nodes if n not in deepest and n not in avoid and n not in state.named]
+    unchecked = tuple(n for n in outside if n not in good)
+    if unchecked:
+        return unchecked
+    if outside:
+        choice = outside[state.rotation % len(outside)]
+        state.rotation += 1
+        return (choice,)
+    return next((t.group[:2] for t in reversed(state.trials) if t.passed and len(t.group) >= 2
+                 and not set(t.group) & set(avoid) and not set(t.group[:2]) & state.named), ())
+
+
+def _one_sided(state: _State, group: Group) -> Search:
+    """``group`` failed (it was run): one-sided bisection for one fault, then a check of the rest for a second."""
+    if len(group) <= 3:
+        yield from _failing(state, group)
+        return
+    candidates, deepest = group, group
+    while len(candidates) > 1:
+        first, second = split(candidates)
+        if len(first) >= 2:
+            probe = first
+        else:
+            partners = _partners(state, deepest, candidates)
+            if not partners:
+                yield from _failing(state, deepest)
+                yield from _rest(state, group)
+                return
+            probe = (first[0], *partners)
+        (passed,) = yield [probe]
+        if passed:
+            candidates = second
+        else:
+            candidates, deepest = first, probe
+    suspect = candidates[0]
+    if suspect not in named_nodes(state.nodes, state.trials, state.good, final=False):
+        partners = _partners(state, deepest, (suspect,))
+        confirm: Group = (suspect, *partners) if partners else ()
+        if not confirm:
+            yield from _failing(state, deepest)
+            yield from _rest(state, group)
+            return
+        (passed,) = yield [confirm]
+        if passed or suspect not in named_nodes(state.nodes, state.trials, state.good, final=False):
+            # The suspect is not at fault alone: a link or a fault that needs many nodes; search both sides.
+            yield from _failing(state, deepest)
+            yield from _rest(state, group)
+            return
+    yield from _rest(state, group)
+
+
+def _rest(state: _State, group: Group) -> Search:
+    """Something in ``group`` is named: the nodes no run has shown good (the halves the search never ran) may hold
+    a second fault, so the rest runs once, and is searched in turn when it fails."""
+    named = named_nodes(state.nodes, state.trials, state.good, final=False)
+    state.named.update(named)
+    rest = tuple(n for n in group if n not in state.named)
+    if not named or len(rest) < 2 or len(rest) == len(group) or all(n in state.good for n in rest):
+        return
+    (passed,) = yield [rest]
+    if not passed:
+        yield from _one_sided(state, rest)
 
 
 def _together(searches: list[Search]) -> Search:
@@ -248,10 +396,10 @@ def _suspects(state: _State, group: Group) -> Search:
         open_ = [n for n in group if n not in good and not bad_node(n, state.trials, good)]
         if not open_:
             break
-        pool = sorted(good - members, key=state.nodes.index)
+        pool = sorted(good - members - state.named, key=state.nodes.index)
         if not pool:
             # Nobody is known good yet: partners from outside the group, judged once they pass elsewhere.
-            pool = [n for n in state.nodes if n not in members]
+            pool = [n for n in state.nodes if n not in members and n not in state.named]
         asked: list[Group] = []
         for name in open_:
             choices = [p for p in pool if p not in tried[name]]
@@ -280,4 +428,4 @@ def _suspects(state: _State, group: Group) -> Search:
 
 
 def pool_outside(state: _State, members: set[str]) -> bool:
-    return any(n not in members for n in state.nodes)
+    return any(n not in members and n not in state.named for n in state.nodes)
