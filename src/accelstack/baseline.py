@@ -371,7 +371,7 @@ class Regression:
 
 
 def fault_is_elsewhere(record: Record) -> bool:
-    """A multi-node record whose pairwise isolation put the fault on other nodes.
+    """A multi-node record whose isolation (bisection) put the fault on other nodes.
 
     Every node of a multi-node run carries the whole job's busbw, so a slow link on one node drops the figure on
     all of them; the drop is the named nodes' regression, not this host's (which would otherwise be drained)."""

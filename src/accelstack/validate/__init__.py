@@ -1,5 +1,5 @@
 """Validation: host validators (self-contained scripts under ``accelstack/hostside/validators/``, one JSON
-document each) and cluster validators (clock, ports, multi-node allreduce with pairwise fault isolation), judged
+document each) and cluster validators (clock, ports, multi-node allreduce with fault isolation by bisection), judged
 against thresholds kept as data. The last layer of the flow in DESIGN.md before results."""
 
 from __future__ import annotations

@@ -368,8 +368,8 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
                              f"--limit {name} --only multinode with a known-good peer")
         elif name in nodes_at_fault:
             record.status = "fail"
-            record.summary = (f"at fault: {name} (its runs failed or were slow with two different known-good "
-                              f"partners); multi-node run: {record.summary}")
+            record.summary = (f"at fault: {name} (every isolation run that failed or was slow held it, and no "
+                              f"link explains them); multi-node run: {record.summary}")
             record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
                              f"firewall, then inv validate --limit {name} --only multinode with a known-good peer")
         elif nodes_at_fault or links_at_fault:
