@@ -23,7 +23,7 @@ from accelstack.records import Record, read_run
 from accelstack.validate import load_registry, validate_inventory
 
 from .conftest import REPO
-from .test_validate_lab import _install_venv
+from .test_validate_lab import _copy_tree, _install_venv, _venv_cache
 
 pytestmark = pytest.mark.lab
 
@@ -95,12 +95,27 @@ def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(he
 
 
 def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab: object, tmp_path: Path) -> None:
-    _install_venv(healthy_lab)
+    # A venv of its own on every host, copied fresh: earlier lab suites may leave the shared /opt/accelstack venv
+    # as provisioning made it (its python a link into the host's own /usr/local), which this run cannot use.
+    cache = _venv_cache(healthy_lab)
+    opts = [healthy_lab._host_dir(h) / "root" / "opt" for h in healthy_lab.load().values()]  # type: ignore
+    for opt in opts:
+        subprocess.run(["rm", "-rf", str(opt / "acv-interrupt")], check=False)
+        _copy_tree(cache / "venv", opt / "acv-interrupt" / "venv")
+    try:
+        _sigint_multinode(healthy_lab, tmp_path)
+    finally:
+        for opt in opts:
+            subprocess.run(["rm", "-rf", str(opt / "acv-interrupt")], check=False)
+
+
+def _sigint_multinode(healthy_lab: object, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
     # A rendezvous port of its own: a collective another lab test left to its deadline cannot hold it.
     path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
-                         cluster_size_budget_s=60, rendezvous_port=29617)
+                         cluster_size_budget_s=60, rendezvous_port=29617,
+                         stack_python="/opt/acv-interrupt/venv/bin/python")
     proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory", path, "--only",
                              "multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
