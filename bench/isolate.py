@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from accelstack.context import resolve_contexts  # noqa: E402
-from accelstack.fanout import Fleet  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.lab import Lab  # noqa: E402
+from accelstack.transport.context import resolve_contexts  # noqa: E402
+from accelstack.transport.fanout import Fleet  # noqa: E402
 from accelstack.validate import validate_inventory  # noqa: E402
 from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring_rounds  # noqa: E402
 from accelstack.validate.config import host_config  # noqa: E402

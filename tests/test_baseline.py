@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from accelstack.baseline import (
+from accelstack.errors import ConfigError
+from accelstack.fleetcheck import check_max_drain, max_drain_for
+from accelstack.results.baseline import (
     DEFAULT_KEEP,
     MIN_SIZE_SAMPLES,
     NOISE_FACTOR,
@@ -23,9 +25,7 @@ from accelstack.baseline import (
     load_baseline,
     save_baseline,
 )
-from accelstack.errors import ConfigError
-from accelstack.fleetcheck import check_max_drain, max_drain_for
-from accelstack.records import Record
+from accelstack.results.records import Record
 
 SERIES = Path(__file__).parent / "data" / "baseline" / "gloo-localhost-runs.jsonl"
 PCT = 10.0
@@ -232,8 +232,8 @@ def test_bad_max_drain_is_a_config_error(value: str) -> None:
 
 def test_a_host_that_could_not_be_checked_adds_nothing_to_the_baseline() -> None:
     """Review finding: `connect`, `host` and `inventory:*` error records were held as baseline entries."""
-    from accelstack.baseline import empty_baseline
-    from accelstack.records import Record
+    from accelstack.results.baseline import empty_baseline
+    from accelstack.results.records import Record
 
     records = [Record(host="n1", check="connect", status="error", summary="unreachable"),
                Record(host="n1", check="host", status="error", summary="deadline"),

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from accelstack.bundle import analyze_bundle, collect, command_file_name
-from accelstack.connection import LocalTransport
-from accelstack.gather import probe, probe_options_for
+from accelstack.facts.gather import probe, probe_options_for
 from accelstack.inventory import Host, load_inventory
+from accelstack.transport.connection import LocalTransport
 
 from .conftest import run_cli
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from accelstack.baseline import baseline_from_records, find_regressions
-from accelstack.records import Record
 from accelstack.report import render_prom
 from accelstack.report.model import ReportData
+from accelstack.results.baseline import baseline_from_records, find_regressions
+from accelstack.results.records import Record
 from accelstack.validate import busbw_gbps, judge, load_thresholds
 from accelstack.validate.results import judge_bandwidth
 

@@ -7,7 +7,7 @@ from io import StringIO
 from rich.console import Console
 
 from accelstack.errors import HostUnreachable
-from accelstack.records import exit_code_for
+from accelstack.results.records import exit_code_for
 from accelstack.stacks import drift, drift_table, load_stack, run_drift
 
 

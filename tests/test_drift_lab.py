@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
 from accelstack.lab.simulated import formats, versions
+from accelstack.transport.fanout import Fleet
 
 from .conftest import run_cli
 

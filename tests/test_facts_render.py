@@ -6,7 +6,7 @@ from pathlib import Path
 
 from accelstack.facts import parse_sections
 from accelstack.facts.render import facts_table
-from accelstack.output import render_to_text
+from accelstack.results.output import render_to_text
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
-from accelstack.connection import LocalTransport, Transport
 from accelstack.errors import CommandFailed, CommandTimeout
-from accelstack.fanout import FanoutOptions, Fleet
 from accelstack.inventory import Host
+from accelstack.transport.connection import LocalTransport, Transport
+from accelstack.transport.fanout import FanoutOptions, Fleet
 
 
 def local_hosts(n: int) -> list[Host]:

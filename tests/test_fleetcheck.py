@@ -13,14 +13,6 @@ import pytest
 import yaml
 from rich.console import Console
 
-from accelstack.baseline import (
-    baseline_from_records,
-    baseline_path,
-    confirm_regressions,
-    find_regressions,
-    load_baseline,
-    save_baseline,
-)
 from accelstack.fleetcheck import (
     FleetReporter,
     Rerun,
@@ -30,7 +22,15 @@ from accelstack.fleetcheck import (
     fleet_check,
 )
 from accelstack.history import History
-from accelstack.records import Record, read_run
+from accelstack.results.baseline import (
+    baseline_from_records,
+    baseline_path,
+    confirm_regressions,
+    find_regressions,
+    load_baseline,
+    save_baseline,
+)
+from accelstack.results.records import Record, read_run
 
 from .test_history import fleet_records
 

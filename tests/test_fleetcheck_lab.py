@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.baseline import baseline_from_records, confirm_regressions, find_regressions
 from accelstack.fleetcheck import drain_targets
-from accelstack.records import Record
+from accelstack.results.baseline import baseline_from_records, confirm_regressions, find_regressions
+from accelstack.results.records import Record
 
 from .test_validate_lab import _install_venv
 

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from accelstack.baseline import (
+from accelstack.errors import ConfigError
+from accelstack.history import History, parse_since
+from accelstack.results.baseline import (
     baseline_from_records,
     baseline_path,
     find_regressions,
     load_baseline,
     save_baseline,
 )
-from accelstack.errors import ConfigError
-from accelstack.history import History, parse_since
-from accelstack.records import Record, RunWriter
+from accelstack.results.records import Record, RunWriter
 
 SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28]
 
@@ -179,7 +179,7 @@ def test_parse_since() -> None:
 
 def test_baseline_roundtrip_holds_busbw_status_and_versions(tmp_path: Path) -> None:
     run_id = write_run(tmp_path, fleet_records())
-    from accelstack.records import read_run
+    from accelstack.results.records import read_run
 
     held = baseline_from_records(read_run(tmp_path / run_id), source_run=run_id)
     path = save_baseline(held, baseline_path(tmp_path))

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
-from accelstack.records import Record, read_run
+from accelstack.results.records import Record, read_run
+from accelstack.transport.fanout import Fleet
 from accelstack.validate import load_registry, validate_inventory
 
 from .conftest import REPO

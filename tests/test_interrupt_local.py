@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from accelstack.connection import CommandInterrupted, LocalTransport
 from accelstack.inventory import Host
-from accelstack.records import read_run
+from accelstack.results.records import read_run
+from accelstack.transport.connection import CommandInterrupted, LocalTransport
 
 from .conftest import REPO
 
@@ -170,7 +170,7 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def test_session_id_line_is_taken_out_of_stderr_wherever_it_came() -> None:
-    from accelstack.connection import _strip_sid
+    from accelstack.transport.connection import _strip_sid
 
     assert _strip_sid("@accelstack-sid 4242\nwarning: x\n") == (4242, "warning: x\n")
     assert _strip_sid("early\n@accelstack-sid 7\n") == (7, "early\n")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.fanout import FanoutOptions, Fleet
 from accelstack.inventory import Host, load_inventory
-from accelstack.records import read_run
+from accelstack.results.records import read_run
+from accelstack.transport.fanout import FanoutOptions, Fleet
 
 from .conftest import REPO, run_cli
 

@@ -14,7 +14,7 @@ import pytest
 
 from accelstack.errors import ConfigError
 from accelstack.nodecheck import drain_reason, load_node_file
-from accelstack.records import Record
+from accelstack.results.records import Record
 from tests.test_provision_plan import facts, host, plan_for
 
 REPO = Path(__file__).resolve().parent.parent

@@ -77,7 +77,7 @@ import pytest
 
 from accelstack import errors
 from accelstack.inventory.model import Host
-from accelstack.records import STATUSES, Record
+from accelstack.results.records import STATUSES, Record
 from accelstack.stacks import drift, load_matrix, load_stack
 from accelstack.validate.cluster import judge_clock
 from accelstack.validate.device_floors import load_device_floors

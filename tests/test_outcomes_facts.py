@@ -12,9 +12,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from accelstack.context import resolve_contexts
 from accelstack.inventory import Host
 from accelstack.stacks import load_stack, run_drift
+from accelstack.transport.context import resolve_contexts
 from accelstack.validate.cluster import Member, ports_records
 from accelstack.validate.config import host_config
 from accelstack.validate.results import dmesg_lines

@@ -7,8 +7,8 @@ import io
 import json
 from pathlib import Path
 
-from accelstack.output import Reporter, RunningPanel, plain_line, records_table, render_to_text
-from accelstack.records import Record, RunWriter, read_run
+from accelstack.results.output import Reporter, RunningPanel, plain_line, records_table, render_to_text
+from accelstack.results.records import Record, RunWriter, read_run
 
 
 def sample() -> list[Record]:

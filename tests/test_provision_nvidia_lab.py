@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
+from accelstack.transport.fanout import Fleet
 
 from .labtools import by_host, cli, host_root, lab_repository, records
 

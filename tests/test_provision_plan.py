@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from accelstack.context import resolve_contexts
 from accelstack.errors import ConfigError
 from accelstack.facts import Address, AscendFacts, Facts, Interface, NpuChip, TorchFacts
 from accelstack.facts.parsers import parse_hccn_conf
@@ -19,6 +18,7 @@ from accelstack.provision.render import sha256_text
 from accelstack.provision.roles import load_role, load_roles, select_roles
 from accelstack.provision.state import RemoteState, StateQuery, parse_state, state_command
 from accelstack.provision.steps import HostView
+from accelstack.transport.context import resolve_contexts
 
 ASCEND_STACK = "ascend-910b-cann8.1.rc1"
 
@@ -298,7 +298,7 @@ def test_manifest_entries_are_checked() -> None:
 
 def test_retry_failed_reads_the_newest_applying_run(tmp_path: Path) -> None:
     from accelstack.provision import failed_hosts_of_last_run
-    from accelstack.records import Record, RunWriter
+    from accelstack.results.records import Record, RunWriter
 
     assert failed_hosts_of_last_run(tmp_path) is None
     done = RunWriter("provision", base=tmp_path, run_id="20261101T000000Z-provision-aaaa",

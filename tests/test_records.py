@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import CommandTimeout
-from accelstack.records import Record, RunWriter, error_record, exit_code_for, read_run
+from accelstack.results.records import Record, RunWriter, error_record, exit_code_for, read_run
 
 
 def rec(status: str, host: str = "h1") -> Record:

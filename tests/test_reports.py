@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from accelstack.baseline import baseline_from_records, baseline_path, save_baseline
-from accelstack.records import SEVERITY, Record
 from accelstack.report import FORMATS, load_report, render, render_html, render_junit, render_prom
 from accelstack.report.prom import escape_label
+from accelstack.results.baseline import baseline_from_records, baseline_path, save_baseline
+from accelstack.results.records import SEVERITY, Record
 from accelstack.tasks.report import baseline as baseline_task
 from accelstack.tasks.report import history as history_task
 from accelstack.tasks.report import report as report_task

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.fanout import Fleet
 from accelstack.inventory import load_inventory
-from accelstack.records import Record
+from accelstack.results.records import Record
+from accelstack.transport.fanout import Fleet
 from accelstack.validate import validate_inventory
 
 pytestmark = pytest.mark.lab

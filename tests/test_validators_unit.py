@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.records import Record
+from accelstack.results.records import Record
 from accelstack.validate import (
     algbw_gbps,
     busbw_factor,
@@ -583,7 +583,7 @@ def test_a_host_naming_no_accelerator_is_never_held_to_the_cpu_lab_floor() -> No
     assert t.lookup(None, "single-node", "allreduce", 2) is None
     assert t.lookup("NVIDIA H100 80GB HBM3", "single-node", "allreduce", 8).min_busbw_gbps == 460  # type: ignore[union-attr]
     assert t.lookup("cpu", "single-node", "allreduce", 2).min_busbw_gbps == 0.05  # type: ignore[union-attr]
-    from accelstack.records import Record
+    from accelstack.results.records import Record
     from accelstack.validate.results import judge_bandwidth
 
     record = Record(host="h", check="allreduce", status="pass", summary="8 ranks",

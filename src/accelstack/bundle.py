@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .connection import Transport
 from .diagnose import diagnose_lines
 from .errors import ConfigError, HostError
 from .facts import Facts, ProbeOptions, parse_probe_output
 from .facts.probe import embedded_script_command, probe_command
-from .records import Record, Status, utc_now
+from .results.records import Record, Status, utc_now
 from .stacks import drift, load_matrix, load_stack
+from .transport.connection import Transport
 
 COLLECT_SCRIPT = "collect_probe.py"
 SEPARATOR = "@@ACCELSTACK-COLLECT@@"

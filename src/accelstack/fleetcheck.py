@@ -33,7 +33,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from .baseline import (
+from .errors import AccelstackError, ConfigError
+from .history import History
+from .history.metrics import CLUSTER_HOST
+from .report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
+from .report.model import RERUN_FILE, actionable, read_meta, verdict
+from .results.baseline import (
     Regression,
     baseline_from_records,
     baseline_path,
@@ -43,13 +48,8 @@ from .baseline import (
     needs_rerun,
     save_baseline,
 )
-from .errors import AccelstackError, ConfigError
-from .history import History
-from .history.metrics import CLUSTER_HOST
-from .output import STATUS_STYLE
-from .records import Record, RunWriter, error_record, utc_now
-from .report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
-from .report.model import RERUN_FILE, actionable, read_meta, verdict
+from .results.output import STATUS_STYLE
+from .results.records import Record, RunWriter, error_record, utc_now
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}
@@ -104,7 +104,7 @@ def checked_hosts(records: Iterable[Record]) -> list[str]:
 class FleetReporter:
     """Persist, then show: every record goes to the run folder as it arrives, then to a live status on stderr.
 
-    Validation streams into it through :meth:`add` (the same call as :class:`accelstack.output.Reporter`); the
+    Validation streams into it through :meth:`add` (the same call as :class:`accelstack.results.output.Reporter`); the
     records a validate callable returns are added too, and a record already added is not written twice. On a
     terminal a rich status line shows what is running; otherwise (cron, CI logs) a timestamped line is printed
     per inventory, per problem and, while a step runs longer, every ``heartbeat_s`` seconds.

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .context import HostContext
 from .errors import ConfigError, StackError
 from .inventory import Host
-from .records import Record, RecordSink
+from .results.records import Record, RecordSink
 from .stacks import Stack, preflight
 from .stacks._yaml import MarkedDict, load_marked
 from .stacks.model import parse_stack
+from .transport.context import HostContext
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 NODE_TIERS = ("quick", "standard")
@@ -116,7 +116,7 @@ def check_tier(tier: str) -> None:
 def run_node_check(ctx: HostContext, *, tier: str, only: set[str] | None = None,
                    reporter: RecordSink | None = None) -> list[Record]:
     """Every host-scope validator of the tier, here; records go to ``reporter`` as each validator ends."""
-    from .connection import LocalTransport
+    from .transport.connection import LocalTransport
     from .validate.config import host_config
     from .validate.host import run_host
     from .validate.registry import load_registry, select, validators_dir

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..records import Record, read_run, runs_dir
+from ..results.records import Record, read_run, runs_dir
 from .metrics import record_figures
 from .queries import (
     BusbwPoint,

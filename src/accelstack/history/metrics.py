@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Record
+from ..results.records import Record
 
 # The aggregate of a multi-node check; never a machine that can be drained.
 CLUSTER_HOST = "cluster"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..records import Record
+from ..results.records import Record
 
 
 @dataclass(frozen=True)

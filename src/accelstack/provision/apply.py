@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..connection import Transport
-from ..context import HostContext, resolve_contexts
 from ..errors import AccelstackError, ConfigError, HostError
 from ..facts import Facts, ProbeOptions, parse_probe_output, probe_command
-from ..fanout import Fleet
-from ..gather import PROBE_TIMEOUT, probe, probe_options_for
+from ..facts.gather import PROBE_TIMEOUT, probe, probe_options_for
 from ..inventory import Host
-from ..records import Record, error_record, read_run, runs_dir
+from ..results.records import Record, error_record, read_run, runs_dir
 from ..stacks.versions import VersionError, versions_match
+from ..transport.connection import Transport
+from ..transport.context import HostContext, resolve_contexts
+from ..transport.fanout import Fleet
 from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
 from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles
 from .reboot import RebootSettings, rolling_reboot

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..connection import SSHTransport, Transport, transport_for
 from ..errors import AccelstackError, HostUnreachable
 from ..inventory import Host
-from ..records import Record, error_record
+from ..results.records import Record, error_record
+from ..transport.connection import SSHTransport, Transport, transport_for
 from .state import REBOOT_MARKER
 
 DEFAULT_REBOOT_COMMAND = "systemctl reboot || /sbin/reboot"

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..connection import Transport
 from ..errors import CommandFailed, ConfigError, HostError
 from ..facts import Facts
 from ..stacks import Stack
 from ..stacks.versions import VersionError, versions_match
+from ..transport.connection import Transport
 from .artifacts import Artifact, remote_path
 from .render import atomic_write_command, sha256_text
 from .state import REBOOT_MARKER, RemoteState, StateQuery

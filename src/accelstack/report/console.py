@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..output import STATUS_STYLE, records_table, render_to_text, status_text, totals_line
+from ..results.output import STATUS_STYLE, records_table, render_to_text, status_text, totals_line
 from .model import ReportData, host_status, summary, verdict
 
 

@@ -11,7 +11,7 @@ from html import escape
 
 from ..history import parse_timestamp
 from ..history.metrics import sweep
-from ..records import SEVERITY
+from ..results.records import SEVERITY
 from .model import ReportData, cells, summary, verdict
 from .svg import Series, line_chart
 

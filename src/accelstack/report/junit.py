@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from ..history.metrics import scalar_metrics
-from ..records import Record
+from ..results.records import Record
 from .model import ReportData, cells
 from .prom import one_rank
 

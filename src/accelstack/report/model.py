@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..baseline import (
+from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
+from ..history import BusbwPoint, History
+from ..history.metrics import CLUSTER_HOST
+from ..results.baseline import (
     VALIDATION_KINDS,
     Regression,
     baseline_path,
@@ -19,10 +22,7 @@ from ..baseline import (
     load_baseline,
     needs_rerun,
 )
-from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
-from ..history import BusbwPoint, History
-from ..history.metrics import CLUSTER_HOST
-from ..records import SEVERITY, STATUSES, Record, read_run, runs_dir, utc_now
+from ..results.records import SEVERITY, STATUSES, Record, read_run, runs_dir, utc_now
 
 
 @dataclass

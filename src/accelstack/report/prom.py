@@ -1,6 +1,6 @@
 """The Prometheus text exposition format, for node_exporter's textfile collector.
 
-``accelstack_check_status`` uses the severity order of :data:`accelstack.records.SEVERITY` (pass 0, skip 1,
+``accelstack_check_status`` uses the severity order of :data:`accelstack.results.records.SEVERITY` (pass 0, skip 1,
 warn 2, error 3, fail 4), so an alert is a threshold: ``accelstack_check_status >= 3``.
 """
 
@@ -10,7 +10,7 @@ import math
 
 from ..history import parse_timestamp
 from ..history.metrics import peak_busbw
-from ..records import SEVERITY
+from ..results.records import SEVERITY
 from .model import ReportData, cells, host_status
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..records import SEVERITY, Record, Status
+from ..results.records import SEVERITY, Record, Status
 from .compat import Matrix, Violation, check_components, load_matrix
 from .model import COMPONENTS, Pin, Stack
 from .versions import VersionError, versions_match

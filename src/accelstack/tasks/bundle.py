@@ -8,11 +8,11 @@ from typing import Any
 
 from rich.console import Console
 
-from ..fanout import Fleet
-from ..gather import probe_options_for
+from ..facts.gather import probe_options_for
 from ..inventory import load_inventory
-from ..output import Reporter, records_table
-from ..records import Record, RunWriter, error_record, exit_code_for, utc_now
+from ..results.output import Reporter, records_table
+from ..results.records import Record, RunWriter, error_record, exit_code_for, utc_now
+from ..transport.fanout import Fleet
 from .common import (
     HELP_COMMON,
     boundary,

@@ -107,9 +107,9 @@ ENV_PREFIX = "ACCELSTACK_"
 
 def config_defaults() -> dict[str, Any]:
     """The ``accelstack:`` configuration namespace the collection carries: every default, written once."""
-    from ..baseline import DEFAULT_BUSBW_DROP_PCT
-    from ..connection import DEFAULT_CONNECT_TIMEOUT
-    from ..fanout import DEFAULT_FORKS
+    from ..results.baseline import DEFAULT_BUSBW_DROP_PCT
+    from ..transport.connection import DEFAULT_CONNECT_TIMEOUT
+    from ..transport.fanout import DEFAULT_FORKS
 
     return {
         "forks": DEFAULT_FORKS,
@@ -330,7 +330,7 @@ def writable_file(path: Path, what: str) -> Path:
 
 def check_runs_folder() -> Path:
     """The runs folder (``ACCELSTACK_RUNS``) is a folder we can write, before any host is touched."""
-    from ..records import runs_dir
+    from ..results.records import runs_dir
 
     return writable_dir(runs_dir(), "ACCELSTACK_RUNS" if os.environ.get("ACCELSTACK_RUNS") else "runs folder")
 
@@ -364,7 +364,7 @@ def boundary(func: F) -> F:
 
 def fanout_options(c: Any, forks: Any, connect_timeout: Any, host_timeout: Any = None) -> Any:
     """The fan-out settings of a run from its flags and the configuration."""
-    from ..fanout import FanoutOptions
+    from ..transport.fanout import FanoutOptions
 
     options = FanoutOptions(forks=setting(c, "forks", forks), connect_timeout=setting(c, "connect_timeout",
                                                                                       connect_timeout))

@@ -19,8 +19,8 @@ from invoke.parser import Argument
 from rich.console import Console
 
 from ..errors import ConfigError
-from ..output import records_table
-from ..records import Record
+from ..results.output import records_table
+from ..results.records import Record
 from .common import AccelstackTask, boundary
 
 if TYPE_CHECKING:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import resolve_contexts
-from ..fanout import Fleet
-from ..gather import gather_facts, probe_options_for
+from ..facts.gather import gather_facts, probe_options_for
 from ..inventory import load_inventory
-from ..output import Reporter
-from ..records import RunWriter
+from ..results.output import Reporter
+from ..results.records import RunWriter
 from ..stacks import drift_table, load_matrix, run_drift
+from ..transport.context import resolve_contexts
+from ..transport.fanout import Fleet
 from .common import HELP_COMMON, boundary, check_runs_folder, check_stacks, extra_vars, fanout_options, task
 
 

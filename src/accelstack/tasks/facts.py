@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..facts.gather import facts_record, gather_facts
 from ..facts.render import facts_table
-from ..fanout import Fleet
-from ..gather import facts_record, gather_facts
 from ..inventory import load_inventory
-from ..output import Reporter
-from ..records import RunWriter
+from ..results.output import Reporter
+from ..results.records import RunWriter
+from ..transport.fanout import Fleet
 from .common import (
     HELP_COMMON,
     boundary,

@@ -34,8 +34,8 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
         run_node_check,
         slurm_node_name,
     )
-    from ..output import Reporter
-    from ..records import RunWriter, runs_dir
+    from ..results.output import Reporter
+    from ..results.records import RunWriter, runs_dir
     from ..validate.registry import load_registry, select
 
     check_tier(tier)

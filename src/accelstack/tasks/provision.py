@@ -10,10 +10,10 @@ from invoke import Collection
 from rich.table import Table
 
 from ..errors import ConfigError
-from ..fanout import Fleet
 from ..inventory import load_inventory
-from ..output import Reporter
-from ..records import RunWriter
+from ..results.output import Reporter
+from ..results.records import RunWriter
+from ..transport.fanout import Fleet
 from .common import (
     HELP_COMMON,
     boundary,

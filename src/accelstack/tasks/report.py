@@ -14,7 +14,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..baseline import (
+from ..errors import ConfigError
+from ..fleetcheck import FleetReporter
+from ..fleetcheck import fleet_check as run_fleet_check
+from ..history import History, parse_since
+from ..history.metrics import peak_busbw
+from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
+from ..report.model import RERUN_FILE
+from ..results.baseline import (
     DEFAULT_BUSBW_DROP_PCT,
     DEFAULT_KEEP,
     MIN_SIZE_SAMPLES,
@@ -26,15 +33,8 @@ from ..baseline import (
     load_baseline,
     save_baseline,
 )
-from ..errors import ConfigError
-from ..fleetcheck import FleetReporter
-from ..fleetcheck import fleet_check as run_fleet_check
-from ..history import History, parse_since
-from ..history.metrics import peak_busbw
-from ..output import status_text
-from ..records import Record, read_run
-from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
-from ..report.model import RERUN_FILE
+from ..results.output import status_text
+from ..results.records import Record, read_run
 from .common import (
     HELP_COMMON,
     boundary,
@@ -245,8 +245,8 @@ def _preflight(names: list[str], limit: str | None, overrides: dict[str, object]
 
     ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
     selects nothing there; it is an error only when it matches no host in any of them."""
-    from ..context import resolve_contexts
     from ..inventory import load_inventory
+    from ..transport.context import resolve_contexts
 
     hosts: dict[str, list[str]] = {}
     unmatched: ConfigError | None = None

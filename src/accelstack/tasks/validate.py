@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..fanout import RunInterrupted
 from ..inventory import load_inventory
-from ..output import Reporter
-from ..records import RunWriter
+from ..results.output import Reporter
+from ..results.records import RunWriter
+from ..transport.fanout import RunInterrupted
 from .common import (
     HELP_COMMON,
     boundary,

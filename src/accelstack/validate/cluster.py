@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..connection import CommandResult, Transport
-from ..context import HostContext
 from ..errors import AccelstackError
-from ..records import Record, Status
+from ..results.records import Record, Status
+from ..transport.connection import CommandResult, Transport
+from ..transport.context import HostContext
 from .isolate import Group, Isolation, bisect
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 from .results import judge_bandwidth, log_lines, parse_document, tail

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import HostContext
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
+from ..transport.context import HostContext
 from .device_floors import load_device_floors
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"

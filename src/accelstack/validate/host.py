@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..connection import Transport
-from ..context import HostContext
 from ..errors import AccelstackError
-from ..gather import probe, probe_options_for
-from ..records import Record, error_record
+from ..facts.gather import probe, probe_options_for
+from ..results.records import Record, error_record
 from ..stacks import drift, load_matrix
+from ..transport.connection import Transport
+from ..transport.context import HostContext
 from .registry import Validator
 from .remote import command_for, ensure_uploaded, python_for
 from .results import dmesg_lines, parse_document, refine, to_record, unparsable_record

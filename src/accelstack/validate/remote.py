@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..connection import Transport
+from ..transport.connection import Transport
 from .registry import Validator
 
 REMOTE_BASE = "/var/tmp/accelstack/validators"

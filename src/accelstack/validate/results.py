@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import HostUnreachable
 from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
 from ..inventory.model import Host
-from ..records import Record, Status, error_record
+from ..results.records import Record, Status, error_record
 from .config import inventory_of
 from .thresholds import Thresholds, judge
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..connection import Transport
-from ..context import HostContext, resolve_contexts
-from ..fanout import FanoutOptions, Fleet, RunInterrupted
 from ..inventory import load_inventory
-from ..records import Record, RecordSink, RunWriter
+from ..results.records import Record, RecordSink, RunWriter
+from ..transport.connection import Transport
+from ..transport.context import HostContext, resolve_contexts
+from ..transport.fanout import FanoutOptions, Fleet, RunInterrupted
 from .cluster import DEFAULT_DEADLINE, clock_records, multinode, ports_records, prepare_members
 from .config import host_config
 from .host import run_host

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..records import Record, RecordSink
+from ..results.records import Record, RecordSink
 from .registry import Validator
 
 # sinfo's long states a node can take a task in; anything else, or a trailing `*` (not responding), is not.
@@ -199,8 +199,8 @@ def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: 
                         nodes: str | None) -> int:
     """The body of ``inv validate --engine slurm``: checks the flags, runs, reports; returns the exit code."""
     from ..nodecheck import check_tier
-    from ..output import Reporter
-    from ..records import RunWriter
+    from ..results.output import Reporter
+    from ..results.records import RunWriter
     from .registry import load_registry, select
 
     if engine != "slurm":

@@ -12,7 +12,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..paths import package_data
-from ..records import Status
+from ..results.records import Status
 
 SCOPES = ("single-node", "multi-node")
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
-from .history.metrics import components, peak_busbw, sweep
+from ..errors import ConfigError
+from ..history.metrics import components, peak_busbw, sweep
 from .records import Record, runs_dir, utc_now
 
 BASELINE_FILE = "baseline.json"

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .inventory import Host, merge_layers
-from .stacks import Stack, load_stack, preflight
+from ..errors import ConfigError
+from ..inventory import Host, merge_layers
+from ..stacks import Stack, load_stack, preflight
 
 DEFAULT_STACK_PYTHON = "/opt/accelstack/venv/bin/python"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from .connection import Transport
-from .context import DEFAULT_STACK_PYTHON, HostContext
-from .errors import ConfigError, HostError
-from .facts import Facts, ProbeOptions, parse_probe_output, probe_command
-from .fanout import Fleet, Outcome
-from .inventory import Host
-from .records import Record, Status, error_record
-from .stacks import Stack, load_stack
+from ..errors import ConfigError, HostError
+from ..inventory import Host
+from ..results.records import Record, Status, error_record
+from ..stacks import Stack, load_stack
+from ..transport.connection import Transport
+from ..transport.context import DEFAULT_STACK_PYTHON, HostContext
+from ..transport.fanout import Fleet, Outcome
+from . import Facts, ProbeOptions, parse_probe_output, probe_command
 
 PROBE_TIMEOUT = 60.0
 

@@ -21,9 +21,9 @@ from typing import Generic, TypeVar
 
 import paramiko
 
+from ..errors import AccelstackError, CommandTimeout, HostError, HostUnreachable
+from ..inventory import Host
 from .connection import DEFAULT_CONNECT_TIMEOUT, CommandInterrupted, SSHTransport, Transport, transport_for
-from .errors import AccelstackError, CommandTimeout, HostError, HostUnreachable
-from .inventory import Host
 
 T = TypeVar("T")
 

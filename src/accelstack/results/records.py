@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from .errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
+from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
 
 Status = Literal["pass", "warn", "fail", "error", "skip"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "error", "skip")

@@ -3,7 +3,7 @@
 ``SSHTransport`` holds one fabric ``Connection`` per host for the whole run. Commands run on a fresh channel of
 that connection's paramiko transport with an explicit timeout on every wait, because fabric's ``run`` opens its
 session without one (a dead host then hangs for paramiko's 3600 s channel timeout, fabric #1384). Connecting
-is throttled and retried by :mod:`accelstack.fanout`; this module only knows how to connect once.
+is throttled and retried by :mod:`accelstack.transport.fanout`; this module only knows how to connect once.
 
 Host keys are checked against a known_hosts file, loaded once per process and shared by every connection.
 Accepting unknown keys is an explicit option and records them in that file.
@@ -36,8 +36,8 @@ from typing import Any, Protocol
 import paramiko
 from fabric import Connection
 
-from .errors import CommandFailed, CommandTimeout, HostError, HostUnreachable
-from .inventory import Host
+from ..errors import CommandFailed, CommandTimeout, HostError, HostUnreachable
+from ..inventory import Host
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
