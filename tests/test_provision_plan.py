@@ -14,10 +14,10 @@ from accelstack.inventory import Host
 from accelstack.provision.apply import STATE_SEPARATOR, probe_and_state_command
 from accelstack.provision.artifacts import Artifact, parse_manifest
 from accelstack.provision.plan import ClusterMember, HostPlan, Planner, cluster_context
-from accelstack.provision.render import sha256_text
 from accelstack.provision.roles import load_role, load_roles, select_roles
 from accelstack.provision.state import RemoteState, StateQuery, parse_state, state_command
 from accelstack.provision.steps import HostView
+from accelstack.provision.templating import sha256_text
 from accelstack.transport.context import resolve_contexts
 
 ASCEND_STACK = "ascend-910b-cann8.1.rc1"
