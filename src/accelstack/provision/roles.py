@@ -27,8 +27,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..paths import project_root
 from ..stacks._yaml import MarkedDict, MarkedList, load_marked
+from .steps import STEP_KINDS  # the step kinds that exist are the ones steps.py implements, one list
 
-STEP_KINDS = ("installer", "pip", "template", "user", "package", "command")
 HANDLER_KINDS = ("reboot", "command")
 _COMMON_STEP_KEYS = {"name", "kind", "when", "notify", "component"}
 
