@@ -287,6 +287,18 @@ def test_a_notify_without_handler_names_the_file_and_line(tmp_path: Path) -> Non
     assert "tasks.yml:1" in str(info.value)
 
 
+def test_a_step_kind_is_one_that_steps_implements(tmp_path: Path) -> None:
+    from accelstack.provision.steps import STEP_KINDS
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "tasks.yml").write_text("- name: ok\n  kind: command\n  command: true\n  creates: /x\n"
+                                              "- name: x\n  kind: copy\n")
+    with pytest.raises(ConfigError) as info:
+        load_role(tmp_path / "r")
+    assert "tasks.yml:5" in str(info.value)
+    assert f"kind 'copy' is not one of {', '.join(STEP_KINDS)}" in str(info.value)
+    assert {"installer", "pip", "template", "user", "package", "command"} <= set(STEP_KINDS)
+
+
 def test_manifest_entries_are_checked() -> None:
     with pytest.raises(ConfigError, match="sha256"):
         parse_manifest({"artifacts": [{"file": "a.run", "sha256": "xyz", "size": 1, "component": "c",
