@@ -20,6 +20,7 @@ from accelstack.results.baseline import (
     load_baseline,
     save_baseline,
 )
+from accelstack.results.figures import busbw_history
 from accelstack.results.records import Record, RunWriter
 
 SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28]
@@ -158,7 +159,7 @@ def test_queries_by_host_check_time_and_status(tmp_path: Path) -> None:
         since = datetime(2026, 11, 5, tzinfo=timezone.utc)
         assert {e.run_id for e in history.records(since=since)} == {"20261108T010000Z-validate-bbbb"}
         assert [e.record.host for e in history.records(status="fail")] == ["node02"]
-        points = history.busbw_history(host="node01", check="allreduce")
+        points = busbw_history(history, host="node01", check="allreduce")
         assert [(p.run_id[:8], p.busbw_gbps) for p in points] == [("20261101", 180.0), ("20261108", 150.0)]
         assert [r.run_id[:8] for r in history.runs(since=since)] == ["20261108"]
         assert history.last_good_run().run_id.startswith("20261101")  # type: ignore[union-attr]
@@ -246,7 +247,7 @@ def test_a_record_without_busbw_is_skipped_never_stored_as_a_figure(tmp_path: Pa
     ]
     write_run(base, records)
     with History(base) as history:
-        assert [(p.host, p.busbw_gbps) for p in history.busbw_history()] == [("h1", 1.5)]
+        assert [(p.host, p.busbw_gbps) for p in busbw_history(history)] == [("h1", 1.5)]
         # Metrics are indexed by name, whatever check wrote them; a bool is no figure.
         assert [(p.host, p.check, p.value) for p in history.metric_history("count")] == [("h5", "devices", 8.0)]
         assert [p.value for p in history.metric_history("wall_s")] == [3.0]
@@ -268,4 +269,63 @@ def test_an_index_of_the_older_schema_is_rebuilt(tmp_path: Path) -> None:
         old.execute("CREATE TABLE runs (run_id TEXT)")
         old.execute("PRAGMA user_version = 1")
     with History(base) as history:
-        assert len(history.busbw_history()) == 3 and history.drains() == []
+        assert len(busbw_history(history)) == 3 and history.drains() == []
+
+
+def test_history_keeps_every_metric_and_series_under_the_records_own_names(tmp_path: Path) -> None:
+    """Nothing in history is tied to one metric: a check measuring TFLOPS per size is indexed like busbw."""
+    base = tmp_path / "runs"
+    records = [
+        Record(host="h1", check="matmul", status="pass", summary="ok", metrics={
+            "tflops": 400.0, "sizes": [{"bytes": 4096, "tflops": 120.0, "note": "warm"},
+                                       {"bytes": 1024, "tflops": 80.0, "latency_us": 3.5}]}),
+        Record(host="h2", check="matmul", status="pass", summary="no peak given",
+               metrics={"sizes": [{"bytes": 1024, "tflops": 90.0}, {"bytes": 8192, "tflops": 150.0}]}),
+    ]
+    write_run(base, records, run_id="20261101T010000Z-validate-aaaa")
+    with History(base) as history:
+        assert [(p.host, p.bytes, p.value) for p in history.series("tflops")] == [
+            ("h1", 1024, 80.0), ("h1", 4096, 120.0), ("h2", 1024, 90.0), ("h2", 8192, 150.0)]
+        assert [(p.host, p.bytes, p.value) for p in history.series("latency_us")] == [("h1", 1024, 3.5)]
+        assert history.series("note") == []  # a string is no figure
+        # The plain metric only where the record has one; its series' best point where it has only the series.
+        assert [(p.host, p.value) for p in history.metric_history("tflops")] == [("h1", 400.0)]
+        assert [(p.host, p.value) for p in history.metric_history("tflops", series_peak=True)] == [
+            ("h1", 400.0), ("h2", 150.0)]
+
+
+def test_the_busbw_plot_takes_the_sweeps_best_and_no_figure_of_one_rank(tmp_path: Path) -> None:
+    """Which metric the plot follows is results.figures' choice, and so is "one rank has no busbw": an old
+    one-rank record that still carries a busbw is held by history but never plotted."""
+    base = tmp_path / "runs"
+    records = [
+        Record(host="h1", check="allreduce", status="pass", summary="sweep only",
+               metrics={"ranks": 8, "sizes": sweep_for(120.0)}),
+        Record(host="h2", check="allreduce", status="pass", summary="old one-rank record",
+               metrics={"ranks": 1, "busbw_gbps": 181631.0}),
+    ]
+    write_run(base, records)
+    with History(base) as history:
+        assert [(p.host, p.busbw_gbps) for p in busbw_history(history)] == [("h1", 120.0)]
+        assert history.busbw_history() == busbw_history(history)  # what fleetcheck.py still calls
+        assert [p.host for p in history.metric_history("busbw_gbps")] == ["h2"]
+
+
+def test_an_index_of_the_previous_schema_is_rebuilt_with_series(tmp_path: Path) -> None:
+    """An index written before the series table (schema 2) is thrown away and rebuilt, not queried and crashed."""
+    import sqlite3
+    from contextlib import closing
+
+    from accelstack.history.index import SCHEMA_VERSION
+
+    base = tmp_path / "runs"
+    run_id = write_run(base, fleet_records())
+    History(base).close()
+    with closing(sqlite3.connect(base / "history.sqlite")) as db:
+        db.execute("DROP TABLE series")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        db.commit()
+    with History(base) as history:
+        assert len(history.series("busbw_gbps", run_id=run_id, host="node01")) == len(SIZES)
+    with closing(sqlite3.connect(base / "history.sqlite")) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -14,10 +14,10 @@ from accelstack.inventory import Host
 from accelstack.provision.apply import STATE_SEPARATOR, probe_and_state_command
 from accelstack.provision.artifacts import Artifact, parse_manifest
 from accelstack.provision.plan import ClusterMember, HostPlan, Planner, cluster_context
-from accelstack.provision.render import sha256_text
 from accelstack.provision.roles import load_role, load_roles, select_roles
 from accelstack.provision.state import RemoteState, StateQuery, parse_state, state_command
 from accelstack.provision.steps import HostView
+from accelstack.provision.templating import sha256_text
 from accelstack.transport.context import resolve_contexts
 
 ASCEND_STACK = "ascend-910b-cann8.1.rc1"
@@ -285,6 +285,18 @@ def test_a_notify_without_handler_names_the_file_and_line(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as info:
         load_role(tmp_path / "r")
     assert "tasks.yml:1" in str(info.value)
+
+
+def test_a_step_kind_is_one_that_steps_implements(tmp_path: Path) -> None:
+    from accelstack.provision.steps import STEP_KINDS
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "tasks.yml").write_text("- name: ok\n  kind: command\n  command: true\n  creates: /x\n"
+                                              "- name: x\n  kind: copy\n")
+    with pytest.raises(ConfigError) as info:
+        load_role(tmp_path / "r")
+    assert "tasks.yml:5" in str(info.value)
+    assert f"kind 'copy' is not one of {', '.join(STEP_KINDS)}" in str(info.value)
+    assert {"installer", "pip", "template", "user", "package", "command"} <= set(STEP_KINDS)
 
 
 def test_manifest_entries_are_checked() -> None:

@@ -30,7 +30,7 @@ from accelstack.validate import (
     select,
     to_record,
 )
-from accelstack.validate.remote import bundle, command_for
+from accelstack.validate.remote import command_for, validator_scripts
 from accelstack.validate.results import dmesg_lines, judge_bandwidth, log_lines, refine_devices
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,9 +143,9 @@ def test_command_quotes_the_config_and_bounds_the_time(tmp_path: Path) -> None:
     command = command_for("/v/devices.py", "/opt/venv/bin/python", {"host": "a'; rm -rf /"}, timeout=60)
     assert "timeout -k 5 60" in command and "'\"'\"'" in command
     (tmp_path / "a.py").write_text("x")
-    first, _ = bundle(tmp_path)
+    first, _ = validator_scripts(tmp_path)
     (tmp_path / "a.py").write_text("y")
-    assert bundle(tmp_path)[0] != first
+    assert validator_scripts(tmp_path)[0] != first
 
 
 # ----- JSON -> records -----

@@ -22,9 +22,9 @@ from .errors import ConfigError, StackError
 from .inventory import Host
 from .results.records import Record, RecordSink
 from .stacks import Stack, preflight
-from .stacks._yaml import MarkedDict, load_marked
 from .stacks.model import parse_stack
 from .transport.context import HostContext
+from .yamlfile import MarkedDict, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 NODE_TIERS = ("quick", "standard")
@@ -52,7 +52,7 @@ def load_node_file(path: Path | None = None) -> NodeFile:
     if not path.is_file():
         raise ConfigError(f"no node file at {path}",
                           hint="inv provision renders it (role env); or point --config at one")
-    data = load_marked(path)  # a syntax error is a StackError (a ConfigError) at file:line
+    data = load_marked_file(path, error=StackError)  # a syntax error is a StackError (a ConfigError) at file:line
     if not isinstance(data, MarkedDict):
         raise ConfigError("a node file must be a mapping", where=f"{path}:1",
                           hint=f"fields: {', '.join(NODE_FIELDS)}")

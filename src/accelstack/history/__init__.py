@@ -7,16 +7,16 @@ unreadable, of an older schema, or stale for a run (its files changed size or mt
 from __future__ import annotations
 
 from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
-from .queries import BusbwPoint, DrainEntry, HistoryEntry, MetricPoint
+from .queries import DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
 
 __all__ = [
     "HISTORY_FILE",
-    "BusbwPoint",
     "DrainEntry",
     "History",
     "HistoryEntry",
     "MetricPoint",
     "RunInfo",
+    "SeriesPoint",
     "history_path",
     "parse_since",
     "parse_timestamp",

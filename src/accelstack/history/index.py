@@ -15,24 +15,28 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..results.records import Record, read_run, runs_dir
-from .metrics import record_figures
+from .metrics import scalar_metrics, size_points
 from .queries import (
-    BusbwPoint,
     DrainEntry,
     HistoryEntry,
     MetricPoint,
+    SeriesPoint,
     query_drains,
     query_metric,
     query_records,
+    query_series,
 )
+
+if TYPE_CHECKING:
+    from ..results.figures import BusbwPoint
 
 HISTORY_FILE = "history.sqlite"
 # Bump when the tables change: an index of another version is thrown away and rebuilt from the files.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DRAINS_FILE = "drains.jsonl"
 
 _SCHEMA = """
@@ -72,6 +76,16 @@ CREATE TABLE metrics (
     FOREIGN KEY (run_id, seq) REFERENCES records(run_id, seq) ON DELETE CASCADE
 );
 CREATE INDEX metrics_name ON metrics(name);
+-- Every per-size figure (metrics.sizes) by name and size.
+CREATE TABLE series (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    value REAL NOT NULL,
+    FOREIGN KEY (run_id, seq) REFERENCES records(run_id, seq) ON DELETE CASCADE
+);
+CREATE INDEX series_name ON series(name, run_id, seq);
 -- What the fleet check drained: host, reason (with its cause), the command and how it exited.
 CREATE TABLE drains (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -305,7 +319,11 @@ class History:
         self._conn.executemany(
             "INSERT INTO metrics VALUES (?, ?, ?, ?)",
             [(run_id, seq, name, value) for seq, record in enumerate(records)
-             for name, value in record_figures(record).items()])
+             for name, value in scalar_metrics(record).items()])
+        self._conn.executemany(
+            "INSERT INTO series VALUES (?, ?, ?, ?, ?)",
+            [(run_id, seq, name, point.bytes, value) for seq, record in enumerate(records)
+             for point in size_points(record) for name, value in point.values.items()])
         self._conn.executemany("INSERT INTO drains VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                [(run_id, seq, *row) for seq, row in enumerate(_read_drains(folder / DRAINS_FILE))])
 
@@ -358,16 +376,24 @@ class History:
                              status=status)
 
     def metric_history(self, name: str, *, host: str | None = None, check: str | None = None,
-                       since: datetime | None = None) -> list[MetricPoint]:
+                       since: datetime | None = None, series_peak: bool = False) -> list[MetricPoint]:
         """A metric's highest value per run, host and check, oldest run first; records without it are absent
-        (never a zero)."""
-        return query_metric(self._conn, name, host=host, check=check, since=since)
+        (never a zero). With ``series_peak``, a record that lacks the plain metric but has it per size
+        counts with the highest value of its series."""
+        return query_metric(self._conn, name, host=host, check=check, since=since, series_peak=series_peak)
+
+    def series(self, name: str, *, run_id: str | None = None, host: str | None = None,
+               check: str | None = None, since: datetime | None = None) -> list[SeriesPoint]:
+        """A metric's per-size values, by run (oldest first), host, check and size."""
+        return query_series(self._conn, name, run_id=run_id, host=host, check=check, since=since)
 
     def busbw_history(self, *, host: str | None = None, check: str | None = None,
                       since: datetime | None = None) -> list[BusbwPoint]:
-        """Peak busbw per run, host and check, oldest run first: the points of the history plot."""
-        return [BusbwPoint(p.run_id, p.run_started, p.started_epoch, p.host, p.check, p.value)
-                for p in self.metric_history("busbw_gbps", host=host, check=check, since=since)]
+        """Kept for callers not yet moved to :func:`accelstack.results.figures.busbw_history` (fleetcheck.py);
+        history itself follows no one metric."""
+        from ..results.figures import busbw_history
+
+        return busbw_history(self, host=host, check=check, since=since)
 
     def drains(self, *, host: str | None = None, since: datetime | None = None) -> list[DrainEntry]:
         """Every drain the fleet check ran, oldest first."""

@@ -1,9 +1,14 @@
-"""The figures that history, baselines and reports read off a record, whatever check wrote it.
+"""The figures history reads off a record, whatever check wrote it and whatever it measured.
 
-Validation records carry bandwidth as ``metrics.busbw_gbps`` (the peak) with the per-size
-``metrics.sizes`` (the name the collectives validator writes), and versions as ``components: {name: version}`` in ``metrics`` or ``evidence``. Values
-come from JSON written by other tools, so every reader here tolerates a missing or mistyped field and
-answers ``None``/empty instead.
+A record's ``metrics`` holds plain numbers by name, and may hold a per-size series as ``metrics.sizes``: a list
+of ``{"bytes": N, <name>: value, ...}`` (the shape the collectives validators write). History keeps every
+number under the record's own names; which of them a baseline, a regression or a plot follows is declared by
+whoever reads them (:mod:`accelstack.results.figures`), never here. Versions are ``components: {name: version}``
+in ``metrics`` or ``evidence``. Values come from JSON written by other tools, so every reader here tolerates a
+missing or mistyped field and answers ``None``/empty instead.
+
+A value is a figure when it is a finite number (a bool is not) and, for a rate (a name ending in ``_gbps``),
+above zero: a zero bandwidth is no bandwidth anyone measured (a placeholder, a run that moved nothing).
 """
 
 from __future__ import annotations
@@ -16,64 +21,77 @@ from ..results.records import Record
 
 # The aggregate of a multi-node check; never a machine that can be drained.
 CLUSTER_HOST = "cluster"
+# Where a record keeps its per-size series, and the key of each point's size.
+SERIES_KEY = "sizes"
+SIZE_KEY = "bytes"
+RATE_SUFFIX = "_gbps"
 
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SizePoint:
+    """One size of a record's series: every figure measured at ``bytes``."""
+
     bytes: int
-    busbw_gbps: float
-    algbw_gbps: float | None = None
-    time_us: float | None = None
+    values: dict[str, float]
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
+    """A finite int or float as a float; anything else (a bool, a string, NaN) is ``None``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    result = float(value)
+    return result if math.isfinite(result) else None
 
 
-def _bandwidth(value: Any) -> float | None:
-    # Zero or less is no bandwidth anyone measured (a one-rank run, a placeholder): never a figure to hold.
-    number = _number(value)
-    return number if number is not None and number > 0 else None
-
-
-def _one_rank(record: Record) -> bool:
-    return _number(record.metrics.get("ranks")) == 1
-
-
-def peak_busbw(record: Record) -> float | None:
-    """``metrics.busbw_gbps``, else the best point of the sweep, else ``None`` (always for one rank)."""
-    if _one_rank(record):
+def figure(name: str, value: Any) -> float | None:
+    """``value`` as a figure named ``name``, or ``None`` when it is none (see the module's note)."""
+    result = number(value)
+    if result is None or (name.endswith(RATE_SUFFIX) and result <= 0):
         return None
-    peak = _bandwidth(record.metrics.get("busbw_gbps"))
-    if peak is not None:
-        return peak
-    points = sweep(record)
-    return max((point.busbw_gbps for point in points), default=None)
+    return result
 
 
-def sweep(record: Record) -> list[SweepPoint]:
-    """The message-size sweep (``metrics.sizes``), smallest size first; malformed or bandwidth-less points
-    (one rank has no bus bandwidth) are dropped."""
-    if _one_rank(record):
-        return []
-    raw = record.metrics.get("sizes")
+def scalar_metrics(record: Record) -> dict[str, float]:
+    """Every plain figure in ``metrics`` by name (no series, no nested values)."""
+    found = {}
+    for name, value in record.metrics.items():
+        result = figure(str(name), value)
+        if result is not None:
+            found[str(name)] = result
+    return found
+
+
+def size_points(record: Record) -> list[SizePoint]:
+    """The per-size series (``metrics.sizes``), smallest size first; a point without a positive size or without
+    a single figure is dropped."""
+    raw = record.metrics.get(SERIES_KEY)
     if not isinstance(raw, list):
         return []
     points = []
     for item in raw:
         if not isinstance(item, dict):
             continue
-        size = _number(item.get("bytes"))
-        busbw = _bandwidth(item.get("busbw_gbps"))
-        if size is None or size <= 0 or busbw is None:
+        size = number(item.get(SIZE_KEY))
+        if size is None or size <= 0:
             continue
-        points.append(SweepPoint(bytes=int(size), busbw_gbps=busbw,
-                                 algbw_gbps=_number(item.get("algbw_gbps")),
-                                 time_us=_number(item.get("time_us"))))
+        values = {str(name): result for name, value in item.items() if name != SIZE_KEY
+                  and (result := figure(str(name), value)) is not None}
+        if values:
+            points.append(SizePoint(bytes=int(size), values=values))
     return sorted(points, key=lambda point: point.bytes)
+
+
+def series(record: Record, name: str) -> list[tuple[int, float]]:
+    """``(bytes, value)`` of one metric across the record's sizes, smallest first."""
+    return [(point.bytes, point.values[name]) for point in size_points(record) if name in point.values]
+
+
+def peak(record: Record, name: str) -> float | None:
+    """``metrics[name]`` when it is a figure, else the highest value of its series, else ``None``."""
+    value = figure(name, record.metrics.get(name))
+    if value is not None:
+        return value
+    return max((value for _, value in series(record, name)), default=None)
 
 
 def components(record: Record) -> dict[str, str]:
@@ -86,29 +104,3 @@ def components(record: Record) -> dict[str, str]:
                 if version is not None and not isinstance(version, (dict, list)):
                     found[str(name)] = str(version)
     return found
-
-
-def scalar_metrics(record: Record) -> dict[str, float]:
-    """The plain numbers in ``metrics`` (no sweep, no nested values), for JUnit properties, JSON and the
-    history index; a bandwidth (``*_gbps``) that is no figure (zero, or busbw of one rank) is left out."""
-    found = {}
-    for name, value in record.metrics.items():
-        number = _number(value)
-        if number is None:
-            continue
-        # One rank has an algbw but no bus bandwidth: only busbw is meaningless there.
-        if name.endswith("_gbps") and (number <= 0 or (_one_rank(record) and name.startswith("busbw"))):
-            continue
-        found[name] = number
-    return found
-
-
-def record_figures(record: Record) -> dict[str, float]:
-    """What the history index keeps of a record: its plain numbers, the peak bus bandwidth among them when
-    the record has one (read from the sweep if need be), and no bandwidth where it means nothing."""
-    figures = scalar_metrics(record)
-    figures.pop("busbw_gbps", None)
-    peak = peak_busbw(record)
-    if peak is not None:
-        figures["busbw_gbps"] = peak
-    return figures

@@ -23,16 +23,6 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
-class BusbwPoint:
-    run_id: str
-    run_started: str
-    started_epoch: float
-    host: str
-    check: str
-    busbw_gbps: float
-
-
-@dataclass(frozen=True)
 class MetricPoint:
     run_id: str
     run_started: str
@@ -40,6 +30,17 @@ class MetricPoint:
     host: str
     check: str
     name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    run_id: str
+    run_started: str
+    host: str
+    check: str
+    name: str
+    bytes: int
     value: float
 
 
@@ -87,16 +88,38 @@ def query_records(conn: sqlite3.Connection, *, host: str | None, check: str | No
 
 
 def query_metric(conn: sqlite3.Connection, name: str, *, host: str | None, check: str | None,
-                 since: datetime | None) -> list[MetricPoint]:
+                 since: datetime | None, series_peak: bool = False) -> list[MetricPoint]:
     where, params = _filters(host, check, since, None)
+    values = "SELECT run_id, seq, name, value FROM metrics WHERE name = ?"
+    value_params: list[Any] = [name]
+    if series_peak:
+        # A record without the plain figure counts with the best point of its series under the same name.
+        values += (" UNION ALL SELECT s.run_id, s.seq, s.name, MAX(s.value) FROM series s WHERE s.name = ?"
+                   " AND NOT EXISTS (SELECT 1 FROM metrics x WHERE x.run_id = s.run_id AND x.seq = s.seq"
+                   " AND x.name = s.name) GROUP BY s.run_id, s.seq")
+        value_params.append(name)
     rows = conn.execute(
         "SELECT r.run_id, u.started, u.started_epoch, r.host, r.check_name, m.name, MAX(m.value)"
-        " FROM metrics m JOIN records r ON r.run_id = m.run_id AND r.seq = m.seq"
+        f" FROM ({values}) m JOIN records r ON r.run_id = m.run_id AND r.seq = m.seq"
         " JOIN runs u ON u.run_id = r.run_id"
-        f" WHERE m.name = ?{where}"
+        f" WHERE 1=1{where}"
         " GROUP BY r.run_id, r.host, r.check_name ORDER BY u.started_epoch, r.run_id, r.host, r.check_name",
-        [name, *params])
+        [*value_params, *params])
     return [MetricPoint(*row) for row in rows]
+
+
+def query_series(conn: sqlite3.Connection, name: str, *, run_id: str | None, host: str | None,
+                 check: str | None, since: datetime | None) -> list[SeriesPoint]:
+    where, params = _filters(host, check, since, None, run_id)
+    rows = conn.execute(
+        "SELECT r.run_id, u.started, r.host, r.check_name, s.name, s.bytes, MAX(s.value)"
+        " FROM series s JOIN records r ON r.run_id = s.run_id AND r.seq = s.seq"
+        " JOIN runs u ON u.run_id = r.run_id"
+        f" WHERE s.name = ?{where}"
+        " GROUP BY r.run_id, r.host, r.check_name, s.bytes"
+        " ORDER BY u.started_epoch, r.run_id, r.host, r.check_name, s.bytes",
+        [name, *params])
+    return [SeriesPoint(*row) for row in rows]
 
 
 def query_drains(conn: sqlite3.Connection, *, host: str | None, since: datetime | None) -> list[DrainEntry]:

@@ -55,12 +55,12 @@ from pathlib import Path
 
 from ..errors import InventoryError
 from ..paths import project_root
+from ..yamlfile import MarkedDict, read_text
 from .build import build_inventory, display_path, merge_layers
 from .draft import Draft
 from .ini_format import parse_ini
 from .model import Group, Host, Inventory
-from .yaml_format import looks_like_ansible, parse_yaml, parse_yaml_data
-from .yamlmarks import MarkedDict, load_marked, read_text
+from .yaml_format import load_inventory_yaml, looks_like_ansible, parse_yaml, parse_yaml_data
 
 __all__ = ["Group", "Host", "Inventory", "load_inventory", "merge_layers", "resolve_inventory_path"]
 
@@ -134,7 +134,7 @@ def _available_hint(folder: Path) -> str:
 
 
 def _parse(path: Path, display: str) -> Draft:
-    text = read_text(path, display)
+    text = read_text(path, display, error=InventoryError)
     suffix = path.suffix.lower()
     if suffix in (".yml", ".yaml", ".json"):
         return parse_yaml(text, display)
@@ -142,7 +142,7 @@ def _parse(path: Path, display: str) -> Draft:
         return parse_ini(text, display)
     # No telling suffix and no [section]: Ansible's `hosts` file of bare host lines, or YAML.
     try:
-        data = load_marked(text, display)
+        data = load_inventory_yaml(text, display)
     except InventoryError:
         return parse_ini(text, display)
     if isinstance(data, MarkedDict) and (looks_like_ansible(data) or {"vars", "hosts", "groups"} & set(data)):

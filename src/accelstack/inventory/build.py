@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InventoryError
+from ..yamlfile import MarkedDict, read_text
 from .draft import CONNECTION_KEYS, Draft, Layer, normalized
 from .model import Group, Host, Inventory
-from .yamlmarks import MarkedDict, load_marked_file
+from .yaml_format import load_inventory_yaml
 
 CONNECTION_FIELDS = frozenset(CONNECTION_KEYS.values())
 # Ansible's own transports that are ssh by another name; anything else (docker, winrm, ...) we cannot drive.
@@ -193,7 +194,7 @@ class _VarsFiles:
         if path in self.cache:
             return self.cache[path]
         display = display_path(path)
-        data = load_marked_file(path, display)
+        data = load_inventory_yaml(read_text(path, display, error=InventoryError), display)
         layer = Layer(where=f"{display}:1")
         if data is not None:
             if not isinstance(data, MarkedDict):

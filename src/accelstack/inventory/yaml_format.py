@@ -19,17 +19,29 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InventoryError
+from ..yamlfile import MarkedDict, MarkedList, load_marked
 from .draft import Draft, Layer
 from .ranges import RangeError, expand_range, has_range, split_port_suffix
-from .yamlmarks import MarkedDict, MarkedList, load_marked
 
 NATIVE_KEYS = frozenset({"vars", "hosts", "groups"})
 GROUP_KEYS = frozenset({"hosts", "children", "vars"})
 
 
+def load_inventory_yaml(text: str, display: str) -> Any:
+    """One YAML document of an inventory (or a vars file): errors are :class:`InventoryError` at file:line."""
+    return load_marked(text, display, error=InventoryError, hint_for=_range_hint)
+
+
+def _range_hint(problem: str) -> str | None:
+    if "but got '['" in problem:
+        # The usual cause: `hosts: [node[01:08]]`, where YAML reads the range's brackets as a nested list.
+        return 'quote a host range inside [...] or {...}: ["node[01:08]"]'
+    return None
+
+
 def parse_yaml(text: str, display: str) -> Draft:
     """A YAML inventory's text -> :class:`Draft` (either form); ``display`` names the file in errors."""
-    return parse_yaml_data(load_marked(text, display), display)
+    return parse_yaml_data(load_inventory_yaml(text, display), display)
 
 
 def looks_like_ansible(data: Any) -> bool:

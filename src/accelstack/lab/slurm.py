@@ -171,7 +171,7 @@ class SlurmLab:
         """The host's node file, rendered from the template provisioning uses, with the lab's vars (this
         machine's python has torch; the host's own network interface carries gloo)."""
         from ..paths import project_root
-        from ..provision.render import render_template, template_environment
+        from ..provision.templating import render_template, template_environment
         from ..stacks import load_stack
 
         the_stack = load_stack(stack)

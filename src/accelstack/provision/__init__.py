@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from .apply import ProvisionOptions, failed_hosts_of_last_run, gather, plan_all, prepare, provision
+from .apply import ProvisionOptions, failed_hosts_of_last_run, plan_all, prepare, provision, survey
 from .artifacts import Artifact, ArtifactError, ArtifactRepository, parse_manifest, write_manifest
 from .plan import HostPlan, Planner, cluster_context
 from .roles import Role, load_roles, select_roles
@@ -15,6 +15,6 @@ from .steps import Change, HostView, PlanProblem
 
 __all__ = [
     "Artifact", "ArtifactError", "ArtifactRepository", "Change", "HostPlan", "HostView", "PlanProblem", "Planner",
-    "ProvisionOptions", "Role", "cluster_context", "failed_hosts_of_last_run", "gather", "load_roles",
-    "parse_manifest", "plan_all", "prepare", "provision", "select_roles", "write_manifest",
+    "ProvisionOptions", "Role", "cluster_context", "failed_hosts_of_last_run", "load_roles",
+    "parse_manifest", "plan_all", "prepare", "provision", "select_roles", "survey", "write_manifest",
 ]

@@ -1,4 +1,4 @@
-"""Provisioning a fleet: gather (facts + one state command per host), plan (pure), apply, reboot.
+"""Provisioning a fleet: survey (facts + one state command per host), plan (pure), apply, reboot.
 
 Round trips per host on a converged fleet: one, the facts probe with the state command in the same shell line
 (as ``inv facts`` has one); a second only when the facts ask for state the first did not cover (a step whose
@@ -52,7 +52,9 @@ class ProvisionOptions:
 
 
 @dataclass
-class Gathered:
+class HostSurvey:
+    """What a host is before anything is applied: its facts and the remote state its steps check."""
+
     facts: Facts
     state: RemoteState
     state_s: float  # seconds in state round trips after the probe's (0 when the state rode with the probe)
@@ -128,11 +130,11 @@ def probe_and_state(transport: Transport, options: ProbeOptions, query: StateQue
     return facts, parse_state(state_text)
 
 
-def gather(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Gathered | AccelstackError]:
+def survey(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, HostSurvey | AccelstackError]:
     """Facts and state for every host, on one connection: the probe and the state command in one round trip,
     then a top-up state command only for what the facts added to the query."""
 
-    def work(transport: Transport) -> Gathered:
+    def work(transport: Transport) -> HostSurvey:
         name = transport.host.name
         ctx = prepared.contexts[name]
         options = probe_options_for(transport.host, ctx)
@@ -148,9 +150,9 @@ def gather(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Gat
         if rest is not None:
             result = transport.run(state_command(rest), timeout=STATE_TIMEOUT)
             state.merge(parse_state(result.stdout), rest)
-        return Gathered(facts, state, time.monotonic() - began)
+        return HostSurvey(facts, state, time.monotonic() - began)
 
-    out: dict[str, Gathered | AccelstackError] = {}
+    out: dict[str, HostSurvey | AccelstackError] = {}
     for outcome in fleet.map(hosts, work):
         if outcome.value is not None:
             out[outcome.host.name] = outcome.value
@@ -159,13 +161,13 @@ def gather(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Gat
     return out
 
 
-def plan_all(hosts: list[Host], prepared: Prepared, gathered: dict[str, Gathered | AccelstackError]
+def plan_all(hosts: list[Host], prepared: Prepared, surveyed: dict[str, HostSurvey | AccelstackError]
              ) -> dict[str, HostPlan]:
     """Pure: the cluster context from everyone's facts and state, then each host's plan."""
     members = []
     for host in hosts:
-        got = gathered.get(host.name)
-        if isinstance(got, Gathered):
+        got = surveyed.get(host.name)
+        if isinstance(got, HostSurvey):
             ctx = prepared.contexts[host.name]
             members.append(ClusterMember(host.name, host.address, ctx.stack.vendor, got.facts, got.state, ctx.vars))
     cluster = cluster_context(members)
@@ -179,7 +181,7 @@ def plan_all(hosts: list[Host], prepared: Prepared, gathered: dict[str, Gathered
     return plans
 
 
-def check_record(plan: HostPlan, gathered: Gathered) -> Record:
+def check_record(plan: HostPlan, surveyed: HostSurvey) -> Record:
     if plan.problems:
         return Record(host=plan.host, check=CHECK, status="error", summary="; ".join(plan.problems),
                       evidence={"plan": plan.to_dict()},
@@ -190,7 +192,7 @@ def check_record(plan: HostPlan, gathered: Gathered) -> Record:
     return Record(host=plan.host, check=CHECK, status="pass", summary=summary,
                   metrics={"changes": len(plan.changes), "bytes_to_transfer": plan.bytes_to_transfer,
                            "reboot": plan.reboot},
-                  evidence={"plan": plan.to_dict(), "state_s": round(gathered.state_s, 3)})
+                  evidence={"plan": plan.to_dict(), "state_s": round(surveyed.state_s, 3)})
 
 
 # ----- apply ---------------------------------------------------------------------------------------------
@@ -314,16 +316,16 @@ def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
     """The whole run. Records go to ``on_record`` as they happen; returns the plans (for --check output)."""
     prepared = prepared or prepare(hosts, options)
     started = time.monotonic()
-    gathered = gather(fleet, hosts, prepared)
-    plans = plan_all(hosts, prepared, gathered)
+    surveyed = survey(fleet, hosts, prepared)
+    plans = plan_all(hosts, prepared, surveyed)
     by_name = {h.name: h for h in hosts}
-    for name, got in gathered.items():
-        if not isinstance(got, Gathered):
+    for name, got in surveyed.items():
+        if not isinstance(got, HostSurvey):
             on_record(error_record(name, CHECK, got, time.monotonic() - started))
     if options.check_only:
         for name in (h.name for h in hosts):
             if name in plans:
-                on_record(check_record(plans[name], gathered[name]))  # type: ignore[arg-type]
+                on_record(check_record(plans[name], surveyed[name]))  # type: ignore[arg-type]
         return plans
     outcomes: dict[str, HostOutcome] = {}
     durations: dict[str, float] = {}
@@ -334,7 +336,7 @@ def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
         if plan is None:
             continue
         if plan.problems:
-            on_record(check_record(plan, gathered[host.name]))  # type: ignore[arg-type]
+            on_record(check_record(plan, surveyed[host.name]))  # type: ignore[arg-type]
             failed.add(host.name)
         else:
             outcomes[host.name] = HostOutcome()
@@ -342,13 +344,13 @@ def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
                 to_apply.append(host)
     _apply_pass(fleet, to_apply, plans, prepared, outcomes, durations, failed, on_record)
     # Installers change the facts the cluster files are rendered from (device count, hccn device IPs): once
-    # anything was installed, gather again and bring the rendered files up to date, so the next run is a no-op.
+    # anything was installed, survey again and bring the rendered files up to date, so the next run is a no-op.
     installed = any(c.kind in ("installer", "pip") for h in to_apply if h.name not in failed
                     for c in plans[h.name].changes)
     if installed:
         healthy = [h for h in hosts if h.name in outcomes and h.name not in failed]
-        regathered = gather(fleet, healthy, prepared)
-        replans = plan_all(healthy, prepared, regathered)
+        resurveyed = survey(fleet, healthy, prepared)
+        replans = plan_all(healthy, prepared, resurveyed)
         again = [h for h in healthy if h.name in replans and replans[h.name].changes
                  and not replans[h.name].problems]
         _apply_pass(fleet, again, replans, prepared, outcomes, durations, failed, on_record)

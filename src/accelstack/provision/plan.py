@@ -18,7 +18,10 @@ from ..errors import AccelstackError, ConfigError
 from ..facts import Facts
 from ..paths import project_root
 from .artifacts import Artifact
-from .render import (
+from .roles import HandlerSpec, Role, StepSpec
+from .state import RemoteState, StateQuery
+from .steps import STEP_KINDS, Change, HostView, PlanProblem
+from .templating import (
     RankTableServer,
     build_rank_table,
     check_collective_settings,
@@ -28,9 +31,6 @@ from .render import (
     render_template,
     template_environment,
 )
-from .roles import HandlerSpec, Role, StepSpec
-from .state import RemoteState, StateQuery
-from .steps import STEP_KINDS, Change, HostView, PlanProblem
 
 _WHOLE_EXPRESSION = re.compile(r"^\{\{\s*(.+?)\s*\}\}$", re.DOTALL)
 

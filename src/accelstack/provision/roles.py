@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, StackError
 from ..paths import project_root
-from ..stacks._yaml import MarkedDict, MarkedList, load_marked
+from ..yamlfile import MarkedDict, MarkedList, load_marked_file
+from .steps import STEP_KINDS  # the step kinds that exist are the ones steps.py implements, one list
 
-STEP_KINDS = ("installer", "pip", "template", "user", "package", "command")
 HANDLER_KINDS = ("reboot", "command")
 _COMMON_STEP_KEYS = {"name", "kind", "when", "notify", "component"}
 
@@ -91,7 +91,7 @@ def _names(value: Any, where: str, what: str) -> tuple[str, ...]:
 
 
 def _load_optional(path: Path) -> Any:
-    return load_marked(path) if path.is_file() else None
+    return load_marked_file(path, error=StackError) if path.is_file() else None
 
 
 def load_role(path: Path) -> Role:

@@ -8,7 +8,7 @@ Device IPs come from ``/etc/hccn.conf`` (``address_<id>``/``netmask_<id>``), whe
 persists them and where HCCL's rank-table docs take ``device_ip`` from; ``hccn_tool -i N -ip -g`` is asked only
 for a device the file does not list. The file is one ``cat``; the tool is a DCMI call of tens of ms per device.
 
-The command usually runs in the same round trip as the facts probe (``apply.gather``): the query is then built
+The command usually runs in the same round trip as the facts probe (``apply.survey``): the query is then built
 before the facts are known (:meth:`StateQuery.missing`) and topped up afterwards only if the facts ask for more.
 """
 

@@ -19,8 +19,8 @@ from ..stacks import Stack
 from ..stacks.versions import VersionError, versions_match
 from ..transport.connection import Transport
 from .artifacts import Artifact, remote_path
-from .render import atomic_write_command, sha256_text
 from .state import REBOOT_MARKER, RemoteState, StateQuery
+from .templating import atomic_write_command, sha256_text
 
 INSTALL_TIMEOUT = 1800.0
 PIP_TIMEOUT = 1800.0

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from ..history import parse_timestamp
-from ..history.metrics import sweep
+from ..results.figures import sweep
 from ..results.records import SEVERITY
 from .model import ReportData, cells, summary, verdict
 from .svg import Series, line_chart

@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from ..history.metrics import scalar_metrics
+from ..results.figures import scalar_metrics
 from ..results.records import Record
 from .model import ReportData, cells
 from .prom import one_rank

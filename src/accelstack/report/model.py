@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
-from ..history import BusbwPoint, History
+from ..history import History
 from ..history.metrics import CLUSTER_HOST
 from ..results.baseline import (
     VALIDATION_KINDS,
@@ -22,6 +22,7 @@ from ..results.baseline import (
     load_baseline,
     needs_rerun,
 )
+from ..results.figures import BusbwPoint, busbw_history
 from ..results.records import SEVERITY, STATUSES, Record, read_run, runs_dir, utc_now
 
 
@@ -177,7 +178,7 @@ def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_
                                                   attempted={r.host for r in regressions if needs_rerun(r)})
             baseline_run = held.describe()
     with History(base) as history:
-        points = history.busbw_history()
+        points = busbw_history(history)
     return ReportData(run_id=folder.name, records=records, meta=read_meta(folder), regressions=regressions,
                       baseline_run=baseline_run, busbw_history=points)
 

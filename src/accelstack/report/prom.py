@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..history import parse_timestamp
-from ..history.metrics import peak_busbw
+from ..results.figures import peak_busbw
 from ..results.records import SEVERITY
 from .model import ReportData, cells, host_status
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from ..history.metrics import components, peak_busbw, sweep
+from ..history.metrics import components
+from .figures import peak_busbw, sweep
 from .records import Record, runs_dir, utc_now
 
 BASELINE_FILE = "baseline.json"

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from .. import paths as project_paths
 from ..errors import StackError
-from ._yaml import MarkedDict, MarkedList, load_marked
+from ..yamlfile import MarkedDict, MarkedList, load_marked_file
 from .model import VENDORS, Stack
 from .versions import VersionError, in_minor_range, local_tag, parse_version, public, release_prefix
 
@@ -307,7 +307,7 @@ class _Reader:
 
 
 def _load_file(path: Path, matrix: Matrix) -> None:
-    data = load_marked(path)
+    data = load_marked_file(path, error=StackError)
     if not isinstance(data, MarkedDict):
         raise StackError("a compat file must be a mapping of tables", where=f"{path}:1")
     for key in data:

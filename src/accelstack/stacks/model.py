@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 
 from .. import paths as project_paths
 from ..errors import StackError
-from ._yaml import MarkedDict, MarkedList, load_marked
+from ..yamlfile import MarkedDict, MarkedList, load_marked_file
 from .versions import MATCH_MODES, MatchMode, VersionError, parse_version
 
 Vendor = Literal["ascend", "nvidia", "cpu"]
@@ -252,7 +252,7 @@ def _resolve(name_or_path: str | Path, root: Path | None) -> Path:
 def load_stack(name_or_path: str | Path, root: Path | None = None, *, check_name: bool = True) -> Stack:
     """A stack by name (``stacks/<name>.yml`` under the project root) or by path."""
     path = _resolve(name_or_path, root)
-    return parse_stack(load_marked(path), path, check_name=check_name)
+    return parse_stack(load_marked_file(path, error=StackError), path, check_name=check_name)
 
 
 def stack_names(root: Path | None = None) -> list[str]:

@@ -18,7 +18,6 @@ from ..errors import ConfigError
 from ..fleetcheck import FleetReporter
 from ..fleetcheck import fleet_check as run_fleet_check
 from ..history import History, parse_since
-from ..history.metrics import peak_busbw
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
 from ..report.model import RERUN_FILE
 from ..results.baseline import (
@@ -33,6 +32,7 @@ from ..results.baseline import (
     load_baseline,
     save_baseline,
 )
+from ..results.figures import peak_busbw
 from ..results.output import status_text
 from ..results.records import Record, read_run
 from .common import (

@@ -22,7 +22,8 @@ ENV_FILE = "/etc/profile.d/accelstack.sh"
 SYSTEM_PYTHON = "python3"
 
 
-def bundle(folder: Path) -> tuple[str, list[Path]]:
+def validator_scripts(folder: Path) -> tuple[str, list[Path]]:
+    """The validator scripts in a folder and one hash over their names and contents (the remote folder's name)."""
     scripts = sorted(folder.glob("*.py"))
     digest = hashlib.sha256()
     for script in scripts:
@@ -36,7 +37,7 @@ def remote_dir(content_hash: str) -> str:
 
 def ensure_uploaded(transport: Transport, folder: Path) -> tuple[str, bool]:
     """The remote folder holding this version of the validators, and whether this call uploaded it."""
-    content_hash, scripts = bundle(folder)
+    content_hash, scripts = validator_scripts(folder)
     target = remote_dir(content_hash)
     marker = f"{target}/.complete"
     if transport.run(f"test -f {shlex.quote(marker)}", timeout=30).ok:

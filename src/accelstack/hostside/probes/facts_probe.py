@@ -376,7 +376,7 @@ def load_options(argv):
     return options, errors
 
 
-def gather(options):
+def read_host(options):
     timeout = options["timeout"]
     sections = {}
     files = {}
@@ -443,7 +443,7 @@ def main(argv):
         options, errors = load_options(argv)
         doc["options"] = options
         doc["errors"].extend(errors)
-        doc["sections"], doc["files"] = gather(options)
+        doc["sections"], doc["files"] = read_host(options)
     except BaseException as exc:  # the probe's contract: always one JSON document
         doc["errors"].append("probe failed: %s: %s" % (type(exc).__name__, exc))
     try:

@@ -1,4 +1,4 @@
-"""Rendered files: jinja2 with StrictUndefined, checksums to compare, atomic writes on the host.
+"""Templated files: jinja2 with StrictUndefined, checksums to compare, atomic writes on the host.
 
 The env file, the HCCL rank table, the hostfile and the torchrun launcher are rendered here on the control
 side; the host gets a file only when its sha256 differs from what is there, written beside the target and

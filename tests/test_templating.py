@@ -1,4 +1,4 @@
-"""Rendering: StrictUndefined, the atomic write line, collective settings against facts, the rank table."""
+"""Templating: StrictUndefined, the atomic write line, collective settings against facts, the rank table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from accelstack.errors import TemplateError
 from accelstack.facts import AscendFacts, Facts, Interface, NpuChip
-from accelstack.provision.render import (
+from accelstack.provision.templating import (
     RankTableServer,
     atomic_write_command,
     build_rank_table,

@@ -1,14 +1,19 @@
 """YAML read with ``safe_load`` semantics, keeping the line of every mapping key and sequence item.
 
-Inventory errors must name the file and line, and plain ``yaml.safe_load`` forgets where things were. The
-loader here is a :class:`yaml.SafeLoader` subclass: the same tags, the same types, nothing unsafe; mappings
-come back as :class:`MarkedDict` and sequences as :class:`MarkedList`, which are a ``dict`` and a ``list``
-with line numbers attached. Duplicate keys in one mapping are an error (YAML says keys are unique; PyYAML
-would silently keep the last, which hides a host or a group defined twice).
+Inventories, stacks, compat matrices, roles and node-check configs all name ``file:line`` in their errors, and
+plain ``yaml.safe_load`` forgets where things were. The loader here is a :class:`yaml.SafeLoader` subclass: the
+same tags, the same types, nothing unsafe; mappings come back as :class:`MarkedDict` and sequences as
+:class:`MarkedList`, a ``dict`` and a ``list`` with line numbers attached. Duplicate keys in one mapping are an
+error (YAML says keys are unique; PyYAML would silently keep the last, which hides a host defined twice or lets
+a second ``torch:`` pin win without anyone noticing).
+
+Every error is raised as the caller's own :class:`~accelstack.errors.ConfigError` subclass (``InventoryError``
+for inventories, ``StackError`` for stacks), so a message reads the same wherever the file came from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, SequenceNode
 
-from ..errors import InventoryError
+from .errors import ConfigError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -45,14 +50,15 @@ class MarkedList(list[Any]):
         self.item_lines: list[int] = []
 
     def line_of(self, index: int) -> int:
-        return self.item_lines[index] if index < len(self.item_lines) else self.line
+        """The line of item ``index``, else the line of the sequence itself."""
+        return self.item_lines[index] if 0 <= index < len(self.item_lines) else self.line
 
 
 class MarkedLoader(yaml.SafeLoader):
     """``SafeLoader`` that builds :class:`MarkedDict` and :class:`MarkedList`."""
 
 
-def _construct_mapping(loader: MarkedLoader, node: MappingNode) -> MarkedDict:
+def _construct_mapping(loader: Any, node: MappingNode) -> MarkedDict:
     own_keys = {id(key) for key, _ in node.value if key.tag != _MERGE_TAG}
     loader.flatten_mapping(node)
     result = MarkedDict()
@@ -79,7 +85,7 @@ def _construct_mapping(loader: MarkedLoader, node: MappingNode) -> MarkedDict:
     return result
 
 
-def _construct_sequence(loader: MarkedLoader, node: SequenceNode) -> MarkedList:
+def _construct_sequence(loader: Any, node: SequenceNode) -> MarkedList:
     result = MarkedList(loader.construct_object(child, deep=True) for child in node.value)
     result.line = node.start_mark.line + 1
     result.item_lines = [child.start_mark.line + 1 for child in node.value]
@@ -99,9 +105,16 @@ if _CSafeLoader is not None:
     FastMarkedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
     FastMarkedLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
+Hint = Callable[[str], "str | None"]
 
-def load_marked(text: str, display: str) -> Any:
-    """Parse one YAML document; a syntax error becomes an :class:`InventoryError` at ``display:line``."""
+
+def load_marked(text: str, display: str, *, error: type[ConfigError] = ConfigError,
+                hint_for: Hint | None = None) -> Any:
+    """Parse one YAML document; a syntax error or a duplicate key is an ``error`` at ``display:line``.
+
+    ``hint_for`` turns the problem's text into a hint for the person, or ``None``: an inventory knows that
+    ``but got '['`` usually means an unquoted host range, a stack does not.
+    """
     if FastMarkedLoader is not None:
         try:
             # Not an unsafe load: a CSafeLoader with two constructors replaced.
@@ -119,24 +132,24 @@ def load_marked(text: str, display: str) -> Any:
             # The context often points at the real culprit: the unclosed bracket, the mapping being built.
             at = f" at line {err.context_mark.line + 1}" if err.context_mark is not None else ""
             problem = f"{problem} ({err.context}{at})"
-        hint = None
-        if "but got '['" in problem:
-            # The usual cause: `hosts: [node[01:08]]`, where YAML reads the range's brackets as a nested list.
-            hint = 'quote a host range inside [...] or {...}: ["node[01:08]"]'
-        raise InventoryError(f"invalid YAML: {problem}", where=f"{display}:{line}", hint=hint) from None
+        hint = hint_for(problem) if hint_for is not None else None
+        raise error(f"invalid YAML: {problem}", where=f"{display}:{line}", hint=hint) from None
     except yaml.YAMLError as err:
-        raise InventoryError(f"invalid YAML: {err}", where=display) from None
+        raise error(f"invalid YAML: {err}", where=display) from None
 
 
-def load_marked_file(path: Path, display: str) -> Any:
-    """:func:`load_marked` on a file's text; an unreadable file is an :class:`InventoryError` too."""
-    return load_marked(read_text(path, display), display)
-
-
-def read_text(path: Path, display: str) -> str:
+def read_text(path: Path, display: str, *, error: type[ConfigError] = ConfigError) -> str:
+    """A file's UTF-8 text; an unreadable or undecodable file is an ``error`` naming ``display``."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise InventoryError(f"not UTF-8 text ({err.reason} at byte {err.start})", where=display) from None
+        raise error(f"not UTF-8 text ({err.reason} at byte {err.start})", where=display) from None
     except OSError as err:
-        raise InventoryError(f"cannot read: {err.strerror or err}", where=display) from None
+        raise error(f"cannot read: {err.strerror or err}", where=display) from None
+
+
+def load_marked_file(path: Path, display: str | None = None, *, error: type[ConfigError] = ConfigError,
+                     hint_for: Hint | None = None) -> Any:
+    """:func:`load_marked` on a file's text; ``display`` (the path itself by default) names it in errors."""
+    where = str(path) if display is None else display
+    return load_marked(read_text(path, where, error=error), where, error=error, hint_for=hint_for)
