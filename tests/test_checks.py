@@ -189,6 +189,16 @@ def test_help_lists_every_check_in_its_tier() -> None:
     assert validate.help["tier"] == text and validate.help["only"] == only_help(REGISTRY)
 
 
+def test_node_check_help_lists_the_host_checks_of_its_two_tiers() -> None:
+    from accelstack.tasks.nodecheck import node_check
+
+    host = [v for v in REGISTRY if v.scope == "host"]
+    assert node_check.help["tier"] == tier_help(host, tiers=("quick", "standard"), default="quick")
+    assert node_check.help["tier"].startswith("quick (") and "full" not in node_check.help["tier"]
+    assert "multinode" not in node_check.help["only"] and "clock" not in node_check.help["only"]
+    assert "devices" in node_check.help["only"] and "storage" in node_check.help["only"]
+
+
 def test_the_readme_table_is_what_the_declarations_give() -> None:
     text = README.read_text(encoding="utf-8")
     assert with_readme_table(text, readme_table(REGISTRY)) == text, (
