@@ -22,7 +22,8 @@ Layout: ``tests/data/outcomes/<check>/`` holds
                 "evidence": {"key": value}}}    # a subset of the record's evidence
 
 Kinds (what the control side does with it is what ``accelstack.validate.host.run_script`` does: the document is
-parsed, every check becomes a record with :func:`to_record` and is judged with :func:`refine`):
+parsed, every check becomes a record with :func:`to_record` and is judged with :func:`refine` by its check's declared
+judge):
 
 * ``script``: run the registry's script ``<validator>.py`` as the run does, through :func:`command_for` (the same shell
   line, ``timeout`` included, without sourcing the host's env file), with ``config`` as its JSON argument.
@@ -81,7 +82,7 @@ from accelstack.results.records import STATUSES, Record
 from accelstack.stacks import drift, load_matrix, load_stack
 from accelstack.validate.cluster import judge_clock
 from accelstack.validate.device_floors import load_device_floors
-from accelstack.validate.registry import all_checks, load_registry
+from accelstack.validate.registry import all_checks, judge_for, load_registry
 from accelstack.validate.remote import command_for
 from accelstack.validate.results import (
     host_error_record,
@@ -179,7 +180,8 @@ def judge_output(stdout: str, stderr: str, exit_status: int, command: str, confi
         return [unparsable_record(HOST, check, command=command, stdout=stdout, stderr=stderr,
                                   exit_status=exit_status, inventory=config.get("inventory"))]
     records = [to_record(HOST, item, command=command, stdout=stdout, stderr=stderr) for item in items]
-    return [refine(record, config, load_thresholds()) for record in records]
+    registry = load_registry()
+    return [refine(record, config, load_thresholds(), judge_for(registry, record.check)) for record in records]
 
 
 def case_config(case: dict[str, Any], places: dict[str, str]) -> dict[str, Any]:
@@ -227,7 +229,7 @@ def run_script(case: dict[str, Any], check: str, tmp_path: Path, places: dict[st
         if limit is not None:
             resource.setrlimit(resource.RLIMIT_MEMLOCK, (int(limit), int(limit)))
 
-    scripts = {v.script.stem: v.script for v in load_registry() if v.script is not None}
+    scripts = {v.path.stem: v.path for v in load_registry() if v.path is not None}
     if case["validator"] not in scripts:
         pytest.fail(f"no validator script {case['validator']!r} in the registry: {sorted(scripts)}")
     script = str(scripts[case["validator"]])
@@ -364,7 +366,7 @@ def test_every_registry_check_has_an_outcome_table_or_says_why_not() -> None:
     units = set()
     for validator in registry:
         for check in validator.checks:
-            units |= records_of(check, validator.script) or {check}
+            units |= records_of(check, validator.path) or {check}
     assert {"devices", "versions", "clock", "memory.shm", "health.ecc", "perf.copy"} <= units  # it was read
     folders = {p.name for p in OUTCOMES.iterdir() if p.is_dir()}
     exempt = {u for u in units if u in NO_TABLE_YET or u.split(".")[0] in NO_TABLE_YET}

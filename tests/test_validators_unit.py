@@ -25,7 +25,6 @@ from accelstack.validate import (
     load_registry,
     load_thresholds,
     parse_document,
-    parse_header,
     ring_rounds,
     select,
     to_record,
@@ -115,7 +114,7 @@ def test_bandwidth_judgement_on_a_record() -> None:
 
 # ----- registry -----
 
-def test_registry_reads_every_script_header() -> None:
+def test_registry_reads_every_declaration() -> None:
     registry = load_registry(VALIDATORS)
     checks = {c for v in registry for c in v.checks}
     assert {"devices", "versions", "libraries", "env", "topology", "memory", "storage", "collective_init",
@@ -133,10 +132,10 @@ def test_registry_reads_every_script_header() -> None:
         select(registry, "extreme")
 
 
-def test_header_errors_name_the_file_and_line(tmp_path: Path) -> None:
-    assert parse_header("# just a comment", tmp_path / "x.py", 1) is None
-    with pytest.raises(ConfigError, match="x.py:2"):
-        parse_header("# accelstack-validator: check=a tier=sometimes", tmp_path / "x.py", 2)
+def test_a_wrong_declaration_is_refused_naming_its_module(tmp_path: Path) -> None:
+    (tmp_path / "x.py").write_text("from . import Check\nCHECKS = (Check(('a',), 'sometimes', help='a'),)\n")
+    with pytest.raises(ConfigError, match=r"x\.py.*tier='sometimes' is not one of quick"):
+        load_registry(VALIDATORS, tmp_path)
 
 
 def test_command_quotes_the_config_and_bounds_the_time(tmp_path: Path) -> None:
@@ -376,7 +375,7 @@ def test_hccn_is_registered_quick_with_the_system_python() -> None:
     registry = load_registry(VALIDATORS)
     by_check = {c: v for v in registry for c in v.checks}
     assert by_check["hccn"].tier == "quick" and by_check["hccn"].python == "system"
-    assert by_check["hccn"].script == VALIDATORS / "network.py"
+    assert by_check["hccn"].path == VALIDATORS / "network.py"
     assert {c for v in select(registry, "quick") for c in v.checks} >= {"hccn", "devices"}
     assert [v.name for v in select(registry, "full", {"hccn"})] == ["hccn"]
 

@@ -65,7 +65,7 @@ class Signature:
     patterns: tuple[re.Pattern[str], ...]
     explanation: str
     remedy: str
-    confirm_with: str
+    confirm_with: str  # a check declared (validate/checks/) to confirm this cause; tests/test_checks.py holds it
     priority: int
     source: str
     symptom: bool = False

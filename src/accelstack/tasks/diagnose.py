@@ -20,11 +20,11 @@ from rich.console import Console
 
 from ..errors import ConfigError
 from ..results.output import records_table
-from ..results.records import Record
 from .common import AccelstackTask, boundary
 
 if TYPE_CHECKING:
     from ..diagnose import Diagnosis
+    from ..diagnose.confirm import Confirmation
 
 HELP = {
     "log": "a log file, a job folder or a .tar(.gz) of one (one bare LOG, more with repeated -l/--log; plain or "
@@ -35,36 +35,13 @@ HELP = {
     "help": "show this help (-h too: a task flag here, or invoke would read it as the positional LOG)",
 }
 
-# A catalog entry names the validator that confirms it; these are the checks that validator produces.
-CONFIRM_CHECKS: dict[str, tuple[str, ...]] = {
-    "collective": ("collective_init", "allreduce"),
-    "devices": ("devices",),
-    "env": ("env",),
-    "hccn": ("hccn",),
-    "libraries": ("libraries",),
-    "memory": ("memory",),
-    "storage": ("storage",),
-    "versions": ("versions",),
-}
-
-
-def confirm_on_host(diagnosis: Diagnosis, inventory: str | None, host: str) -> list[Record]:
-    """Run the validators that would confirm the findings, on one host; their records, as validate gives them."""
-    from ..validate import validate_inventory  # the validation layer is only needed with --host
-
-    checks = {check for name in diagnosis.confirm_validators() for check in CONFIRM_CHECKS.get(name, (name,))}
-    if not checks:
-        return []
-    return validate_inventory(inventory, limit=host, only=checks, tier="full")
-
-
-def diagnosis_document(diagnosis: Diagnosis, host: str | None,
-                       confirmed: list[Record] | None = None) -> dict[str, Any]:
+def diagnosis_document(diagnosis: Diagnosis, confirmation: Confirmation | None = None) -> dict[str, Any]:
     """The JSON document the task prints: findings, plus what was confirmed on which host."""
     document = diagnosis.to_dict()
-    if host:
-        document["confirm"] = {"host": host, "validators": diagnosis.confirm_validators(),
-                               "records": [r.to_dict() for r in confirmed or []]}
+    if confirmation is not None:
+        document["confirm"] = {"host": confirmation.host, "validators": diagnosis.confirm_validators(),
+                               "checks": confirmation.checks,
+                               "records": [r.to_dict() for r in confirmation.records]}
     return document
 
 
@@ -143,14 +120,18 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     diagnosis = diagnose_paths(paths)
     for note in diagnosis.truncated:
         print(f"warning: {note}", file=sys.stderr)
-    confirmed = confirm_on_host(diagnosis, inventory, host) if host and diagnosis.findings else []
+    confirmation = None
+    if host:
+        from ..diagnose.confirm import Confirmation, confirm_on_host  # validation is only needed with --host
+
+        confirmation = confirm_on_host(diagnosis, inventory, host) if diagnosis.findings else Confirmation(host, [])
     if json:
-        print(jsonlib.dumps(diagnosis_document(diagnosis, host, confirmed), indent=2))
+        print(jsonlib.dumps(diagnosis_document(diagnosis, confirmation), indent=2))
     else:
         console = Console()
         console.print(render_diagnosis(diagnosis))
-        if confirmed:
-            console.print(records_table(confirmed, title=f"confirmed on {host}"))
+        if confirmation is not None and confirmation.records:
+            console.print(records_table(confirmation.records, title=f"confirmed on {host}"))
     return diagnosis.exit_code
 
 

@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..validate import checks, registry
 from .common import boundary, task
 
+# The help comes from the check declarations (validate/checks/): the host-scope ones are the node's.
+HOST_CHECKS = [check for check in registry.load_registry() if check.scope == "host"]
 
-@task(help={"tier": "quick (devices, versions, libraries, env, collective init; default) or standard (+ topology, "
-                    "memory, storage, single-node allreduce/allgather)",
-            "only": "comma-separated checks to run whatever the tier, e.g. env,devices",
+
+@task(help={"tier": checks.tier_help(HOST_CHECKS, tiers=("quick", "standard"), default="quick"),
+            "only": checks.only_help(HOST_CHECKS),
             "json": "print JSON Lines records on stdout instead of a table",
             "drain": "on a fail, drain this node: scontrol update nodename=NODE state=drain "
                      "reason=\"accelstack: CHECK: SUMMARY\" (an error never drains)",

@@ -9,6 +9,7 @@ from ..inventory import load_inventory
 from ..results.output import Reporter
 from ..results.records import RunWriter
 from ..transport.fanout import RunInterrupted
+from ..validate import checks, registry
 from .common import (
     HELP_COMMON,
     boundary,
@@ -20,12 +21,13 @@ from .common import (
     task,
 )
 
+# The help comes from the check declarations (validate/checks/): a new check shows up here by itself.
+DECLARED = registry.load_registry()
+
 
 @task(help={**HELP_COMMON,
-            "tier": "quick (devices, versions, libraries, env, clock, init, device health), standard (+ "
-                    "topology, memory, storage, device perf, allreduce/allgather, ports, multi-node; default) or "
-                    "full (bigger sweeps)",
-            "only": "comma-separated checks to run whatever the tier, e.g. devices,allreduce,multinode",
+            "tier": checks.tier_help(DECLARED),
+            "only": checks.only_help(DECLARED),
             "deadline": "seconds after which the multi-node run is killed on every host " + default_text("deadline"),
             "engine": "ssh (default) or slurm: host checks on every node of a partition with one srun, no SSH",
             "partition": "--engine slurm: the partition (default: Slurm's default)",
@@ -39,9 +41,9 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
              nodes: str | None = None) -> int:
     """Validate hosts and the fleet: can they train?
 
-    Devices, versions, libraries, env, topology, memory, storage, collective init, single-node
-    allreduce/allgather busbw, clock skew, ports and a multi-node allreduce whose faults are isolated by
-    bisection. With no inventory it validates this machine, including a 2-rank gloo allreduce.
+    Every check of the tier (listed under --tier) on every host, then the cluster checks: clock skew, ports
+    and a multi-node allreduce whose faults are isolated by bisection. With no inventory it validates this
+    machine, including a 2-rank gloo allreduce.
     """
     from ..validate import load_registry, select  # loaded when this task runs, not for every task
     from ..validate.run import validate_inventory

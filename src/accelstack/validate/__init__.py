@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from .bandwidth import algbw_gbps, busbw_factor, busbw_gbps
 from .cluster import isolate, ring_rounds
-from .registry import TIERS, Validator, load_registry, parse_header, select
+from .registry import TIERS, Check, Validator, load_registry, select
 from .results import parse_document, to_record
 from .run import validate_hosts, validate_inventory
 from .thresholds import Threshold, Thresholds, judge, load_thresholds
 
 __all__ = [
-    "TIERS", "Threshold", "Thresholds", "Validator", "algbw_gbps", "busbw_factor", "busbw_gbps", "isolate",
-    "judge", "load_registry", "load_thresholds", "parse_document", "parse_header", "ring_rounds", "select",
+    "TIERS", "Check", "Threshold", "Thresholds", "Validator", "algbw_gbps", "busbw_factor", "busbw_gbps", "isolate",
+    "judge", "load_registry", "load_thresholds", "parse_document", "ring_rounds", "select",
     "to_record", "validate_hosts", "validate_inventory",
 ]

@@ -1,6 +1,6 @@
 """The per-host config JSON each validator receives as its one argument, built from the host's context.
 
-Keys (all optional for a script; each reads what it needs):
+Keys (all optional for a script; each reads what it needs, and its declaration in validate/checks/ names them):
   host, inventory, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
   env_file, socket_ifnames {NAME: value}, socket_ifname_sources {NAME: where it was set},
   required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,

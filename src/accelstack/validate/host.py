@@ -39,8 +39,10 @@ def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
 def run_script(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
                config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
     assert validator.script is not None
-    script = f"{remote}/{validator.script.name}"
-    config = dict(config, mode=validator.mode)
+    script = f"{remote}/{validator.script}"
+    config = dict(config)
+    if validator.mode is not None:  # a script with several uses (collectives.py) is told which one
+        config["mode"] = validator.mode
     if validator.mode == "sweep":
         config["collectives"] = list(validator.checks)
     # The script's own deadline sits inside the shell's hard limit, so it reports before it is killed.
@@ -61,7 +63,7 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
                 for check in validator.checks]
     records = [to_record(ctx.host.name, item, command=command, stdout=result.stdout, stderr=result.stderr,
                          duration_s=duration) for item in items]
-    return [refine(record, config, thresholds) for record in records]
+    return [refine(record, config, thresholds, validator.judge_for(record.check)) for record in records]
 
 
 def _below_floor(records: list[Record]) -> bool:

@@ -1,60 +1,34 @@
-"""The validator registry, read from the header lines of the scripts in ``accelstack/hostside/validators/``.
+"""The validator registry: every check's declaration (``accelstack/validate/checks/``, one module per check family),
+resolved against the host-side scripts in ``accelstack/hostside/validators/``; ``--tier`` and ``--only`` select from
+it.
 
-A script declares each check it provides on a line of its own near the top::
-
-    # accelstack-validator: check=allreduce,allgather tier=standard python=stack timeout=420 scope=host
-
-``check`` names the record(s) the run produces (a record ``memory.shm`` belongs to check ``memory``), ``tier`` is
-the lowest tier that runs it (quick < standard < full), ``python`` is ``system`` (the host's python3, stdlib only)
-or ``stack`` (the stack's python, with torch), ``timeout`` is seconds, ``scope`` is ``host`` (default: run on
-every host) or ``cluster`` (the control side orchestrates it across hosts). Two checks have no script: ``versions``
-(drift from facts) and ``clock`` (timestamps over the connections), both computed on the control side.
+A declaration module holds a tuple ``CHECKS`` of :class:`~accelstack.validate.checks.Check`; this module loads
+every one (a module whose name starts with ``_`` is not a declaration), refuses a declaration that is wrong (an
+unknown tier, a script that is not there, a check declared twice: exit 3, naming the module) and sorts them by
+tier, then name. Both folders ship inside the package, so a wheel runs as a checkout does.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
+import importlib
+import importlib.util
+import pkgutil
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from ..errors import ConfigError
 from ..paths import hostside
+from . import checks as _declarations
+from .checks import PYTHONS, SCOPES, TIERS, Check
+from .results import Judge
 
-HEADER = re.compile(r"^#\s*accelstack-validator:\s*(?P<fields>.+?)\s*$")
-TIERS = ("quick", "standard", "full")
-PYTHONS = ("system", "stack")
-SCOPES = ("host", "cluster")
-HEADER_LINES = 12
+__all__ = ["PYTHONS", "SCOPES", "TIERS", "Check", "Validator", "all_checks", "declarations_dir", "judge_for",
+           "load_declarations", "load_registry", "select", "validators_dir"]
 
-
-@dataclass(frozen=True)
-class Validator:
-    """One registry entry: a script (or ``None`` for a control-side check) and the checks it produces."""
-
-    name: str
-    checks: tuple[str, ...]
-    tier: str
-    python: str = "system"
-    timeout: float = 60.0
-    scope: str = "host"
-    script: Path | None = None
-
-    def in_tier(self, tier: str) -> bool:
-        return TIERS.index(self.tier) <= TIERS.index(tier)
-
-    @property
-    def mode(self) -> str:
-        """What the script is asked to do, for scripts with several headers (collectives.py)."""
-        if self.scope == "cluster":
-            return "cluster"
-        return "init" if self.checks == ("collective_init",) else "sweep"
-
-
-CONTROL_SIDE = (
-    Validator("versions", ("versions",), "quick", scope="host"),
-    Validator("clock", ("clock",), "quick", scope="cluster"),
-)
+# The name the run's modules know a registry entry by: a declaration with its script's path filled in.
+Validator = Check
 
 
 def validators_dir() -> Path:
@@ -62,54 +36,86 @@ def validators_dir() -> Path:
     return hostside("validators")
 
 
-def parse_header(line: str, script: Path, lineno: int) -> Validator | None:
-    match = HEADER.match(line)
-    if not match:
-        return None
-    fields: dict[str, str] = {}
-    for item in match.group("fields").split():
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"validator header item {item!r} is not key=value", where=f"{script}:{lineno}")
-        fields[key] = value
-    where = f"{script}:{lineno}"
-    checks = tuple(c for c in fields.get("check", "").split(",") if c)
-    if not checks:
-        raise ConfigError("validator header names no check=", where=where)
-    tier, python, scope = fields.get("tier", "standard"), fields.get("python", "system"), fields.get("scope", "host")
-    for value, allowed, key in ((tier, TIERS, "tier"), (python, PYTHONS, "python"), (scope, SCOPES, "scope")):
-        if value not in allowed:
-            raise ConfigError(f"validator header {key}={value!r} is not one of {', '.join(allowed)}", where=where)
-    try:
-        timeout = float(fields.get("timeout", "60"))
-    except ValueError:
-        raise ConfigError(f"validator header timeout={fields['timeout']!r} is not a number", where=where) from None
-    return Validator(",".join(checks), checks, tier, python, timeout, scope, script)
+def declarations_dir() -> Path:
+    """The check declarations, one module per check family."""
+    return Path(_declarations.__file__).parent
 
 
-def load_registry(folder: Path | None = None) -> list[Validator]:
-    """Every validator the scripts declare, plus the control-side checks; sorted by tier, then name."""
+def _shipped_modules() -> list[ModuleType]:
+    names = sorted(m.name for m in pkgutil.iter_modules(_declarations.__path__) if not m.name.startswith("_"))
+    return [importlib.import_module(f"{_declarations.__name__}.{name}") for name in names]
+
+
+def _modules_in(folder: Path) -> list[ModuleType]:
+    """The declaration modules of another folder (a test's, a site's), loaded by path as members of the package
+    (their ``from . import Check`` works) without replacing the shipped ones."""
+    modules = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"{_declarations.__name__}.{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ConfigError("not a python module", where=str(path))
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:
+            raise ConfigError(f"the declaration does not load: {type(err).__name__}: {err}", where=str(path)) from err
+        modules.append(module)
+    return modules
+
+
+def load_declarations(folder: Path | None = None) -> list[Check]:
+    """Every check the declaration modules declare (the shipped ones, or those of ``folder``), in module order,
+    each with ``declared_in`` set to its module's file."""
+    if folder is not None and not folder.is_dir():
+        raise ConfigError(f"no check declarations folder at {folder}")
+    modules = _shipped_modules() if folder is None or folder.resolve() == declarations_dir().resolve() \
+        else _modules_in(folder)
+    found: list[Check] = []
+    for module in modules:
+        where = str(module.__file__)
+        declared = getattr(module, "CHECKS", None)
+        if not isinstance(declared, tuple) or not declared or not all(isinstance(c, Check) for c in declared):
+            raise ConfigError("a declaration module needs CHECKS = (Check(...), ...)", where=where)
+        for check in declared:
+            problems = check.problems()
+            if problems:
+                raise ConfigError(f"check {check.name or '?'}: {'; '.join(problems)}", where=where)
+            found.append(dataclasses.replace(check, declared_in=where))
+    return found
+
+
+def load_registry(folder: Path | None = None, declarations: Path | None = None) -> list[Validator]:
+    """Every declared check, its script found in ``folder`` (default: the shipped validators); sorted by tier,
+    then name. ``declarations`` is the folder of declaration modules (default: the shipped ones)."""
     folder = folder or validators_dir()
     if not folder.is_dir():
         raise ConfigError(f"no validators folder at {folder}", hint="reinstall accelstack: the package ships them")
-    found: list[Validator] = list(CONTROL_SIDE)
-    for script in sorted(folder.glob("*.py")):
-        with script.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if lineno > HEADER_LINES:
-                    break
-                validator = parse_header(line, script, lineno)
-                if validator is not None:
-                    found.append(validator)
+    found: list[Validator] = []
+    for check in load_declarations(declarations):
+        path = None
+        if check.script is not None:
+            path = folder / check.script
+            if not path.is_file():
+                raise ConfigError(f"check {check.name} names script {check.script}, which is not in {folder}",
+                                  where=check.declared_in)
+        found.append(dataclasses.replace(check, path=path))
     names = [c for v in found for c in v.checks]
     duplicates = sorted({c for c in names if names.count(c) > 1})
     if duplicates:
-        raise ConfigError(f"check(s) declared twice in {folder}: {', '.join(duplicates)}")
+        raise ConfigError(f"check(s) declared twice: {', '.join(duplicates)}",
+                          where=", ".join(sorted({v.declared_in for v in found if set(v.checks) & set(duplicates)})))
     return sorted(found, key=lambda v: (TIERS.index(v.tier), v.name))
 
 
 def all_checks(registry: Iterable[Validator]) -> list[str]:
     return [c for v in registry for c in v.checks]
+
+
+def judge_for(registry: Iterable[Validator], record_check: str) -> Judge | None:
+    """The control-side judge of a record (``memory.devices``, ``allreduce``): its check's declared ``judge``."""
+    return next((v.judge for v in registry if v.owns(record_check)), None)
 
 
 def select(registry: Iterable[Validator], tier: str = "standard", only: set[str] | None = None) -> list[Validator]:

@@ -7,7 +7,7 @@ import csv
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import HostUnreachable
@@ -25,6 +25,8 @@ LOG_LINE = re.compile(r"NCCL (INFO|WARN)|NCCL error|HCCL|hccl|ERR\d{5}|E[IHJ]\d{
 DMESG_LINE = re.compile(r"NVRM: Xid|Xid \(|fallen off the bus|Out of memory|oom-kill|oom_reaper|Killed process|"
                         r"(?<![a-z])(?:hccl|davinci|npu)(?![a-z])", re.IGNORECASE)
 STATUSES = ("pass", "warn", "fail", "error", "skip")
+# A check's control-side judgement of one of its records (its declaration's ``judge``, validate/checks/).
+Judge = Callable[[Record, Mapping[str, Any], Thresholds], Record]
 
 
 def parse_document(stdout: str) -> list[dict[str, Any]]:
@@ -168,9 +170,10 @@ def _tool_error(record: Record, tool: str, why: str, config: Mapping[str, Any], 
     return record
 
 
-def refine_devices(record: Record, config: Mapping[str, Any]) -> Record:
+def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
     """Count against ``expect_devices`` and health, from the tool output the script sent back. A tool that is
-    missing, hangs, fails or prints what the parser cannot read is ``error``: nothing was counted."""
+    missing, hangs, fails or prints what the parser cannot read is ``error``: nothing was counted. (A judge:
+    ``thresholds`` is not used.)"""
     vendor = str(config.get("vendor") or "cpu")
     if vendor == "cpu" or record.status == "skip" or "tool_exit" not in record.evidence:
         return record  # cpu: no vendor tool; no tool_exit: the script itself broke (its own error record)
@@ -228,9 +231,10 @@ def _nvidia_apps(text: str) -> list[dict[str, str]]:
     return rows
 
 
-def refine_memory(record: Record, config: Mapping[str, Any]) -> Record:
+def refine_memory(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
     """Device memory already in use, and the processes holding it (a foreign job, a stale rank). A tool that is
-    missing, fails or prints nothing the parser reads is ``error``, never a pass."""
+    missing, fails or prints nothing the parser reads is ``error``, never a pass. (A judge: ``thresholds`` is not
+    used.)"""
     if record.check != "memory.devices" or record.status in ("error", "skip"):
         return record
     vendor = str(config.get("vendor") or "cpu")
@@ -302,14 +306,16 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
     return record
 
 
-def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
-    if record.check == "devices":
-        record = refine_devices(record, config)
-    elif record.check.startswith("memory."):
-        record = refine_memory(record, config)
-    elif record.check in ("allreduce", "allgather"):
-        record = judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node",
-                                 thresholds=thresholds)
+def judge_single_node_bandwidth(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
+    """A single-node sweep's record against the single-node floor for the host's accelerator."""
+    return judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node", thresholds=thresholds)
+
+
+def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds, judge: Judge | None = None) -> Record:
+    """A host record's judgement: its check's own ``judge`` (the check's declaration names it, see
+    :meth:`accelstack.validate.checks.Check.judge_for`), then :func:`never_pass_a_failed_tool`."""
+    if judge is not None:
+        record = judge(record, config, thresholds)
     return never_pass_a_failed_tool(record)
 
 

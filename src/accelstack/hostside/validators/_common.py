@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What every host-side validator shares: the check record, running a vendor tool, and the ``__main__`` entry.
 
-Not a validator: it has no ``# accelstack-validator:`` header, so the registry passes it over, while the upload
+Not a validator: no declaration in ``accelstack/validate/checks/`` names it, while the upload
 (``accelstack.validate.remote.bundle``, every ``*.py`` here) carries it and its content hash covers it. A validator
 runs as ``python <folder>/<name>.py '<config json>'``, so this file's folder is ``sys.path[0]`` there; loaded by
 path (the unit tests) a validator puts its own folder on ``sys.path`` before importing this.

@@ -1,7 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=collective_init tier=quick python=stack timeout=180
-# accelstack-validator: check=allreduce,allgather tier=standard python=stack timeout=420
-# accelstack-validator: check=multinode tier=standard python=stack timeout=600 scope=cluster
+# Declared in accelstack/validate/checks/collectives.py (tier, python, timeout, config keys, judge, help).
 """Collectives: communicator init, and allreduce/allgather sweeps with algbw/busbw (nccl-tests' formulas).
 
 One script, three uses, chosen by config["mode"]:

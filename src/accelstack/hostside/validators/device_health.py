@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=health tier=quick python=system timeout=90
+# Declared in accelstack/validate/checks/device_health.py (tier, python, timeout, config keys, judge, help).
 """Device health from the vendor tool's cheap reads (what DCGM diag r1 and the node health checks look at).
 
 NVIDIA, from one ``nvidia-smi -q -x``: uncorrectable ECC errors (volatile and aggregate), remapped rows (pending,

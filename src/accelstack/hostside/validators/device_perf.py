@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=perf tier=standard python=stack timeout=300
+# Declared in accelstack/validate/checks/device_perf.py (tier, python, timeout, config keys, judge, help).
 """Device performance, per device, measured with torch (what DCGM diag r3's memory_bandwidth and targeted stress,
 and the NHC suites' GEMM and H2D/D2H checks, prove):
 

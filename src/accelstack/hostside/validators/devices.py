@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=devices tier=quick python=stack timeout=120
+# Declared in accelstack/validate/checks/devices.py (tier, python, timeout, config keys, judge, help).
 """Devices: what the vendor tool reports and what torch sees through the device-agnostic API.
 
 Runs with the stack's python (torch). The vendor tool's raw output goes back as evidence and is parsed on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=env tier=quick python=system timeout=60
+# Declared in accelstack/validate/checks/env.py (tier, python, timeout, config keys, judge, help).
 """Env: the rendered env file is there and a login shell sources it; socket interfaces and visible-device
 lists in that environment are usable.
 

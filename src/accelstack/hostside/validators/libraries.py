@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=libraries tier=quick python=system timeout=60
+# Declared in accelstack/validate/checks/libraries.py (tier, python, timeout, config keys, judge, help).
 """Libraries: the symbols torch_npu / torch need are exported by the communication library that would load.
 
 torch_npu dlsym()s HcclCommInitRootInfoConfig from libhccl.so at the first communicator; a CANN older than the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=memory tier=standard python=system timeout=60
+# Declared in accelstack/validate/checks/memory.py (tier, python, timeout, config keys, judge, help).
 """Memory: /dev/shm (DataLoader workers and NCCL/HCCL shared buffers live there), the memlock limit (RDMA
 registers memory: "ibv_reg_mr ... Cannot allocate memory"), and device memory held by processes that are not
 ours. The vendor tool's output is judged on the control side with the facts parsers; a vendor tool that is

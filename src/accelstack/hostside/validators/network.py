@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=hccn tier=quick python=system timeout=60 scope=host
+# Declared in accelstack/validate/checks/network.py (tier, python, timeout, config keys, judge, help).
 """Ascend NPU device IPs: what ``/etc/hccn.conf`` says against what each NPU's RoCE interface really has.
 
 HCCL's rank table takes every NPU's ``device_ip`` from ``address_<id>`` in ``/etc/hccn.conf`` (the file that

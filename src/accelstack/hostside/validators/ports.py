@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=ports tier=standard python=system timeout=60 scope=cluster
+# Declared in accelstack/validate/checks/ports.py (tier, python, timeout, config keys, judge, help).
 """Ports: the rendezvous and collective ports can be bound here and reached from the other nodes.
 
 Two roles, config["role"]: "listen" binds every port in config["ports"] and accepts until config["listen_s"]

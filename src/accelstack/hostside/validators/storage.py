@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=storage tier=standard python=system timeout=180
+# Declared in accelstack/validate/checks/storage.py (tier, python, timeout, config keys, judge, help).
 """Storage: the checkpoint folder exists, lies on the filesystem the inventory names, has room, and writes fast
 enough.
 

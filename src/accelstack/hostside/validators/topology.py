@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# accelstack-validator: check=topology tier=standard python=system timeout=60
+# Declared in accelstack/validate/checks/topology.py (tier, python, timeout, config keys, judge, help).
 """Topology: the NUMA node of every accelerator and NIC, from sysfs.
 
 A collective NIC on a NUMA node with no accelerator makes every transfer cross the socket interconnect; a

@@ -1,0 +1,150 @@
+"""Check declarations: each check is declared once, here, one module per check family.
+
+A module ``checks/<name>.py`` declares the check(s) that the host-side script
+``accelstack/hostside/validators/<name>.py`` provides (or, with ``script=None``, a check the control side computes:
+``versions``, ``clock``) as a tuple ``CHECKS`` of :class:`Check`. Everything else is derived from these: the
+registry that ``--tier`` and ``--only`` select from (:mod:`accelstack.validate.registry`), the ``--tier``/``--only``
+help of ``inv validate``, the README's table of checks (``python -m accelstack.validate.checks --readme``), the
+control-side judgement of a check's records, and the checks ``inv diagnose --host`` runs to confirm a cause.
+
+Adding a check is three files: the script (``hostside/validators/x.py``), its declaration (``checks/x.py``) and its
+outcome cases (``tests/data/outcomes/x/``); then regenerate the README table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import ConfigError
+from ..results import Judge
+
+TIERS = ("quick", "standard", "full")
+PYTHONS = ("system", "stack")
+SCOPES = ("host", "cluster")
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# What the run adds to the host config for every script it runs (accelstack.validate.host.run_script): a script
+# may declare these beside the host config's keys.
+RUN_KEYS = ("mode", "collectives", "deadline_s")
+# The ``full`` tier runs the standard checks with bigger sweeps (validate.config.SWEEPS): no check is full-only yet.
+FULL_TIER = "the standard checks with bigger collective sweeps"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check family: one run of a script (or one control-side computation) and the records it produces.
+
+    ``checks``: the names of the records it produces, the names ``--only`` takes (a record ``memory.shm`` belongs
+    to check ``memory``). ``tier``: the lowest tier that runs it (quick < standard < full). ``help``: one line
+    saying what it checks (the README table's "what" column). ``script``: the file in ``hostside/validators/``
+    that runs on the host, ``None`` when the control side computes it. ``python``: ``system`` (the host's
+    python3, stdlib only) or ``stack`` (the stack's python, with torch). ``timeout``: seconds. ``scope``:
+    ``host`` (runs on every host) or ``cluster`` (the control side orchestrates it across hosts). ``mode``:
+    what a script with several uses is asked to do (``config["mode"]``). ``config``: the keys of the host config
+    (:func:`accelstack.validate.config.host_config`) the script reads. ``judge``: the control-side judgement of
+    its records (``None``: the script's verdict stands); every host record then passes
+    :func:`accelstack.validate.results.never_pass_a_failed_tool`. ``thresholds``: the sections of
+    ``data/thresholds.yml`` it is judged against. ``confirms``: the diagnosis causes
+    (:data:`accelstack.diagnose.catalog.CAUSES`) it confirms on a host: ``inv diagnose --host`` runs it for them.
+    """
+
+    checks: tuple[str, ...]
+    tier: str
+    help: str
+    script: str | None = None
+    python: str = "system"
+    timeout: float = 60.0
+    scope: str = "host"
+    mode: str | None = None
+    config: tuple[str, ...] = ()
+    judge: Judge | None = None
+    thresholds: tuple[str, ...] = ()
+    confirms: tuple[str, ...] = ()
+    # Filled by the registry: the script's path in the validators folder it was loaded against.
+    path: Path | None = field(default=None, compare=False, repr=False)
+    # Filled by the registry: the declaration module it came from (errors and tests name it).
+    declared_in: str = field(default="", compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return ",".join(self.checks)
+
+    def in_tier(self, tier: str) -> bool:
+        return TIERS.index(self.tier) <= TIERS.index(tier)
+
+    def owns(self, record_check: str) -> bool:
+        """Whether a record named ``record_check`` (``memory.shm``, ``allreduce``) is one of this check's."""
+        return record_check in self.checks or record_check.split(".", 1)[0] in self.checks
+
+    def judge_for(self, record_check: str) -> Judge | None:
+        """The control-side judge of one of this check's records; ``None`` for a record it does not own."""
+        return self.judge if self.owns(record_check) else None
+
+    def problems(self) -> list[str]:
+        """What is wrong with this declaration, one line each (the registry refuses it, naming its module)."""
+        out = []
+        if not self.checks:
+            out.append("names no check")
+        out += [f"check name {c!r} is not lower_snake_case" for c in self.checks if not NAME.match(c)]
+        for value, allowed, key in ((self.tier, TIERS, "tier"), (self.python, PYTHONS, "python"),
+                                    (self.scope, SCOPES, "scope")):
+            if value not in allowed:
+                out.append(f"{key}={value!r} is not one of {', '.join(allowed)}")
+        if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
+            out.append(f"timeout={self.timeout!r} is not a positive number of seconds")
+        if not self.help.strip() or "\n" in self.help or "|" in self.help.replace("\\|", ""):
+            out.append("help must be one line of text, without an unescaped |")
+        if self.script is not None and not (self.script.endswith(".py") and "/" not in self.script):
+            out.append(f"script={self.script!r} is not a file name in the validators folder")
+        named = {"checks": self.checks, "config": self.config, "thresholds": self.thresholds,
+                 "confirms": self.confirms}
+        # ("x") is a string, not a tuple: its letters would be read as names.
+        out += [f"{key} must be a tuple of names" for key, names in named.items() if not isinstance(names, tuple)]
+        return out
+
+
+def checks_in_tier(registry: Iterable[Check], tier: str) -> list[str]:
+    return [c for v in registry if v.tier == tier for c in v.checks]
+
+
+def tier_help(registry: Iterable[Check], tiers: Iterable[str] = TIERS, default: str = "standard") -> str:
+    """The ``--tier`` help, from the declarations: what each tier adds."""
+    registry = list(registry)
+    parts = []
+    for tier in tiers:
+        names = checks_in_tier(registry, tier)
+        what = ", ".join(names) if names else FULL_TIER
+        if tier != TIERS[0] and names:
+            what = "+ " + what
+        parts.append(f"{tier} ({what}{'; default' if tier == default else ''})")
+    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def only_help(registry: Iterable[Check]) -> str:
+    """The ``--only`` help, from the declarations: every check name it accepts."""
+    names = sorted(c for v in registry for c in v.checks)
+    return "comma-separated checks to run whatever the tier: " + ", ".join(names)
+
+
+README_BEGIN = "<!-- checks:begin: generated from validate/checks/ by python -m accelstack.validate.checks --readme -->"
+README_END = "<!-- checks:end -->"
+
+
+def readme_table(registry: Iterable[Check]) -> str:
+    """The README's table of checks: one row per declaration, in tier order."""
+    rows = ["| check | tier | what |", "|---|---|---|"]
+    for check in registry:
+        rows.append(f"| {', '.join(f'`{c}`' for c in check.checks)} | {check.tier} | {check.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_readme_table(text: str, table: str, where: str = "README.md") -> str:
+    """``text`` with the part between the README markers replaced by ``table``."""
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise ConfigError("no <!-- checks:begin ... --> / <!-- checks:end --> markers around the table of checks",
+                          where=where)
+    start = begin + len(README_BEGIN)
+    return text[:start] + "\n" + table + text[end:]

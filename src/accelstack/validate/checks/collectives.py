@@ -1,0 +1,29 @@
+"""Declares ``hostside/validators/collectives.py``, one script with three uses (``config["mode"]``): communicator
+init, single-node sweeps, and the multi-node torchrun worker."""
+
+from ..results import judge_single_node_bandwidth
+from . import Check
+
+# What a collective confirms in a failed job's logs: the communicator comes up and a collective completes.
+COLLECTIVE_CAUSES = ("collective-timeout", "connect-timeout", "hccl-api-error", "nccl-internal", "peer-exited",
+                     "rdma")
+RUN = ("vendor", "backend", "nproc", "collective_timeout_s")
+SWEEP = (*RUN, "sizes", "iters")
+
+CHECKS = (
+    Check(("collective_init",), "quick", script="collectives.py", python="stack", timeout=180, mode="init",
+          help="`init_process_group` with `device_id` on hccl/nccl/gloo as the stack says",
+          config=RUN, confirms=COLLECTIVE_CAUSES),
+    Check(("allreduce", "allgather"), "standard", script="collectives.py", python="stack", timeout=420,
+          mode="sweep",
+          help="single-node sweeps, algbw and busbw with nccl-tests' formulas (allreduce `2(n-1)/n`, allgather "
+               "`(n-1)/n`)",
+          config=(*SWEEP, "accelerator"), judge=judge_single_node_bandwidth, thresholds=("rows", "margin"),
+          confirms=COLLECTIVE_CAUSES),
+    # Orchestrated by validate.cluster.multinode (torchrun across the hosts), which judges it multi-node.
+    Check(("multinode",), "standard", script="collectives.py", python="stack", timeout=600, scope="cluster",
+          mode="cluster",
+          help="allreduce across hosts through torchrun over SSH, every rank's result checked, a deadline after "
+               "which every remote process is killed, then bisection that names the node or link at fault (below)",
+          config=(*SWEEP, "accelerator", "socket_ifnames"), thresholds=("rows", "margin")),
+)

@@ -1,0 +1,9 @@
+"""Declares ``hostside/validators/ports.py``: rendezvous and collective ports between nodes. Orchestrated by
+``validate.cluster.ports_records``, which gives the script a config of its own (role, ports, peers)."""
+
+from . import Check
+
+CHECKS = (
+    Check(("ports",), "standard", script="ports.py", python="system", timeout=60, scope="cluster",
+          help="rendezvous and collective ports between nodes"),
+)

@@ -1,0 +1,9 @@
+"""Declares ``versions``: computed on the control side from the host's facts (``validate.host.versions_records``),
+no script of its own."""
+
+from . import Check
+
+CHECKS = (
+    Check(("versions",), "quick", help="drift against the stack",
+          confirms=("cann-mismatch", "driver-library-mismatch", "driver-too-old", "torch-build-mismatch")),
+)

@@ -1,0 +1,325 @@
+"""Check declarations (``accelstack/validate/checks/``): each check is declared once, and help, the README's table,
+``--only``, the control-side judges and ``diagnose --host`` come from the declarations.
+
+The declarations are held to what they describe: the scripts they name (and every script is named), the host
+config keys the scripts read, the sections of ``data/thresholds.yml``, the diagnosis catalog's causes. The proof
+that a new check is three files adds one the way a contributor would, in copies of the two folders.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.diagnose.catalog import CAUSES, load_catalog
+from accelstack.diagnose.confirm import confirming_checks
+from accelstack.errors import ConfigError
+from accelstack.inventory import load_inventory
+from accelstack.results.records import Record
+from accelstack.transport.context import resolve_contexts
+from accelstack.validate.checks import (
+    README_BEGIN,
+    RUN_KEYS,
+    TIERS,
+    Check,
+    only_help,
+    readme_table,
+    tier_help,
+    with_readme_table,
+)
+from accelstack.validate.checks.__main__ import main as checks_main
+from accelstack.validate.config import host_config
+from accelstack.validate.registry import (
+    all_checks,
+    declarations_dir,
+    judge_for,
+    load_declarations,
+    load_registry,
+    select,
+    validators_dir,
+)
+from accelstack.validate.remote import command_for
+from accelstack.validate.results import (
+    judge_single_node_bandwidth,
+    parse_document,
+    refine,
+    refine_devices,
+    refine_memory,
+    to_record,
+)
+from accelstack.validate.thresholds import load_thresholds
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+REGISTRY = load_registry()
+
+
+def scripts() -> list[Path]:
+    return sorted(p for p in validators_dir().glob("*.py") if not p.name.startswith("_"))
+
+
+def host_config_keys() -> set[str]:
+    """Every key host_config gives, on the NVIDIA (device rows included), Ascend and cpu example inventories."""
+    keys: set[str] = set()
+    for name in ("gpu8", "npu8", "local"):
+        inventory = load_inventory(str(REPO / "inventories" / f"{name}.yml"))
+        for ctx in resolve_contexts(inventory.select(None), run_preflight=False).values():
+            keys |= set(host_config(ctx))
+    return keys
+
+
+def keys_read(script: Path) -> set[str]:
+    """The config keys a script reads by name (``config.get("x")``, ``config["x"]``)."""
+    return set(re.findall(r'config(?:\.get\(|\[)"([a-z_]+)"', script.read_text()))
+
+
+# ----- the declarations against what they describe -----
+
+def test_every_script_is_declared_next_to_its_name_and_points_at_its_declaration() -> None:
+    declared = {v.script: v for v in REGISTRY if v.script is not None}
+    assert {p.name for p in scripts()} == set(declared), "a script no check declares, or a declared one missing"
+    for script in scripts():
+        module = Path(declared[script.name].declared_in)
+        assert module.parent == declarations_dir() and module.stem == script.stem, (
+            f"{script.name} is declared in {module}: declare it in checks/{script.name}")
+        head = script.read_text().splitlines()[:4]
+        assert f"# Declared in accelstack/validate/checks/{script.name} " in "\n".join(head) + " ", (
+            f"{script.name} does not point at its declaration in its first lines")
+        assert "accelstack-validator:" not in script.read_text(), "the old header would be a second declaration"
+
+
+def test_declarations_are_well_formed_and_every_record_has_one_owner() -> None:
+    assert {"devices", "versions", "clock", "memory", "allreduce", "allgather", "multinode", "health"} <= \
+        set(all_checks(REGISTRY))
+    for check in REGISTRY:
+        assert not check.problems(), (check.declared_in, check.problems())
+    for name in ("devices", "memory.devices", "health.ecc", "allreduce", "perf.pcie", "versions.torch"):
+        owners = [v.name for v in REGISTRY if v.owns(name)]
+        assert len(owners) == 1, (name, owners)
+
+
+def test_a_declared_config_key_is_one_host_config_gives_and_a_script_declares_what_it_reads() -> None:
+    given = host_config_keys()
+    assert {"vendor", "device_rows", "checkpoint_dir", "sizes"} <= given  # the inventories were read
+    by_script: dict[str, set[str]] = {}
+    for check in REGISTRY:
+        unknown = set(check.config) - given - set(RUN_KEYS)
+        assert not unknown, f"{check.declared_in}: config names keys host_config does not give: {sorted(unknown)}"
+        if check.script is not None:
+            by_script.setdefault(check.script, set()).update(check.config, RUN_KEYS)
+    for script in scripts():
+        undeclared = (keys_read(script) & given) - by_script[script.name]
+        assert not undeclared, f"{script.name} reads host config keys its declaration does not name: {undeclared}"
+
+
+def test_threshold_keys_are_sections_of_the_thresholds_file() -> None:
+    sections = set(yaml.safe_load((REPO / "src" / "accelstack" / "data" / "thresholds.yml").read_text()))
+    for check in REGISTRY:
+        assert set(check.thresholds) <= sections, (check.name, set(check.thresholds) - sections)
+    assert {v.name for v in REGISTRY if "rows" in v.thresholds} == {"allreduce,allgather", "multinode"}
+
+
+def test_judges_come_from_the_declarations() -> None:
+    assert judge_for(REGISTRY, "devices") is refine_devices
+    assert judge_for(REGISTRY, "memory.devices") is refine_memory and judge_for(REGISTRY, "memory.shm") is refine_memory
+    assert judge_for(REGISTRY, "allreduce") is judge_for(REGISTRY, "allgather") is judge_single_node_bandwidth
+    # multinode is judged multi-node by the cluster phase; these checks judge themselves on the host.
+    assert judge_for(REGISTRY, "multinode") is None and judge_for(REGISTRY, "health.ecc") is None
+    assert judge_for(REGISTRY, "no_such_check") is None
+    below = Record(host="n1", check="allgather", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
+    judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
+    assert judged.summary.endswith("not judged: no threshold row for this accelerator, scope and rank count")
+    below = Record(host="n1", check="allreduce", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
+    judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
+    assert judged.status == "fail" and "460" in judged.summary
+
+
+# ----- diagnosis: causes and the checks that confirm them -----
+
+def catalog_entries() -> list[tuple[str, str, str]]:
+    catalog = load_catalog()
+    entries = [(sig.id, sig.cause, sig.confirm_with) for sig in catalog.signatures]
+    return entries + [(code, e["cause"], e["confirm_with"]) for code, e in catalog.ascend_codes.items()]
+
+
+def test_confirms_name_real_causes_and_every_cause_has_a_check() -> None:
+    for check in REGISTRY:
+        assert set(check.confirms) <= set(CAUSES), (check.declared_in, set(check.confirms) - set(CAUSES))
+    unconfirmed = [cause for cause in CAUSES if not confirming_checks([cause], REGISTRY)]
+    assert not unconfirmed, f"causes no check is declared to confirm (diagnose --host would run nothing): {unconfirmed}"
+
+
+def test_every_catalog_entry_names_a_declared_check_that_confirms_its_cause() -> None:
+    declared = {c: v for v in REGISTRY for c in v.checks}
+    for entry, cause, check in catalog_entries():
+        assert check in declared, f"{entry}: confirm_with {check!r} is no declared check"
+        assert cause in declared[check].confirms, (
+            f"{entry}: {check} is not declared to confirm {cause} (add it to {declared[check].declared_in})")
+
+
+def test_diagnose_runs_the_checks_declared_for_the_causes_root_cause_first() -> None:
+    assert confirming_checks(["out-of-memory"], REGISTRY) == ["memory"]
+    assert confirming_checks(["collective-timeout"], REGISTRY) == ["collective_init", "allreduce", "allgather",
+                                                                    "storage"]
+    both = confirming_checks(["xid-fatal", "out-of-memory"], REGISTRY)
+    assert both[-1] == "memory" and {"devices", "health"} <= set(both[:-1])
+    assert confirming_checks([], REGISTRY) == [] and confirming_checks(["not-a-cause"], REGISTRY) == []
+    select(REGISTRY, "full", set(confirming_checks(CAUSES, REGISTRY)))  # every one is a name --only takes
+
+
+# ----- what is derived: help, the README table -----
+
+def test_help_lists_every_check_in_its_tier() -> None:
+    from accelstack.tasks.validate import validate
+
+    text = tier_help(REGISTRY)
+    quick, _, rest = text.partition("), standard (")
+    for check in REGISTRY:
+        for name in check.checks:
+            assert re.search(rf"\b{name}\b", quick if check.tier == "quick" else rest), (name, text)
+    assert "default" in rest and "full (" in rest
+    assert set(only_help(REGISTRY).split(": ", 1)[1].split(", ")) == set(all_checks(REGISTRY))
+    assert validate.help["tier"] == text and validate.help["only"] == only_help(REGISTRY)
+
+
+def test_node_check_help_lists_the_host_checks_of_its_two_tiers() -> None:
+    from accelstack.tasks.nodecheck import node_check
+
+    host = [v for v in REGISTRY if v.scope == "host"]
+    assert node_check.help["tier"] == tier_help(host, tiers=("quick", "standard"), default="quick")
+    assert node_check.help["tier"].startswith("quick (") and "full" not in node_check.help["tier"]
+    assert "multinode" not in node_check.help["only"] and "clock" not in node_check.help["only"]
+    assert "devices" in node_check.help["only"] and "storage" in node_check.help["only"]
+
+
+def test_the_readme_table_is_what_the_declarations_give() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert with_readme_table(text, readme_table(REGISTRY)) == text, (
+        "README.md's table of checks is stale: run `python -m accelstack.validate.checks --readme`")
+    for check in REGISTRY:
+        assert f"| {check.tier} | {check.help} |" in text
+
+
+def test_the_readme_generator_rewrites_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_BEGIN}\n| old |\n<!-- checks:end -->\n\nafter\n")
+    assert checks_main(["--readme", str(readme), "--check"]) == 1
+    assert "python -m accelstack.validate.checks --readme" in capsys.readouterr().err
+    assert checks_main(["--readme", str(readme)]) == 0
+    assert readme.read_text() == f"# x\n\n{README_BEGIN}\n{readme_table(REGISTRY)}<!-- checks:end -->\n\nafter\n"
+    assert checks_main(["--readme", str(readme), "--check"]) == 0
+    readme.write_text("no markers\n")
+    assert checks_main(["--readme", str(readme)]) == 3 and "checks:begin" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="markers"):
+        with_readme_table("no markers", "")
+
+
+def test_a_wrong_declaration_is_refused_before_any_host_is_touched(tmp_path: Path) -> None:
+    def refused(text: str, match: str) -> None:
+        folder = tmp_path / f"decl{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        (folder / "x.py").write_text("from . import Check\n" + text)
+        with pytest.raises(ConfigError, match=match):
+            load_registry(validators_dir(), folder)
+
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='nope.py'),)\n", r"x\.py: check x names script nope")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', confirms='rdma'),)\n", "confirms must be a tuple")
+    refused("CHECKS = (Check(('x',), 'quick', help='two\\nlines'),)\n", "help must be one line")
+    refused("CHECKS = (Check(('x',), 'quick', help='x'), Check(('y', 'x'), 'full', help='y'))\n",
+            r"declared twice: x")
+    refused("CHECK = Check(('x',), 'quick', help='x')\n", r"CHECKS = \(Check")
+    refused("raise RuntimeError('broken')\n", "does not load: RuntimeError: broken")
+
+
+# ----- the proof: a new check is three files -----
+
+NEW_SCRIPT = '''#!/usr/bin/env python3
+# Declared in accelstack/validate/checks/pcie_bandwidth.py (tier, python, timeout, config keys, judge, help).
+"""A contributor's new check: reports a figure the control side judges."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import main_entry, record
+
+
+def main(config):
+    return [record("pcie_bandwidth", "pass", "measured", metrics={"gbps": float(config.get("pcie_gbps") or 0)})]
+
+
+if __name__ == "__main__":
+    main_entry("pcie_bandwidth", main)
+'''
+NEW_DECLARATION = '''"""Declares hostside/validators/pcie_bandwidth.py."""
+
+from . import Check
+
+
+def judge_floor(record, config, thresholds):
+    if record.status == "pass" and record.metrics["gbps"] < 20:
+        record.status = "fail"
+        record.summary += "; below 20 GB/s"
+    return record
+
+
+CHECKS = (
+    Check(("pcie_bandwidth",), "standard", script="pcie_bandwidth.py", python="system", timeout=30,
+          help="host-to-device bandwidth of every PCIe link", config=("vendor",), judge=judge_floor,
+          confirms=("rdma",)),
+)
+'''
+
+
+def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> None:
+    validators = tmp_path / "validators"
+    declarations = tmp_path / "checks"
+    shutil.copytree(validators_dir(), validators, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(declarations_dir(), declarations, ignore=shutil.ignore_patterns("__pycache__"))
+    (validators / "pcie_bandwidth.py").write_text(NEW_SCRIPT)
+    (declarations / "pcie_bandwidth.py").write_text(NEW_DECLARATION)
+    registry = load_registry(validators, declarations)
+    assert len(registry) == len(REGISTRY) + 1 and len(load_declarations(declarations)) == len(registry)
+
+    # --only takes it (and still refuses what nobody declared); --tier standard runs it, quick does not.
+    [new] = select(registry, "quick", {"pcie_bandwidth"})
+    assert new.path == validators / "pcie_bandwidth.py" and new.declared_in == str(declarations / "pcie_bandwidth.py")
+    assert new in select(registry, "standard") and new not in select(registry, "quick")
+    with pytest.raises(ConfigError, match="pcie_bandwidth"):  # the hint lists it among the checks
+        select(registry, "standard", {"pcie_bandwdith"})
+
+    # The help and the README table name it; the README gains exactly its row.
+    assert "pcie_bandwidth" in tier_help(registry).partition("standard (")[2]
+    assert "pcie_bandwidth" in only_help(registry)
+    readme = README.read_text(encoding="utf-8")
+    row = "| `pcie_bandwidth` | standard | host-to-device bandwidth of every PCIe link |\n"
+    assert readme_table(registry).replace(row, "") == readme_table(REGISTRY)
+    assert with_readme_table(readme, readme_table(registry)).replace(row, "") == readme
+
+    # diagnose --host runs it for the cause it confirms.
+    assert "pcie_bandwidth" in confirming_checks(["rdma"], registry)
+
+    # Run as the run runs it, its records are judged by the judge its declaration names.
+    for gbps, status in ((25, "pass"), (5, "fail")):
+        config = {"host": "n1", "vendor": "cpu", "pcie_gbps": gbps}
+        command = command_for(str(new.path), sys.executable, config, timeout=30, source_env=False)
+        proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=60)
+        [item] = parse_document(proc.stdout)
+        record = to_record("n1", item, command=command)
+        judged = refine(record, config, load_thresholds(), judge_for(registry, record.check))
+        assert judged.status == status, json.dumps(item)
+
+    # The shipped registry is untouched: nothing but the two copies changed.
+    assert "pcie_bandwidth" not in all_checks(load_registry())
+
+
+def test_tiers_are_the_three_documented() -> None:
+    assert TIERS == ("quick", "standard", "full")
+    assert Check(("x",), "full", help="x").in_tier("full") and not Check(("x",), "full", help="x").in_tier("standard")
