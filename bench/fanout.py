@@ -1,12 +1,20 @@
 """Fan-out benchmark: `accelstack facts` next to `ansible -m setup` and `pyinfra ... fact` on the same lab hosts.
 
-    python bench/fanout.py [--hosts 32] [--repeat 5] [--big 256]
+    python bench/fanout.py [--hosts 32] [--repeat 5] [--big 256] [--slurm] [--slurm-hosts 8]
     python bench/fanout.py --tiny    # 4 hosts on the local connection, accelstack only: the CI smoke test
 
-Brings up a lab of its own (tag ``acb``, subnet 10.216), prints median wall times side by side with ratios, then
-brings up ``--big`` hosts and prints accelstack's wall time and error count there. Needs root. ansible-core and
-pyinfra are installed into ``bench/.venv`` on first use (never into the project's environment: pyinfra pins its
-own paramiko). Targets (issue 2): accelstack <= 0.5x pyinfra and <= 0.1x ansible-core on 32 hosts; 0 errors on 256.
+Brings up a lab of its own (tag ``acb``, subnet 10.216) and prints, in one run and side by side: each tool's median
+wall time and control-side CPU on ``--hosts`` hosts, the CPU per host two ways (the whole run divided by the hosts,
+and the marginal cost of a host: the run on every host minus the run on one, over the hosts added), the ratios
+against the goals of issue 14 (control CPU per host <= 0.5x pyinfra's, wall <= 1.0x pyinfra's), and how busy the
+whole machine was during accelstack's run (the lab hosts' sshd and probes share this machine's cores: their CPU
+over the core count is a floor under any tool's wall time here). Then ``--big`` hosts: wall, error records and
+that floor (goal: under 6 s, 0 errors). With ``--slurm``: the quick tier of `accelstack validate` on
+``--slurm-hosts`` lab nodes through one ``srun`` (``--engine slurm``) next to the same over SSH.
+
+Needs root. ansible-core and pyinfra are installed into ``bench/.venv`` on first use (never into the project's
+environment: pyinfra pins its own paramiko). pyinfra gathers two facts (``server.Os``, ``server.KernelVersion``),
+ansible's setup module and accelstack's probe each gather the whole host (about 30 times more facts).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +38,11 @@ VENV = HERE / ".venv"
 sys.path.insert(0, str(REPO / "src"))
 
 from accelstack.lab import Lab  # noqa: E402
+
+GOAL_CPU_PER_HOST = 0.5  # accelstack / pyinfra, control CPU per host
+GOAL_WALL = 1.0  # accelstack / pyinfra, wall
+GOAL_BIG_WALL_S = 6.0
+QUICK_SYSTEM_CHECKS = "env,hccn,health,libraries"
 
 
 def ensure_peer_tools() -> Path:
@@ -38,34 +53,43 @@ def ensure_peer_tools() -> Path:
     return bin_dir
 
 
-CONTROL_CPU: dict[str, list[float]] = {}
+def machine_busy_s() -> float:
+    """CPU seconds this machine has spent busy (all cores, every process) since boot, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-          label: str = "") -> tuple[float, int, str]:
-    """Wall time, exit code, output; the control side's CPU (the tool and its children, e.g. ansible's ssh
-    processes) is kept per label: on a real fleet the hosts' own work runs elsewhere, while here every lab host
-    shares this machine's cores, so wall time also pays for the hosts' side of the work."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd)
-    elapsed = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if label:
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        CONTROL_CPU.setdefault(label, []).append(cpu)
-    return elapsed, proc.returncode, proc.stdout + proc.stderr
+class Run:
+    """One timed command: wall, exit code, output, the control side's CPU (the tool and its children, e.g.
+    ansible's ssh processes) and the whole machine's busy CPU over the same interval. On a real fleet the hosts'
+    work runs elsewhere; here every lab host shares this machine's cores, so wall time also pays for it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy = machine_busy_s()
+        started = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd)
+        self.wall = time.perf_counter() - started
+        self.busy = machine_busy_s() - busy
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        self.code = proc.returncode
+        self.out = proc.stdout + proc.stderr
+        self.records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+    @property
+    def statuses(self) -> Counter[str]:
+        return Counter(r.get("status", "?") for r in self.records)
 
 
-def accelstack_facts(lab: Lab, runs: Path) -> tuple[float, int, int]:
-    seconds, code, out = timed([sys.executable, "-m", "accelstack", "facts", "--inventory", str(lab.inventory),
-                                "--json"], env={"ACCELSTACK_RUNS": str(runs)}, label="accelstack facts")
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    errors = sum(1 for r in records if r["status"] == "error")
-    return seconds, code, errors
+def accelstack(args: list[str], runs: Path, env: dict[str, str] | None = None) -> Run:
+    return Run([sys.executable, "-m", "accelstack", *args, "--json"],
+               env={"ACCELSTACK_RUNS": str(runs), **(env or {})})
 
 
-def write_peer_inventories(lab: Lab, work: Path) -> tuple[Path, Path]:
+def write_peer_inventories(lab: Lab, work: Path) -> tuple[Path, Path, Path]:
     hosts = lab.status()
     ssh_args = f"-o UserKnownHostsFile={lab.known_hosts} -o StrictHostKeyChecking=yes"
     ini = work / "hosts.ini"
@@ -74,13 +98,22 @@ def write_peer_inventories(lab: Lab, work: Path) -> tuple[Path, Path]:
                    f"ansible_ssh_private_key_file={lab.key}\n"
                    f"ansible_ssh_common_args='{ssh_args}'\n"
                    "ansible_python_interpreter=/usr/bin/python3\n")
+    entries = [f"    ({h['address']!r}, {{'ssh_user': 'root', 'ssh_key': {str(lab.key)!r}, "
+               f"'ssh_known_hosts_file': {str(lab.known_hosts)!r}, 'ssh_strict_host_key_checking': 'yes'}})"
+               for h in hosts]
     py = work / "inventory.py"
-    entries = ",\n".join(
-        f"    ({h['address']!r}, {{'ssh_user': 'root', 'ssh_key': {str(lab.key)!r}, "
-        f"'ssh_known_hosts_file': {str(lab.known_hosts)!r}, 'ssh_strict_host_key_checking': 'yes'}})"
-        for h in hosts)
-    py.write_text(f"lab = [\n{entries}\n]\n")
-    return ini, py
+    py.write_text("lab = [\n" + ",\n".join(entries) + "\n]\n")
+    one = work / "inventory1.py"
+    one.write_text("lab = [\n" + entries[0] + "\n]\n")
+    return ini, py, one
+
+
+def median(runs: list[Run], what: Callable[[Run], float]) -> float:
+    return statistics.median(what(r) for r in runs)
+
+
+def verdict(value: float, goal: float) -> str:
+    return f"{value:.2f}x (goal <= {goal:.2f}x: {'met' if value <= goal else 'NOT met'})"
 
 
 def main() -> int:
@@ -88,6 +121,10 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--big", type=int, default=256, help="host count for the scale run (0 to skip)")
+    parser.add_argument("--slurm", action="store_true",
+                        help="also the quick tier through srun next to the same over SSH (starts the lab's Slurm)")
+    parser.add_argument("--slurm-hosts", type=int, default=8,
+                        help="lab nodes for the Slurm line (each runs a slurmd and a node-check on this machine)")
     parser.add_argument("--tiny", action="store_true",
                         help="one round of accelstack facts over 4 local-connection hosts; no lab, no root, no peers")
     args = parser.parse_args()
@@ -97,55 +134,119 @@ def main() -> int:
         print("bench/fanout.py needs root (it brings up a lab)", file=sys.stderr)
         return 3
     bin_dir = ensure_peer_tools()
+    cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "inventories").mkdir()
+        runs = work / "runs"
         lab = Lab(work, tag="acb", subnet="10.216")
         try:
             lab.up(args.hosts)
-            ini, py = write_peer_inventories(lab, work)
+            ini, py, py_one = write_peer_inventories(lab, work)
             ansible_env = {"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "True",
                            "ANSIBLE_FORKS": str(args.hosts), "ANSIBLE_LOCAL_TEMP": str(work / "ansible-tmp"),
                            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "0"}
-            tools = {
-                "accelstack facts": lambda: accelstack_facts(lab, work / "runs")[:2],
-                "ansible -m setup": lambda: timed([str(bin_dir / "ansible"), "all", "-i", str(ini), "-m", "setup",
-                                                   "-f", str(args.hosts)], env=ansible_env,
-                                                  label="ansible -m setup")[:2],
-                "pyinfra fact": lambda: timed([str(bin_dir / "pyinfra"), str(py), "fact", "server.Os",
-                                               "server.KernelVersion", "--parallel", str(args.hosts), "-y"],
-                                              cwd=work, label="pyinfra fact")[:2],
+            inventory = str(lab.inventory)
+
+            def ansible(limit: list[str]) -> Run:
+                return Run([str(bin_dir / "ansible"), "all", "-i", str(ini), "-m", "setup", "-f", str(args.hosts),
+                            *limit], env=ansible_env)
+
+            def pyinfra(inv: Path) -> Run:
+                return Run([str(bin_dir / "pyinfra"), str(inv), "fact", "server.Os", "server.KernelVersion",
+                            "--parallel", str(args.hosts), "-y"], cwd=work)
+
+            # Each tool on every host, and on one host: the difference is what the other hosts cost.
+            tools: dict[str, tuple[Callable[[], Run], Callable[[], Run]]] = {
+                "accelstack facts": (lambda: accelstack(["facts", "--inventory", inventory], runs),
+                                     lambda: accelstack(["facts", "--inventory", inventory, "--limit", "lab1"],
+                                                        runs)),
+                "ansible -m setup": (lambda: ansible([]), lambda: ansible(["-l", "lab1"])),
+                "pyinfra fact": (lambda: pyinfra(py), lambda: pyinfra(py_one)),
             }
             # One unmeasured warm-up each, then the tools take turns, so none always runs first after lab.up
             # or right after ansible's ControlPersist masters.
-            for run in tools.values():
-                run()
-            CONTROL_CPU.clear()
-            times: dict[str, list[float]] = {name: [] for name in tools}
-            for _ in range(args.repeat):
-                for name, run in tools.items():
-                    seconds, code = run()
-                    if code != 0:
-                        print(f"  {name}: exit {code}", file=sys.stderr)
-                    times[name].append(seconds)
-            medians = {name: statistics.median(values) for name, values in times.items()}
-            ours = medians["accelstack facts"]
-            cpu = {name: statistics.median(values) for name, values in CONTROL_CPU.items()}
-            print(f"\nfan-out on {args.hosts} lab hosts, median of {args.repeat}; load average "
-                  f"{os.getloadavg()[0]:.1f}")
-            print(f"{'tool':<20}{'wall s':>8}{'accelstack/tool':>17}{'control CPU s':>15}{'accelstack/tool':>17}")
-            for name, value in medians.items():
-                print(f"{name:<20}{value:>8.2f}{ours / value:>17.2f}{cpu[name]:>15.2f}"
-                      f"{cpu['accelstack facts'] / cpu[name]:>17.2f}")
-            print("targets (wall): accelstack/pyinfra <= 0.50, accelstack/ansible <= 0.10")
+            for every, _one in tools.values():
+                every()
+            full: dict[str, list[Run]] = {name: [] for name in tools}
+            single: dict[str, list[Run]] = {name: [] for name in tools}
+            for round_ in range(args.repeat):
+                for name, (every, one) in tools.items():
+                    run = every()
+                    if run.code != 0:
+                        print(f"  {name}: exit {run.code}: {run.out.strip()[-300:]}", file=sys.stderr)
+                    full[name].append(run)
+                    if round_ < max(1, (args.repeat + 1) // 2):
+                        single[name].append(one())
+            n = args.hosts
+            wall = {name: median(rs, lambda r: r.wall) for name, rs in full.items()}
+            cpu = {name: median(rs, lambda r: r.cpu) for name, rs in full.items()}
+            cpu_one = {name: median(rs, lambda r: r.cpu) for name, rs in single.items()}
+            per_host = {name: cpu[name] / n for name in tools}
+            marginal = {name: max(cpu[name] - cpu_one[name], 0.0) / max(n - 1, 1) for name in tools}
+            ours = "accelstack facts"
+            print(f"\nfan-out on {n} lab hosts, median of {args.repeat} (one host: of "
+                  f"{len(single[ours])}); {cores} cores, load average {os.getloadavg()[0]:.1f}")
+            print(f"{'tool':<18}{'wall s':>8}{'ours/it':>9}{'ctl CPU s':>11}{'ms/host':>9}{'ours/it':>9}"
+                  f"{'1 host s':>10}{'ms/extra host':>15}{'ours/it':>9}")
+            for name in tools:
+                print(f"{name:<18}{wall[name]:>8.2f}{wall[ours] / wall[name]:>9.2f}{cpu[name]:>11.2f}"
+                      f"{per_host[name] * 1000:>9.1f}{per_host[ours] / per_host[name]:>9.2f}{cpu_one[name]:>10.2f}"
+                      f"{marginal[name] * 1000:>15.1f}{marginal[ours] / max(marginal[name], 1e-9):>9.2f}")
+            peer = "pyinfra fact"
+            print(f"goals against pyinfra: control CPU per host "
+                  f"{verdict(per_host[ours] / per_host[peer], GOAL_CPU_PER_HOST)} over the whole run, "
+                  f"{verdict(marginal[ours] / max(marginal[peer], 1e-9), GOAL_CPU_PER_HOST)} per extra host; "
+                  f"wall {verdict(wall[ours] / wall[peer], GOAL_WALL)}")
+            busy = median(full[ours], lambda r: r.busy)
+            print(f"machine busy during accelstack's run: {busy:.2f} CPU s, {cpu[ours]:.2f} of them accelstack's; "
+                  f"the rest (the lab hosts' sshd and probe, and anything else running) over {cores} cores "
+                  f"is {max(busy - cpu[ours], 0) / cores:.2f} s of wall no control side can remove here")
+            if args.slurm:
+                slurm_line(lab, runs, args.slurm_hosts)
             if args.big:
                 lab.up(args.big)
-                seconds, code, errors = accelstack_facts(lab, work / "runs")
-                print(f"\naccelstack facts on {args.big} lab hosts: {seconds:.2f} s, exit {code}, "
-                      f"{errors} error record(s) (target 0)")
+                big = [accelstack(["facts", "--inventory", inventory], runs) for _ in range(3)]
+                errors = [r.statuses.get("error", 0) + (args.big - len(r.records)) for r in big]
+                big_wall = median(big, lambda r: r.wall)
+                big_busy = median(big, lambda r: r.busy)
+                print(f"\naccelstack facts on {args.big} lab hosts, median of 3: {big_wall:.2f} s wall "
+                      f"(goal < {GOAL_BIG_WALL_S:.0f} s: {'met' if big_wall < GOAL_BIG_WALL_S else 'NOT met'}), "
+                      f"error or missing records {errors} (goal 0), control CPU {median(big, lambda r: r.cpu):.2f} s "
+                      f"({median(big, lambda r: r.cpu) / args.big * 1000:.1f} ms/host); machine busy "
+                      f"{big_busy:.1f} CPU s: over {cores} cores at least {big_busy / cores:.1f} s of wall here")
         finally:
             lab.down()
     return 0
+
+
+def slurm_line(lab: Lab, runs: Path, hosts: int) -> None:
+    """The quick tier on every node through one srun, next to the same over SSH, on the same lab hosts."""
+    from accelstack.lab.slurm import SlurmLab
+
+    lab.up(hosts)  # fewer hosts than the fan-out table: each node also runs a slurmd and a node-check here
+    slurm = SlurmLab(lab)
+    try:
+        slurm.up(health_check=False)
+        inventory = str(lab.inventory)
+        env = {"SLURM_CONF": str(slurm.conf)}
+        quick = ["--tier", "quick", "--only", QUICK_SYSTEM_CHECKS]
+        accelstack(["validate", "--inventory", inventory, *quick], runs)  # warm-up: uploads the validators
+        pairs = [(accelstack(["validate", "--inventory", inventory, *quick], runs),
+                  accelstack(["validate", "--engine", "slurm", *quick], runs, env=env))
+                 for _ in range(3)]
+        print(f"\nquick tier on {hosts} lab nodes, the checks that run on the host's own python ({QUICK_SYSTEM_CHECKS};"
+              " the lab hosts are not provisioned: over SSH devices and collective_init find no stack python and "
+              "answer error at once, while a node-check through srun runs them on this machine's torch, other "
+              "work), median of 3:")
+        for label, index in (("over SSH", 0), ("through srun", 1)):
+            runs_ = [pair[index] for pair in pairs]
+            last = runs_[-1]
+            print(f"  validate {label:<13}{median(runs_, lambda r: r.wall):>7.2f} s wall, control CPU "
+                  f"{median(runs_, lambda r: r.cpu):.2f} s, {len(last.records)} records "
+                  f"({', '.join(f'{k} {v}' for k, v in sorted(last.statuses.items()))}), exit {last.code}")
+    finally:
+        slurm.down()
 
 
 def tiny() -> int:
@@ -155,13 +256,13 @@ def tiny() -> int:
         inventory.write_text("vars: {stack: cpu, connection: local}\nhosts:\n"
                              + "".join(f"  local{i}: {{}}\n" for i in range(1, 5)))
         path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
-        seconds, code, out = timed([sys.executable, "-m", "accelstack", "facts", "--inventory", str(inventory),
-                                    "--json"], env={"ACCELSTACK_RUNS": str(Path(tmp) / "runs"), "PYTHONPATH": path})
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        run = Run([sys.executable, "-m", "accelstack", "facts", "--inventory", str(inventory), "--json"],
+                  env={"ACCELSTACK_RUNS": str(Path(tmp) / "runs"), "PYTHONPATH": path})
+    records = run.records
     passed = sum(1 for r in records if r["status"] == "pass")
-    print(f"accelstack facts on 4 local-connection hosts: {seconds:.2f} s, exit {code}, {passed}/4 pass "
-          "(peers and the lab are skipped in --tiny)")
-    return 0 if code == 0 and passed == 4 else 1
+    print(f"accelstack facts on 4 local-connection hosts: {run.wall:.2f} s, control CPU {run.cpu:.2f} s, exit "
+          f"{run.code}, {passed}/4 pass (peers, the lab and Slurm are skipped in --tiny)")
+    return 0 if run.code == 0 and passed == 4 else 1
 
 
 if __name__ == "__main__":

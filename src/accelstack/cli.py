@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from typing import Any
 
-from invoke import Program
+from invoke import Collection, Program
 
 from . import __version__
 from .paths import project_root
-from .tasks import ns
-from .tasks.diagnose import spread_positional_logs
 
 
 class AccelstackProgram(Program):
@@ -25,10 +25,31 @@ class AccelstackProgram(Program):
         self.config.load_project()
 
 
-program = AccelstackProgram(namespace=ns, version=__version__, name="accelstack", binary="accelstack")
+def program_for(namespace: Collection) -> AccelstackProgram:
+    return AccelstackProgram(namespace=namespace, version=__version__, name="accelstack", binary="accelstack")
 
 
-def main() -> None:
+_program: AccelstackProgram | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # ``program`` over the whole collection, for callers that run it in-process (tests); main() builds its own.
+    global _program
+    if name == "program":
+        if _program is None:
+            from .tasks import ns
+
+            _program = program_for(ns)
+        return _program
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from .tasks import build_collection, modules_for
+    from .tasks.diagnose import spread_positional_logs
+
     # invoke has no variadic positionals (pyinvoke/invoke#378): `accelstack diagnose a.log b.log` is rewritten to
     # repeated --log flags here. Under plain `inv`, pass `-l a.log -l b.log`.
-    program.run(argv=spread_positional_logs(sys.argv))
+    args = spread_positional_logs(sys.argv if argv is None else argv)
+    # Only the task modules this command line names are imported (all of them for --list or bare help).
+    program_for(build_collection(modules_for(args))).run(argv=args)

@@ -166,12 +166,12 @@ class Reporter:
         self.panel.end(host, check)
 
     def add(self, record: Record) -> None:
-        self.writer.write(record)
+        line = self.writer.write_line(record)  # encoded once: the same line goes to the file and to stdout
         with self._lock:
             self.panel.hosts_seen.add(record.host)
             self.panel.records += 1
             if self.json_lines:
-                self.stdout.write(record.to_json() + "\n")
+                self.stdout.write(line + "\n")
                 self.stdout.flush()
             elif self.interactive:
                 self.console.print(Text.assemble(status_text(record.status), f" {record.host} {record.check}: ",

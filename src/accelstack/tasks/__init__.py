@@ -2,52 +2,110 @@
 
 Every task follows one flag contract (:mod:`accelstack.tasks.common`), and the collection carries the
 ``accelstack:`` configuration namespace that holds the defaults (forks, timeouts).
+
+Task modules are imported only when their tasks are wanted: :data:`TASK_MODULES` names, without importing
+anything, the top-level names each module adds, so the console script builds a collection of just the
+modules its command line names (``accelstack facts`` imports neither provisioning, reports, diagnosis nor the
+lab: a third of its start-up time). ``ns``, the whole collection, is built on first use.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from invoke import Collection
 
-from . import bundle as bundle_tasks
-from . import diagnose as diagnose_tasks
-from . import drift as drift_tasks
-from . import facts as facts_tasks
-from . import lab as lab_tasks
-from . import nodecheck as nodecheck_tasks
-from . import provision as provision_tasks
-from . import report as report_tasks
-from . import stack as stack_tasks
-from . import validate as validate_tasks
-from .common import CONFIG_DEFAULTS, conform
+# Module (under accelstack.tasks) -> the top-level task and collection names it adds, in --list order.
+# tests/test_cli_contract.py checks this table against what each module really adds.
+TASK_MODULES: dict[str, tuple[str, ...]] = {
+    "facts": ("facts",),
+    "diagnose": ("diagnose",),
+    "bundle": ("collect", "analyze"),
+    "drift": ("drift",),
+    "lab": ("lab",),
+    "provision": ("provision", "repo"),
+    "validate": ("validate",),
+    "nodecheck": ("node-check",),
+    "report": ("report", "baseline", "history", "fleet-check"),
+    "stack": ("stack",),
+}
 
 
-def build_collection() -> Collection:
+def _add_module(root: Collection, name: str) -> None:
+    module: Any = importlib.import_module(f"{__name__}.{name}")
+    if name == "facts":
+        root.add_task(module.facts)
+    elif name == "diagnose":
+        root.add_task(module.diagnose)
+    elif name == "bundle":
+        root.add_task(module.collect_bundles, name="collect")
+        root.add_task(module.analyze)
+    elif name == "drift":
+        root.add_task(module.drift)
+    elif name == "lab":
+        root.add_collection(module.ns)
+    elif name == "provision":
+        root.add_task(module.provision)
+        root.add_collection(module.repo_ns)
+    elif name == "validate":
+        root.add_task(module.validate)
+    elif name == "nodecheck":
+        root.add_task(module.node_check)
+    elif name == "report":
+        for report_task in (module.report, module.baseline, module.history, module.fleet_check):
+            root.add_task(report_task)
+    elif name == "stack":
+        root.add_collection(module.ns)
+    else:
+        raise KeyError(name)
+
+
+def build_collection(modules: Iterable[str] | None = None) -> Collection:
+    """The collection of the named task modules (keys of :data:`TASK_MODULES`), or of every one."""
+    from .common import CONFIG_DEFAULTS, conform
+
+    wanted = set(TASK_MODULES if modules is None else modules)
     root = Collection()
-    root.add_task(facts_tasks.facts)
-    root.add_task(diagnose_tasks.diagnose)
-    root.add_task(bundle_tasks.collect_bundles, name="collect")
-    root.add_task(bundle_tasks.analyze)
-    root.add_task(drift_tasks.drift)
-    root.add_collection(lab_tasks.ns)
-    root.add_task(provision_tasks.provision)
-    root.add_task(validate_tasks.validate)
-    root.add_task(nodecheck_tasks.node_check)
-    root.add_collection(provision_tasks.repo_ns)
-    for report_task in (report_tasks.report, report_tasks.baseline, report_tasks.history,
-                        report_tasks.fleet_check):
-        root.add_task(report_task)
-    root.add_collection(stack_tasks.ns)
-    _conform_all(root)
+    for name in TASK_MODULES:  # the table's order, whatever the caller's
+        if name in wanted:
+            _add_module(root, name)
+    _conform_all(root, conform)
     root.configure({"accelstack": dict(CONFIG_DEFAULTS)})
     return root
 
 
-def _conform_all(collection: Collection) -> None:
+def modules_for(argv: Sequence[str]) -> set[str] | None:
+    """The task modules a command line needs, or None for all of them: when it names no task (``--list``,
+    bare help, a misspelled name that invoke will report) or asks for the task list or completion."""
+    words = list(argv[1:])
+    if any(word in ("-l", "--list", "--complete", "--print-completion-script") or word.startswith("--list=")
+           for word in words):
+        return None
+    by_name = {name: module for module, names in TASK_MODULES.items() for name in names}
+    # A flag's value that happens to equal a task name only imports one module more.
+    wanted = {by_name[top] for word in words if not word.startswith("-")
+              if (top := word.split(".", 1)[0].replace("_", "-")) in by_name}
+    return wanted or None
+
+
+def _conform_all(collection: Collection, conform: Any) -> None:
     """Every task, however it was declared, under the same flag contract (-h is help, numbers typed)."""
     for name, existing in list(collection.tasks.items()):
         collection.tasks[name] = conform(existing)
     for sub in collection.collections.values():
-        _conform_all(sub)
+        _conform_all(sub, conform)
 
 
-ns = build_collection()
+_whole: Collection | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # ``from accelstack.tasks import ns`` (tasks.py, tests): the whole collection, built once, when first asked.
+    global _whole
+    if name == "ns":
+        if _whole is None:
+            _whole = build_collection()
+        return _whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import paramiko
+from fabric import Config as FabricConfig
 from fabric import Connection
 
 from ..errors import CommandFailed, CommandTimeout, HostError, HostUnreachable
@@ -43,6 +44,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
 DEFAULT_KEEPALIVE_DEADLINE = 30.0  # seconds without an answer to a keepalive before the peer is declared dead
 KILL_TIMEOUT = 10.0
+READER_POLL_S = 1.0  # how often paramiko's reader thread wakes up when nothing arrives, once connected
 SID_WAIT = 3.0
 SID_MARK = "@accelstack-sid"
 _SID_LINE = re.compile(rf"^{SID_MARK} (\d+)\n", re.MULTILINE)
@@ -320,8 +322,73 @@ class KnownHosts:
                 handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
 
 
+class _Connection(Connection):
+    """fabric's Connection, with ``inline_ssh_env`` a real attribute. fabric 3.2 sets it in ``__init__``, and
+    invoke turns a set of a name the class lacks into a write to the connection's configuration, which re-merges
+    the whole configuration (``merge_dicts`` and ``deepcopy`` of every level) once per host; on a configuration
+    shared by every connection it was also a write racing other hosts' reads."""
+
+    inline_ssh_env: bool | None = None
+
+
+_fabric_config: FabricConfig | None = None
+_fabric_config_lock = threading.Lock()
+
+
+def shared_fabric_config() -> FabricConfig:
+    """fabric's configuration (its defaults and the ssh_config files it reads), built once per process and
+    shared by every Connection: a Connection given none builds two (invoke's and fabric's), each a round of
+    ``merge_dicts`` and ``deepcopy`` plus a read of the ssh_config files, for every host. A Connection only
+    reads its config (see :class:`_Connection`), and each keeps its own connect arguments, so sharing changes
+    nothing but the cost."""
+    global _fabric_config
+    with _fabric_config_lock:
+        if _fabric_config is None:
+            _fabric_config = FabricConfig()
+        return _fabric_config
+
+
 def _known_hosts_name(host: Host) -> str:
     return host.address if host.port == 22 else f"[{host.address}]:{host.port}"
+
+
+class _Wakeup:
+    """Set while a channel's stdout or stderr holds data or has ended: paramiko's buffers set and clear the
+    event they are given; this joins the two into one ``threading.Event`` (paramiko's own ``fileno`` does the
+    same with an OS pipe, two descriptors per command, and a channel closed under a waiter never wakes it)."""
+
+    def __init__(self, channel: paramiko.Channel) -> None:
+        self.event = threading.Event()
+        self._lock = threading.Lock()
+        self._ready = [False, False]
+        channel.in_buffer.set_event(_WakeupSide(self, 0))
+        channel.in_stderr_buffer.set_event(_WakeupSide(self, 1))
+
+    def mark(self, side: int, ready: bool) -> None:
+        with self._lock:
+            self._ready[side] = ready
+            if any(self._ready):
+                self.event.set()
+            else:
+                self.event.clear()
+
+    def wait(self, timeout: float) -> bool:
+        return self.event.wait(timeout)
+
+
+class _WakeupSide:
+    """What a paramiko ``BufferedPipe`` calls: ``set`` when data comes or the buffer closes, ``clear`` when
+    it has been read empty."""
+
+    def __init__(self, wakeup: _Wakeup, side: int) -> None:
+        self.wakeup = wakeup
+        self.side = side
+
+    def set(self) -> None:
+        self.wakeup.mark(self.side, True)
+
+    def clear(self) -> None:
+        self.wakeup.mark(self.side, False)
 
 
 class SSHTransport:
@@ -338,6 +405,8 @@ class SSHTransport:
         self._last_answer = time.monotonic()
         self._cancel_time = 0.0
         self._watched: paramiko.Transport | None = None
+        self._asker: threading.Thread | None = None
+        self._opened = 0.0
         self.keepalive_deadline = keepalive_deadline_for(host)
         connect_kwargs: dict[str, object] = {
             "banner_timeout": connect_timeout,
@@ -346,8 +415,9 @@ class SSHTransport:
         if host.key_file:
             # Explicit key: no agent, no probing of ~/.ssh (paramiko #2155: probing made connect take 35 s).
             connect_kwargs.update(key_filename=[host.key_file], allow_agent=False, look_for_keys=False)
-        self.connection = Connection(host.address, user=host.user or "root", port=host.port,
-                                     connect_timeout=connect_timeout, connect_kwargs=connect_kwargs)
+        self.connection = _Connection(host.address, user=host.user or "root", port=host.port,
+                                     connect_timeout=connect_timeout, connect_kwargs=connect_kwargs,
+                                     config=shared_fabric_config())
         known = KnownHosts.for_host(host)
         # Fabric's client auto-adds unknown keys; we check them against the shared known_hosts instead.
         self.connection.client.set_missing_host_key_policy(known.policy(host))
@@ -365,19 +435,26 @@ class SSHTransport:
                 f"port {self.host.port} answers but no SSH banner came: not an sshd, or sshd dropped the "
                 f"connection ({str(exc).split('[')[0].strip()})") from None
         transport = self.connection.client.get_transport()
+        if transport is not None and hasattr(transport.sock, "settimeout"):
+            # paramiko's reader thread wakes at every socket timeout (0.1 s) to look for a stop or a rekey: ten
+            # wake-ups a second per idle host, about a third of a millisecond of CPU each second per host. The
+            # handshake is done; a second is soon enough, and close() never waits for the thread.
+            transport.sock.settimeout(READER_POLL_S)
         if transport is not None and self.keepalive_deadline > 0:
-            self._last_answer = time.monotonic()
+            self._opened = self._last_answer = time.monotonic()
             self._watched = transport
-            threading.Thread(target=self._ask_keepalives, args=(transport,), daemon=True,
-                             name=f"accelstack-keepalive-{self.host.name}").start()
-            _KeepaliveWatch.add(self)
+            _KeepaliveWatch.add(self)  # the watch starts the asking thread once a first interval has passed
+
+    @property
+    def keepalive_interval(self) -> float:
+        return max(0.5, self.keepalive_deadline / 3)
 
     # paramiko's own set_keepalive only sends (want_reply false): a dead peer is never noticed, and a command
     # on a host whose link died waits for its whole time limit. These keepalives want an answer (as OpenSSH's
     # ServerAliveInterval/CountMax do); a peer silent past the deadline is dead and the connection is closed,
     # which ends every command on it at once.
     def _ask_keepalives(self, transport: paramiko.Transport) -> None:
-        interval = max(0.5, self.keepalive_deadline / 3)
+        interval = self.keepalive_interval
         while not self._closed.is_set() and transport.is_active():
             try:
                 # Blocks until the answer (sshd replies "failure" to a request it does not know: any reply
@@ -390,11 +467,20 @@ class SSHTransport:
             self._closed.wait(interval)
 
     def check_keepalive(self) -> None:
-        """Called every half second by the process's one watch thread: silent past the deadline is dead."""
+        """Called every half second by the process's one watch thread: silent past the deadline is dead.
+
+        The asking thread starts one interval after the connection opened, not at once: a short run (facts on
+        a fleet, a second or two) then costs no thread and no round trip per host, and a dead link is still
+        declared so at the same moment, the deadline after the last answer (or after the open)."""
         transport = self._watched
         if transport is None or self._closed.is_set() or not transport.is_active():
             return
-        silent = time.monotonic() - self._last_answer
+        now = time.monotonic()
+        if self._asker is None and now - self._opened >= self.keepalive_interval:
+            self._asker = threading.Thread(target=self._ask_keepalives, args=(transport,), daemon=True,
+                                           name=f"accelstack-keepalive-{self.host.name}")
+            self._asker.start()
+        silent = now - self._last_answer
         if silent > self.keepalive_deadline:
             self._lost = (f"lost the SSH connection: no answer to keepalives for {silent:.0f} s "
                           f"(ssh_keepalive_s {self.keepalive_deadline:g}); the link to {self.host.address} "
@@ -456,16 +542,20 @@ class SSHTransport:
                token: int) -> tuple[str, str]:
         out: list[bytes] = []
         err: list[bytes] = []
+        # Sleep until stdout or stderr has data or the channel ends, at most a second, then read both without
+        # blocking: stderr never waits long enough for the shared channel window to stall the remote command,
+        # and the session id is read the moment it comes. The 0.05 s recv timeout this replaces, until the id
+        # came, woke every command twenty times a second while a busy host started it: in a profile of facts on
+        # a loaded machine, more CPU than any other part of running the command.
+        wakeup = _Wakeup(channel)
+        channel.settimeout(0.0)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 channel.close()
                 raise CommandTimeout("no answer before the command's time limit", host=self.host.name,
                                      command=command)
-            # Block on stdout for at most a second, then drain stderr: stderr never waits long enough for the
-            # shared channel window to stall the remote command. Until the session id has come, look often.
-            known = self._running.sids.get(token) is not None
-            channel.settimeout(min(left, 1.0 if known else 0.05))
+            wakeup.wait(min(left, 1.0))
             try:
                 chunk = channel.recv(1 << 16)
             except TimeoutError:

@@ -1,0 +1,111 @@
+"""What keeps the control side cheap per host (issue 14): the lazy task collection, one fabric configuration per
+process that no connection writes to, records encoded once, and command output waited for without polling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from paramiko.buffered_pipe import BufferedPipe
+
+from accelstack.inventory import Host
+from accelstack.results.output import Reporter
+from accelstack.results.records import Record, RunWriter
+from accelstack.tasks import TASK_MODULES, build_collection, modules_for
+from accelstack.transport.connection import SSHTransport, _Wakeup, shared_fabric_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _top_names(collection) -> set[str]:
+    return set(collection.tasks) | set(collection.collections)
+
+
+def test_the_module_table_names_exactly_what_each_task_module_adds() -> None:
+    from accelstack.tasks import ns
+
+    for module, names in TASK_MODULES.items():
+        assert _top_names(build_collection([module])) == set(names), module
+    assert _top_names(ns) == {name for names in TASK_MODULES.values() for name in names}
+
+
+@pytest.mark.parametrize(("argv", "wanted"), [
+    (["accelstack", "facts", "--json"], {"facts"}),
+    (["accelstack", "lab.up", "--hosts", "2"], {"lab"}),
+    (["accelstack", "node_check", "--tier", "quick"], {"nodecheck"}),
+    (["accelstack", "fleet-check", "--inventory", "npu8"], {"report"}),
+    (["accelstack", "facts", "--inventory", "lab"], {"facts", "lab"}),  # a value that names a task: harmless
+    (["accelstack", "facts", "--limit", "lab1", "validate"], {"facts", "validate"}),
+    (["accelstack", "--list"], None),
+    (["accelstack", "facts", "-l"], None),
+    (["accelstack"], None),
+    (["accelstack", "-h"], None),
+    (["accelstack", "factz"], None),  # invoke names the unknown task from the whole collection
+])
+def test_the_command_line_picks_the_task_modules_to_import(argv: list[str], wanted: set[str] | None) -> None:
+    assert modules_for(argv) == wanted
+
+
+def test_facts_imports_no_provisioning_report_diagnosis_or_lab_code() -> None:
+    probe = ("import sys\nfrom accelstack.cli import main\n"
+             "try:\n    main(['accelstack', 'facts', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('accelstack'))))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                          env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    modules = proc.stdout.strip().splitlines()[-1].split()
+    assert "accelstack.tasks.facts" in modules and "accelstack.transport.connection" in modules
+    heavy = ("accelstack.provision", "accelstack.report", "accelstack.diagnose", "accelstack.lab",
+             "accelstack.bundle", "accelstack.validate", "accelstack.fleetcheck", "accelstack.tasks.report")
+    assert not [m for m in modules if m.startswith(heavy)], modules
+
+
+def test_connections_share_one_fabric_configuration_and_never_write_to_it() -> None:
+    config = shared_fabric_config()
+    before = json.dumps(config._modifications, sort_keys=True, default=str)
+    hosts = [Host(f"h{i}", f"10.99.0.{i}", key_file="/nonexistent/key") for i in range(1, 4)]
+    transports = [SSHTransport(host) for host in hosts]  # constructing connects nothing
+    assert all(t.connection.config is config for t in transports)
+    assert json.dumps(config._modifications, sort_keys=True, default=str) == before
+    assert [t.connection.host for t in transports] == ["10.99.0.1", "10.99.0.2", "10.99.0.3"]
+    assert all(t.connection.inline_ssh_env == config.inline_ssh_env for t in transports)
+    assert transports[0].connection.connect_kwargs["key_filename"] == ["/nonexistent/key"]
+
+
+def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(tmp_path: Path) -> None:
+    import io
+
+    out = io.StringIO()
+    writer = RunWriter("facts", base=tmp_path)
+    reporter = Reporter(writer, json_lines=True, stdout=out)
+    record = Record("h1", "facts", "pass", "ok", evidence={"facts": {"nics": [{"name": "eth0"}]}})
+    reporter.add(record)
+    reporter.finish()
+    written = (writer.path / "results.jsonl").read_text().splitlines()
+    assert out.getvalue().splitlines() == written
+    assert json.loads(written[0]) == record.to_dict()
+    # to_dict still hands out a copy: changing it leaves the record as it was.
+    record.to_dict()["evidence"]["facts"]["nics"].append("x")
+    assert record.evidence == {"facts": {"nics": [{"name": "eth0"}]}}
+
+
+def test_the_wakeup_is_set_while_stdout_or_stderr_holds_data_or_has_ended() -> None:
+    class Channel:
+        in_buffer = BufferedPipe()
+        in_stderr_buffer = BufferedPipe()
+
+    channel = Channel()
+    wakeup = _Wakeup(channel)  # type: ignore[arg-type]
+    assert not wakeup.wait(0)
+    channel.in_stderr_buffer.feed(b"@accelstack-sid 42\n")
+    assert wakeup.wait(0)
+    channel.in_buffer.feed(b"out")
+    channel.in_stderr_buffer.read(100)
+    assert wakeup.wait(0)  # stdout still holds data
+    channel.in_buffer.read(100)
+    assert not wakeup.wait(0)  # both read empty
+    channel.in_buffer.close()  # end of output (or the channel closed under the reader)
+    assert wakeup.wait(0)
