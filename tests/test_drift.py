@@ -8,7 +8,8 @@ from rich.console import Console
 
 from accelstack.errors import HostUnreachable
 from accelstack.results.records import exit_code_for
-from accelstack.stacks import drift, drift_table, load_stack, run_drift
+from accelstack.stacks import drift, load_stack, run_drift
+from accelstack.stacks.render import drift_table
 
 
 def _by_component(records):  # type: ignore[no-untyped-def]
