@@ -1,7 +1,7 @@
 """Output is a layer: domain modules return values; only renderers and tasks show them to a person.
 
-A module may import rich or call print only if it is a task (``tasks/``), the console script (``cli.py``), the
-record reporters (``results/output.py``), the reports (``report/``), the lab, or a package's renderer
+A module may import rich or call print only if it is a task (``tasks/``), a command line (``cli.py``, any
+``__main__.py``), the record reporters (``results/output.py``), the reports (``report/``), the lab, or a package's renderer
 (``<package>/render.py``). Host-side scripts print their one JSON document by design and are not control-side
 code. Anything else that wants to show something returns it, and a renderer draws it.
 """
@@ -21,7 +21,7 @@ ALLOWED_FILES = ("cli.py", "results/output.py", "provision/table.py")
 
 def allowed(relative: Path) -> bool:
     return (relative.parts[0] in ALLOWED_FOLDERS or relative.as_posix() in ALLOWED_FILES
-            or relative.name == "render.py")
+            or relative.name in ("render.py", "__main__.py"))
 
 
 def output_calls(tree: ast.AST) -> list[str]:
@@ -43,6 +43,7 @@ def test_the_check_sees_rich_imports_and_prints() -> None:
                                                "3: import rich.console", "4: print(...)"]
     assert output_calls(ast.parse("from .render import table\nimport richer\n")) == []
     assert allowed(Path("stacks/render.py")) and allowed(Path("tasks/report.py"))
+    assert allowed(Path("validate/checks/__main__.py"))  # a command line, as cli.py
     assert not allowed(Path("fleetcheck.py")) and not allowed(Path("stacks/drift.py"))
 
 
