@@ -84,7 +84,8 @@ def plain_run(lab: Lab, inventory: str, sweep: dict, nproc: int) -> tuple[list[d
 
 def validator_run(inventory: str) -> tuple[list[dict], float]:
     started = time.monotonic()
-    records = validate_inventory(inventory, only={"multinode"})
+    inv = load_inventory(inventory)
+    records = validate_inventory(inv, inv.select(), only={"multinode"})
     wall = time.monotonic() - started
     record = next(r for r in records if r.check == "multinode")
     if record.status not in ("pass", "warn"):
@@ -101,7 +102,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.tiny:
         os.environ.setdefault("ACCELSTACK_RUNS", tempfile.mkdtemp(prefix="acw-tiny-"))
-        records = validate_inventory(None, only={"allreduce"})
+        local = load_inventory(None)
+        records = validate_inventory(local, local.select(), only={"allreduce"})
         for record in records:
             print(f"{record.host} {record.check}: {record.status} {record.summary}")
         if not records or any(r.status in ("fail", "error") for r in records):

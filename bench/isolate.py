@@ -47,7 +47,8 @@ RANKS = 1  # per host: 16 hosts x 2 ranks of gloo on two cores measure the CPU, 
 
 def bisection(inventory: str) -> dict:
     started = time.monotonic()
-    records = [r for r in validate_inventory(inventory, only={"multinode"}) if r.check == "multinode"]
+    inv = load_inventory(inventory)
+    records = [r for r in validate_inventory(inv, inv.select(), only={"multinode"}) if r.check == "multinode"]
     wall = time.monotonic() - started
     first = records[0]
     isolation = first.evidence.get("isolation") or {}

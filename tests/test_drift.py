@@ -8,7 +8,8 @@ from rich.console import Console
 
 from accelstack.errors import HostUnreachable
 from accelstack.results.records import exit_code_for
-from accelstack.stacks import drift, drift_table, load_stack, run_drift
+from accelstack.stacks import drift, load_stack, run_drift
+from accelstack.stacks.render import drift_table
 
 
 def _by_component(records):  # type: ignore[no-untyped-def]
@@ -147,3 +148,19 @@ def test_drift_table_renders() -> None:
     assert "gpu05" in text and "error" in text
     # worst first within a host
     assert text.index("fail") < text.index("pass")
+
+
+def test_drift_rows_are_values_worst_first_with_the_fix() -> None:
+    from accelstack.stacks import DriftRow, drift_rows
+
+    stack = load_stack("nvidia-cuda12.8")
+    records = drift("gpu04", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05"))
+    records += run_drift({"gpu05": TimeoutError("timed out")}, {})
+    rows = drift_rows(records)
+    assert all(isinstance(row, DriftRow) for row in rows) and len(rows) == len(records)
+    assert [row.host for row in rows] == ["gpu04"] * (len(records) - 1) + ["gpu05"]
+    first = rows[0]
+    assert (first.component, first.status, first.installed) == ("nvidia_driver", "fail", "535.104.05")
+    assert first.pinned != "-" and "\nfix: " in first.detail
+    assert all(row.detail == "" for row in rows if row.status == "pass")
+    assert (rows[-1].component, rows[-1].status, rows[-1].installed) == ("-", "error", "-")

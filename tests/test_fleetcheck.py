@@ -22,6 +22,8 @@ from accelstack.fleetcheck import (
     fleet_check,
 )
 from accelstack.history import History
+from accelstack.inventory import Host, Inventory
+from accelstack.report.fleet import FleetConsole
 from accelstack.results.baseline import (
     baseline_from_records,
     baseline_path,
@@ -37,7 +39,7 @@ from .test_history import fleet_records
 
 def quiet() -> tuple[FleetReporter, io.StringIO]:
     sink = io.StringIO()
-    return FleetReporter(Console(file=sink, width=200, color_system=None), heartbeat_s=0), sink
+    return FleetReporter(FleetConsole(Console(file=sink, width=200, color_system=None), heartbeat_s=0)), sink
 
 
 def run(tmp_path: Path, by_inventory: dict[str, list[Record] | Exception], *, drain_cmd: str | None = None,
@@ -51,10 +53,10 @@ def run(tmp_path: Path, by_inventory: dict[str, list[Record] | Exception], *, dr
         return [Record.from_dict(record.to_dict()) for record in outcome if record.host not in skip]
 
     reports = tmp_path / "reports"
-    code = fleet_check(list(by_inventory), validate=validate or fake_validate, drain_cmd=drain_cmd,
-                       reports_dir=reports, busbw_drop_pct=10.0, progress=progress or quiet()[0],
-                       runs_base=tmp_path / "runs", rerun=rerun, max_drain=max_drain)
-    return code, reports
+    result = fleet_check(list(by_inventory), validate=validate or fake_validate, drain_cmd=drain_cmd,
+                         reports_dir=reports, busbw_drop_pct=10.0, progress=progress or quiet()[0],
+                         runs_base=tmp_path / "runs", rerun=rerun, max_drain=max_drain)
+    return result.code, reports
 
 
 def drain_log_cmd(log: Path) -> str:
@@ -205,16 +207,16 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
     import accelstack.validate
     from accelstack.tasks.report import fleet_check as task
 
-    calls: list[tuple[str, str, set[str] | None, str | None]] = []
+    calls: list[tuple[str, str, set[str] | None, list[str]]] = []
 
-    def validate_inventory(inventory: str, *, tier: str, only: set[str] | None, reporter: FleetReporter,
-                           limit: str | None = None, **options: object) -> list[Record]:
-        calls.append((Path(inventory).stem, tier, only, limit))
+    def validate_inventory(inventory: Inventory, hosts: list[Host], *, tier: str, only: set[str] | None,
+                           reporter: FleetReporter, **options: object) -> list[Record]:
+        # The task hands over the inventory it loaded and the hosts it selected: validation loads nothing.
+        assert isinstance(inventory, Inventory) and "limit" not in options
+        calls.append((inventory.path.stem, tier, only, [host.name for host in hosts]))
         assert options["forks"] == 64  # the common flags reach validation
-        hosts = {"a": ["h1", "h2"], "b": ["h2", "h3"]}[Path(inventory).stem]
-        records = [r for r in fleet_records(dict.fromkeys(hosts, 180.0)) if r.host != "cluster"]
-        if limit:
-            records = [r for r in records if f"!{r.host}" not in limit.split(",")]
+        records = [r for r in fleet_records(dict.fromkeys([host.name for host in hosts], 180.0))
+                   if r.host != "cluster"]
         reporter.add_all(records)
         return records
 
@@ -225,7 +227,7 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
     reports = tmp_path / "reports"
     task(Context(), inventory=[a, b], tier="quick", only="devices,env", reports_dir=str(reports))
     # h2 is in both inventories: the second leaves it out.
-    assert calls == [("a", "quick", {"devices", "env"}, None), ("b", "quick", {"devices", "env"}, "!h2")]
+    assert calls == [("a", "quick", {"devices", "env"}, ["h1", "h2"]), ("b", "quick", {"devices", "env"}, ["h3"])]
     prom = (reports / "accelstack.prom").read_text().splitlines()
     status = [line for line in prom if line.startswith("accelstack_check_status{")]
     assert len(status) == len(set(status)) == 3 * 3  # three hosts, three checks each, every series once
@@ -438,11 +440,11 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     a = _inventory(tmp_path / "a.yml", ["npu1", "npu2"])
     b = _inventory(tmp_path / "b.yml", ["gpu1"])
-    calls: list[tuple[str, str | None]] = []
+    calls: list[tuple[str, list[str]]] = []
 
-    def validate_inventory(inventory: str, *, reporter: FleetReporter, limit: str | None = None,
+    def validate_inventory(inventory: Inventory, hosts: list[Host], *, reporter: FleetReporter,
                            **options: object) -> list[Record]:
-        calls.append((Path(inventory).stem, limit))
+        calls.append((inventory.path.stem, [host.name for host in hosts]))
         records = [Record(host=h, check="devices", status="pass", summary="ok") for h in ("npu1", "npu2")]
         reporter.add_all(records)
         return records
@@ -453,7 +455,35 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
     assert exited.value.code == 3 and "bogus" in capsys.readouterr().err and not calls
 
     task(Context(), inventory=[a, b], limit="npu*", reports_dir=str(tmp_path / "reports"))
-    assert calls == [("a", "npu*")]  # b has no npu host: it selects nothing there, and is not an error
+    assert calls == [("a", ["npu1", "npu2"])]  # b has no npu host: it selects nothing there, and is not an error
     with pytest.raises(Exit) as exited:
         task(Context(), inventory=[a, b], limit="tpu*", reports_dir=str(tmp_path / "reports"))
     assert exited.value.code == 3 and "matches no host" in capsys.readouterr().err
+
+
+def test_fleet_check_returns_what_it_did_and_prints_nothing_itself(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from accelstack.fleetcheck import REPORT_FILES, FleetResult
+
+    log = tmp_path / "drained.log"
+    records = fleet_records({"node01": 180.0, "node02": 181.0}, failing={"node02": "fail"})
+    result = fleet_check(["npu8"], validate=lambda inventory, skip: records, drain_cmd=drain_log_cmd(log),
+                         reports_dir=tmp_path / "reports", busbw_drop_pct=10.0, progress=FleetReporter(),
+                         runs_base=tmp_path / "runs")
+    assert isinstance(result, FleetResult) and result.code == 1
+    assert [d.host for d in result.drained] == ["node02"] and result.drained[0].exit_status == 0
+    assert result.drain_breaker == {"tripped": False, "max_drain": 1, "hosts_checked": 2}
+    assert not result.breaker_tripped and not result.baseline_created and result.regressions == []
+    assert [p.name for p in result.reports] == list(REPORT_FILES) and all(p.is_file() for p in result.reports)
+    assert len(result.records) == 7 and len(read_run(result.run_folder)) == 7
+    assert capsys.readouterr() == ("", "")  # without a view the domain shows nothing: it returned it all
+
+
+def test_the_console_view_shows_what_hosts_wrote_as_text_never_as_markup(tmp_path: Path) -> None:
+    progress, sink = quiet()
+    records = [Record(host="node01", check="devices", status="fail", summary="[red]npu 3[/red] lost [link]")]
+    code, _ = run(tmp_path, {"npu8": records}, progress=progress, drain_cmd="printf '[bold]x[/]' && false")
+    text = sink.getvalue()
+    assert code == 1
+    assert "fail node01 devices: [red]npu 3[/red] lost [link]" in text
+    assert "drain node01: failed (1) [bold]x[/]" in text and "fleet check failures or regressions (exit 1)" in text

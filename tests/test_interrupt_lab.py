@@ -195,7 +195,8 @@ def test_link_down_during_a_check_is_an_error_naming_the_lost_connection(healthy
     cutter = threading.Thread(target=cut, daemon=True)
     cutter.start()
     try:
-        validate_inventory(path, only={"allreduce"}, limit="lab2", reporter=sink)
+        inv = load_inventory(path)
+        validate_inventory(inv, inv.select("lab2"), only={"allreduce"}, reporter=sink)
     finally:
         cutter.join(timeout=70)
         healthy_lab.heal("lab2")  # type: ignore[attr-defined]

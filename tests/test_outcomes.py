@@ -420,6 +420,7 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
     """lab1 checkpoints on its /data tmpfs as the lab inventory says (pass); lab2's inventory says lustre (fail,
     naming the tmpfs); lab3's folder does not exist (fail, and still does not exist after the check); lab4's
     sshd is stopped (one connect error, no per-check records)."""
+    from accelstack.inventory import load_inventory
     from accelstack.lab import Lab
     from accelstack.validate import validate_inventory
 
@@ -427,7 +428,8 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
     path = lab_inventory(lab, tmp_path, {"lab2": {"checkpoint_fs": "lustre"},
                                          "lab3": {"checkpoint_dir": "/data/not-mounted/ckpt"}})
     lab.fault("lab4", "sshd-stop")
-    records = validate_inventory(path, only={"storage"})
+    inv = load_inventory(path)
+    records = validate_inventory(inv, inv.select(), only={"storage"})
     got = {(r.host, r.check): r for r in records}
     assert sorted(got) == [("lab1", "storage"), ("lab2", "storage"), ("lab3", "storage"), ("lab4", "connect")]
     assert got["lab1", "storage"].status == "pass", got["lab1", "storage"].summary
@@ -445,10 +447,12 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
 
 
 def test_lab_storage_fails_on_a_full_disk(healthy_lab: Any, tmp_path: Path) -> None:
+    from accelstack.inventory import load_inventory
     from accelstack.validate import validate_inventory
 
     healthy_lab.fault("lab1", "disk-full")
     path = lab_inventory(healthy_lab, tmp_path, {})
-    [record] = validate_inventory(path, only={"storage"}, limit="lab1")
+    inv = load_inventory(path)
+    [record] = validate_inventory(inv, inv.select("lab1"), only={"storage"})
     assert record.status == "fail" and "No space left on device" in record.summary, record.summary
     assert record.remedy and "free space" in record.remedy

@@ -334,3 +334,23 @@ def test_every_missing_artifact_is_listed_not_only_the_first() -> None:
     assert plan.changes == [] and len(plan.problems) >= 3, plan.problems
     for component in ("ascend_driver", "ascend_firmware", "cann_toolkit"):
         assert f"has no {component} " in text, text
+
+
+def test_check_plan_table_shows_changes_converged_hosts_and_problems() -> None:
+    """`inv provision --check`'s table (provision/table.py): a row per change with its bytes and reboot, one
+    "no change" row for a converged host (its pending reboot shown), the problems of a host that cannot be
+    planned."""
+    from accelstack.provision.table import plan_table
+    from accelstack.results.output import render_to_text
+
+    fresh, _, view = plan_for(host(), facts())
+    state = converge(fresh, view)
+    converged, _, _ = plan_for(host(), facts(torch="2.13.0+cpu", python="3.11.2"), state)
+    converged.reboot_pending = "driver upgraded"
+    broken = HostPlan("npu09", problems=["no artifact for cann_toolkit 8.1.RC1"])
+    text = render_to_text(plan_table({"zz-fresh": fresh, "aa-done": converged, "npu09": broken}), width=220)
+    hosts = [line.split("│")[1].strip() for line in text.splitlines() if line.count("│") > 2]
+    assert [h for h in hosts if h] == ["aa-done", "npu09"] + ["zz-fresh"] * 5  # hosts by name, a row per change
+    assert "no change" in text and "yes (pending)" in text and "no artifact for cann_toolkit 8.1.RC1" in text
+    assert "python_env.venv" in text and "torch: absent -> 2.13.0+cpu" in text
+    assert str(fresh.changes[0].bytes_to_transfer) in text

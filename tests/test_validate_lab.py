@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -34,6 +35,12 @@ WHEELHOUSE = Path("/var/tmp/accelstack-acv-wheels")
 VENV_CACHE = Path("/var/tmp/accelstack-acv-venv")
 VENV = "/opt/accelstack/venv"
 SIM_ROOT = "/opt/sim"
+
+
+def validate(path: str, limit: str | None = None, **options: Any) -> list[Record]:
+    """As the task does: the inventory loaded and its hosts selected once, then validated."""
+    inv = load_inventory(path)
+    return validate_inventory(inv, inv.select(limit), **options)
 
 
 def _wheelhouse() -> Path:
@@ -148,7 +155,7 @@ def tagged_processes(lab: object, name: str) -> list[str]:
 
 
 def test_three_host_gloo_allreduce_is_correct(healthy: object, tmp_path: Path) -> None:
-    records = validate_inventory(inventory(healthy, tmp_path), only={"multinode", "ports", "clock"})
+    records = validate(inventory(healthy, tmp_path), only={"multinode", "ports", "clock"})
     multi = by_host(records, "multinode")
     assert sorted(multi) == ["lab1", "lab2", "lab3"]
     for name, record in multi.items():
@@ -179,7 +186,7 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
     cutter = threading.Thread(target=cut_when_running, daemon=True)
     started = time.monotonic()
     cutter.start()
-    records = validate_inventory(path, only={"multinode"})
+    records = validate(path, only={"multinode"})
     cutter.join(timeout=5)
     elapsed = time.monotonic() - started
     multi = by_host(records, "multinode")
@@ -202,7 +209,7 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
 def test_slow_link_drops_busbw_and_isolation_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
     healthy.fault("lab3", "link-slow")  # type: ignore[attr-defined]
     try:
-        records = validate_inventory(inventory(healthy, tmp_path), only={"multinode"})
+        records = validate(inventory(healthy, tmp_path), only={"multinode"})
     finally:
         healthy.heal("lab3")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
@@ -239,8 +246,8 @@ def four_hosts(healthy_lab: object) -> Iterator[object]:
 def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(four_hosts: object, tmp_path: Path) -> None:
     four_hosts.fault("lab4", "link-slow")  # type: ignore[attr-defined]
     try:
-        records = validate_inventory(inventory(four_hosts, tmp_path, stack_python=f"{BISECT_OPT}/venv/bin/python"),
-                                     only={"multinode"})
+        records = validate(inventory(four_hosts, tmp_path, stack_python=f"{BISECT_OPT}/venv/bin/python"),
+                           only={"multinode"})
     finally:
         four_hosts.heal("lab4")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
@@ -266,7 +273,7 @@ def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp
         fleet.connect(host).run("printf 'export NCCL_SOCKET_IFNAME=ib9\\n' > /etc/profile.d/accelstack.sh",
                                 check=True)
     try:
-        records = validate_inventory(inventory(healthy, tmp_path), only={"env"}, limit="lab1")
+        records = validate(inventory(healthy, tmp_path), "lab1", only={"env"})
     finally:
         with Fleet() as fleet:
             fleet.connect(host).run("rm -f /etc/profile.d/accelstack.sh")
@@ -315,7 +322,7 @@ def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host
     host = load_inventory(path).select(ascend_host)[0]
     with Fleet() as fleet:
         fleet.connect(host).run(faults.drop_device_command(3, root=SIM_ROOT), check=True)
-    records = {r.check: r for r in validate_inventory(path, only={"devices", "libraries"}, limit=ascend_host)}
+    records = {r.check: r for r in validate(path, ascend_host, only={"devices", "libraries"})}
     devices = records["devices"]
     assert devices.status == "fail"
     assert "7 device(s), 8 expected" in devices.summary, devices.summary

@@ -506,6 +506,7 @@ def test_storage_never_creates_the_checkpoint_folder(tmp_path: Path) -> None:
 def test_an_unreachable_host_gives_one_connect_record_whose_remedy_rechecks_it(tmp_path: Path) -> None:
     import socket
 
+    from accelstack.inventory import load_inventory
     from accelstack.validate import validate_inventory
 
     with socket.socket() as probe:  # a port nothing listens on: the connection is refused at once
@@ -514,7 +515,8 @@ def test_an_unreachable_host_gives_one_connect_record_whose_remedy_rechecks_it(t
     inventory = tmp_path / "inv.yml"
     inventory.write_text(f"vars:\n  stack: cpu\n  expect_devices: 0\nhosts:\n  gone:\n    address: 127.0.0.1\n"
                          f"    port: {port}\n    user: root\n    accept_new_host_keys: true\n")
-    records = validate_inventory(str(inventory), tier="standard", only={"devices", "memory", "storage", "topology"},
+    inv = load_inventory(str(inventory))
+    records = validate_inventory(inv, inv.select(), tier="standard", only={"devices", "memory", "storage", "topology"},
                                  reporter=_Collect())
     assert [(r.host, r.check, r.status) for r in records] == [("gone", "connect", "error")], records
     assert records[0].evidence["error"] == "HostUnreachable"
@@ -610,9 +612,11 @@ def test_ports_on_one_host_gives_its_skip_record_through_a_real_run(tmp_path: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Review finding: the one-host `skip` existed in ports_records, but the run only called it for two hosts
     or more, so one host got no ports record at all."""
+    from accelstack.inventory import load_inventory
     from accelstack.validate.run import validate_inventory
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
-    records = validate_inventory("local", only={"ports"})
+    local = load_inventory("local")
+    records = validate_inventory(local, local.select(), only={"ports"})
     assert [(r.check, r.status) for r in records] == [("ports", "skip")]
     assert "no other node" in records[0].summary

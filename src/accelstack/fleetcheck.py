@@ -21,17 +21,11 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.status import Status
 
 from .errors import AccelstackError, ConfigError
 from .history import History
@@ -48,13 +42,11 @@ from .results.baseline import (
     needs_rerun,
     save_baseline,
 )
-from .results.output import STATUS_STYLE
 from .results.records import Record, RunWriter, error_record, utc_now
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}
 DRAIN_TIMEOUT_S = 120
-HEARTBEAT_S = 60.0
 # Slurm caps a node's reason; a short reason also keeps the drain command line readable in logs.
 REASON_MAX = 200
 # Each failed check's cause (its summary) is cut to this, so that every cause fits in the reason.
@@ -101,52 +93,64 @@ def checked_hosts(records: Iterable[Record]) -> list[str]:
     return sorted({r.host for r in records if r.host != CLUSTER_HOST and not r.host.startswith("inventory:")})
 
 
+class FleetView:
+    """What a person is shown of a fleet check while it runs. The fleet check calls these and prints nothing
+    itself; this one shows nothing (a library caller, a test that reads the result). The terminal's, a live
+    status line or timestamped log lines: :class:`accelstack.report.fleet.FleetConsole`.
+
+    Messages are plain text: a view escapes them for whatever it renders into."""
+
+    def started(self, run_id: str) -> None:
+        """The run folder exists; records are about to arrive."""
+
+    def stopped(self) -> None:
+        """The run is over (finished, interrupted or crashed): stop anything live."""
+
+    def step(self, activity: str) -> None:
+        """A longer step begins (validating an inventory, re-running a check, draining a host)."""
+
+    def note(self, message: str) -> None:
+        """A line worth a person's attention."""
+
+    def record(self, record: Record) -> None:
+        """A record was written to the run folder (each once)."""
+
+    def regression(self, regression: Regression) -> None:
+        """A regression against the baseline, counted or not (``regression.counts``)."""
+
+    def drain_breaker(self, why: str) -> None:
+        """The breaker tripped: nothing is drained, for this reason."""
+
+    def drained(self, result: DrainResult) -> None:
+        """The drain command ran for one host."""
+
+    def finished(self, result: FleetResult) -> None:
+        """Every report is written; the run's verdict is ``result.code``."""
+
+
 class FleetReporter:
-    """Persist, then show: every record goes to the run folder as it arrives, then to a live status on stderr.
+    """Persist, then show: every record goes to the run folder as it arrives, then to the ``view``.
 
     Validation streams into it through :meth:`add` (the same call as :class:`accelstack.results.output.Reporter`); the
-    records a validate callable returns are added too, and a record already added is not written twice. On a
-    terminal a rich status line shows what is running; otherwise (cron, CI logs) a timestamped line is printed
-    per inventory, per problem and, while a step runs longer, every ``heartbeat_s`` seconds.
+    records a validate callable returns are added too, and a record already added is not written twice.
     """
 
-    def __init__(self, console: Console | None = None, *, heartbeat_s: float = HEARTBEAT_S) -> None:
-        self.console = console or Console(file=sys.stderr, stderr=True)
-        self.heartbeat_s = heartbeat_s
+    def __init__(self, view: FleetView | None = None) -> None:
+        self.view = view or FleetView()
         self.writer: RunWriter | None = None
-        self.total_hosts = 0
-        self.counts: dict[str, int] = {}
         self._seen: set[int] = set()
-        self._hosts: set[str] = set()
         # Hosts checked in an earlier inventory: a later inventory's records of them are not kept twice.
         self.skip_hosts: frozenset[str] = frozenset()
         self._lock = threading.Lock()
-        self._activity = "starting"
-        self._since = time.monotonic()
-        self._status: Status | None = None
-        self._stop = threading.Event()
-        self._beat: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self, writer: RunWriter) -> None:
         self.writer = writer
-        self.note(escape(f"fleet check: run {writer.run_id}"))
-        if self.console.is_terminal:
-            self._status = self.console.status(self._line(), spinner="dots")
-            self._status.start()
-        elif self.heartbeat_s > 0:
-            self._beat = threading.Thread(target=self._heartbeat, name="fleet-check-heartbeat", daemon=True)
-            self._beat.start()
+        self.view.started(writer.run_id)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
-        if self._beat is not None:
-            self._beat.join(timeout=5)
-            self._beat = None
+        self.view.stopped()
 
     # -- what validation calls -------------------------------------------------------------------------------
 
@@ -157,13 +161,7 @@ class FleetReporter:
             self._seen.add(id(record))
             if self.writer is not None:
                 self.writer.write(record)
-            self.counts[record.status] = self.counts.get(record.status, 0) + 1
-            self._hosts.add(record.host)
-        if record.status in ("fail", "error"):
-            style = STATUS_STYLE.get(record.status, "")
-            what = escape(f"{record.host} {record.check}: {record.summary}")
-            self.note(f"[{style}]{record.status}[/] {what}")
-        self._refresh()
+        self.view.record(record)
 
     def add_all(self, records: Iterable[Record]) -> None:
         for record in records:
@@ -176,29 +174,11 @@ class FleetReporter:
     # -- progress --------------------------------------------------------------------------------------------
 
     def step(self, activity: str) -> None:
-        self._activity = activity
-        self._since = time.monotonic()
-        if self._status is None:
-            self.note(activity)
-        self._refresh()
+        self.view.step(activity)
 
     def note(self, message: str) -> None:
-        """A line above the live status; ``message`` is rich markup, so callers escape what hosts wrote."""
-        stamp = time.strftime("%H:%M:%S")
-        self.console.print(f"[dim]{stamp}[/] {message}", highlight=False)
-
-    def _line(self) -> str:
-        counts = " ".join(f"[{STATUS_STYLE[s]}]{n} {s}[/]" for s, n in sorted(self.counts.items()) if n)
-        elapsed = int(time.monotonic() - self._since)
-        return f"{self._activity} ({elapsed}s)  {len(self._hosts)} host(s)  {counts}"
-
-    def _refresh(self) -> None:
-        if self._status is not None:
-            self._status.update(self._line())
-
-    def _heartbeat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
-            self.note(f"still {self._line()}")
+        """A plain-text line for the person watching (the view escapes it)."""
+        self.view.note(message)
 
 
 @dataclass(frozen=True)
@@ -214,6 +194,28 @@ class DrainResult:
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "ts": self.ts, "host": self.host, "reason": self.reason,
                 "command": self.command, "exit_status": self.exit_status, "output": self.output}
+
+
+@dataclass
+class FleetResult:
+    """What one fleet check did, as values: its verdict and what the verdict rests on."""
+
+    run_id: str
+    run_folder: Path
+    code: int  # 0 healthy; 1 a failure or regression, or the drain breaker tripped; 2 hosts not checked
+    records: list[Record]
+    regressions: list[Regression]
+    baseline_file: Path
+    baseline_created: bool = False
+    baseline_updated: bool = False
+    drain_breaker: dict[str, Any] | None = None  # None without --drain-cmd
+    drained: list[DrainResult] = field(default_factory=list)
+    reports_dir: Path | None = None
+    reports: list[Path] = field(default_factory=list)
+
+    @property
+    def breaker_tripped(self) -> bool:
+        return bool(self.drain_breaker and self.drain_breaker.get("tripped"))
 
 
 def drain_targets(records: list[Record], regressions: list[Regression]) -> dict[str, str]:
@@ -287,11 +289,11 @@ def _rerun_drops(regressions: list[Regression], records: list[Record], inventory
                 hosts.append(regression.host)
     found: list[Record] = []
     for (inventory, check), hosts in sorted(wanted.items()):
-        progress.step(escape(f"re-running {check} on {', '.join(hosts)} to confirm a bandwidth drop"))
+        progress.step(f"re-running {check} on {', '.join(hosts)} to confirm a bandwidth drop")
         try:
             again = list(rerun(inventory, hosts, check))
         except Exception as err:  # an unconfirmed drop stays unconfirmed; the run and its report go on
-            progress.note(escape(f"re-run of {check} on {', '.join(hosts)} failed: {err}"))
+            progress.note(f"re-run of {check} on {', '.join(hosts)} failed: {err}")
             continue
         for record in again:
             if record.host in hosts and record.check == check:
@@ -304,8 +306,9 @@ def _rerun_drops(regressions: list[Regression], records: list[Record], inventory
 def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | None,
                 reports_dir: Path, busbw_drop_pct: float, progress: FleetReporter | None = None,
                 runs_base: Path | None = None, rerun: Rerun | None = None,
-                max_drain: str | int | None = None) -> int:
-    """Validate each inventory, write one run and every report, drain bad hosts; the exit code (0, 1 or 2).
+                max_drain: str | int | None = None) -> FleetResult:
+    """Validate each inventory, write one run and every report, drain bad hosts; what it did, with the exit
+    code (0, 1 or 2) as ``code``. It shows nothing itself: ``progress.view`` does, as the run goes.
 
     ``validate`` may stream records into ``progress.add`` as they arrive and return them too; records it only
     returns are written when it returns. ``rerun`` confirms bandwidth drops (without it, a drop counts as
@@ -318,7 +321,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
     try:
         inventory_of: dict[str, str] = {}
         for number, inventory in enumerate(inventories, 1):
-            progress.step(escape(f"validating {inventory} ({number}/{len(inventories)})"))
+            progress.step(f"validating {inventory} ({number}/{len(inventories)})")
             skip = frozenset(inventory_of)
             progress.skip_hosts = skip
             progress.add_all(_validate_safely(validate, inventory, skip))
@@ -338,17 +341,17 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
             regressions = confirm_regressions(regressions, again, baseline.excluding(writer.run_id),
                                               busbw_drop_pct, attempted={r.host for r in regressions if needs_rerun(r)})
         for regression in regressions:
-            label = "regression" if regression.counts else "not counted"
-            progress.note(f"[bold red]{label}[/] " + escape(regression.message))
+            progress.view.regression(regression)
         code = verdict(records, regressions)
         extra: dict[str, Any] = {"inventories": inventories, "busbw_drop_pct": busbw_drop_pct,
                                  "baseline_created": False, "baseline_updated": False, "drained": [],
                                  "drain_breaker": None}
         counted = {(r.host, r.check) for r in actionable(regressions) if r.kind == "busbw_drop"}
+        drained: list[DrainResult] = []
         if baseline is None and code == 0:
             save_baseline(baseline_from_records(records, source_run=writer.run_id), baseline_file)
             extra["baseline_created"] = True
-            progress.note(escape(f"no baseline yet: this healthy run is now the baseline ({baseline_file})"))
+            progress.note(f"no baseline yet: this healthy run is now the baseline ({baseline_file})")
         elif baseline is None:
             progress.note("no baseline yet, and this run is not healthy: `inv baseline --from RUN` sets one")
         else:
@@ -369,20 +372,18 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
                        "--max-drain")
                 extra["drain_breaker"] = {"tripped": True, "max_drain": limit, "hosts_checked": len(checked),
                                           "targets": targets, "reason": why}
-                progress.note("[bold red]drain breaker tripped[/]: " + escape(why))
+                progress.view.drain_breaker(why)
                 code = max(code, 1)
             else:
                 extra["drain_breaker"] = {"tripped": False, "max_drain": limit, "hosts_checked": len(checked)}
                 for host, reason in targets.items():
-                    progress.step(escape(f"draining {host}"))
+                    progress.step(f"draining {host}")
                     result = run_drain(drain_cmd, host, reason)
                     result = dataclasses.replace(result, run_id=writer.run_id)
                     _append_jsonl(writer.path / DRAINS_FILE, result.to_dict())
                     extra["drained"].append(result.to_dict())
-                    outcome = "done"
-                    if result.exit_status != 0:
-                        outcome = f"[red]failed[/] ({result.exit_status}) " + escape(result.output[-200:])
-                    progress.note(escape(f"drain {host}: ") + outcome)
+                    drained.append(result)
+                    progress.view.drained(result)
         write_atomic(writer.path / FLEET_FILE, json.dumps(
             {**extra, "regressions": [r.to_dict() for r in regressions]}, indent=2, default=str) + "\n")
 
@@ -392,14 +393,18 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
         data = ReportData(run_id=writer.run_id, records=records, meta=read_meta(writer.path),
                           regressions=regressions, baseline_run=baseline.describe() if baseline else None,
                           busbw_history=points, extra=extra)
+        written = []
         for name, renderer in REPORT_FILES.items():
             write_atomic(reports_dir / name, renderer(data))
-        progress.note(escape(f"reports in {reports_dir}: {', '.join(REPORT_FILES)}"))
-        verdict_text = {0: "healthy", 1: "failures or regressions", 2: "hosts could not be checked"}[code]
-        if extra["drain_breaker"] and extra["drain_breaker"]["tripped"]:
-            verdict_text += "; drain breaker tripped, nothing drained"
-        progress.note(f"fleet check {verdict_text} (exit {code})")
-        return code
+            written.append(reports_dir / name)
+        outcome = FleetResult(run_id=writer.run_id, run_folder=writer.path, code=code, records=records,
+                              regressions=regressions, baseline_file=baseline_file,
+                              baseline_created=extra["baseline_created"],
+                              baseline_updated=extra["baseline_updated"],
+                              drain_breaker=extra["drain_breaker"], drained=drained, reports_dir=reports_dir,
+                              reports=written)
+        progress.view.finished(outcome)
+        return outcome
     finally:
         # No writer.close() here: on Ctrl-C or a crash the run must stay without `finished` (interrupted),
         # and every record it got is already flushed to disk.

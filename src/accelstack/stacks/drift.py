@@ -13,10 +13,8 @@ Status per component:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from rich.table import Table
-from rich.text import Text
 
 from ..results.records import SEVERITY, Record, Status
 from .compat import Matrix, Violation, check_components, load_matrix
@@ -32,9 +30,6 @@ CRITICAL: dict[str, frozenset[str]] = {
     "cpu": frozenset({"python", "torch"}),
 }
 _CANN_COMPONENTS = frozenset({"cann_toolkit", "cann_kernels", "nnal"})
-
-STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "error": "magenta", "skip": "dim"}
-
 
 def _matches(pin: Pin, installed: str, matrix: Matrix) -> bool | None:
     """Whether installed meets the pin; None when the installed text is not a version we can read."""
@@ -170,18 +165,28 @@ def run_drift(hosts_facts: Mapping[str, Mapping[str, str | None] | Exception], s
     return records
 
 
-def drift_table(records: list[Record], *, title: str = "drift") -> Table:
-    """A rich table, worst first within each host, one row per record."""
-    table = Table(title=title)
-    for column in ("host", "component", "status", "installed", "pinned", "detail"):
-        table.add_column(column, overflow="fold")
+@dataclass(frozen=True)
+class DriftRow:
+    """One line of a drift report: a record as a person reads it (``stacks.render.drift_table`` shows them)."""
+
+    host: str
+    component: str
+    status: str
+    installed: str
+    pinned: str
+    detail: str
+
+
+def drift_rows(records: list[Record]) -> list[DriftRow]:
+    """One row per record, hosts in the order they came, worst first within each host; the fix under the
+    detail of anything that is not a pass."""
     order = {host: index for index, host in enumerate(dict.fromkeys(r.host for r in records))}
+    rows = []
     for record in sorted(records, key=lambda r: (order[r.host], -SEVERITY.get(r.status, 0))):
         component = record.check.removeprefix("drift.") if record.check.startswith("drift.") else "-"
         detail = record.summary if record.status != "pass" else ""
         if record.remedy and record.status != "pass":
             detail += f"\nfix: {record.remedy}"
-        table.add_row(
-            record.host, component, Text(record.status, style=STATUS_STYLE.get(record.status, "")),
-            str(record.evidence.get("installed") or "-"), str(record.evidence.get("pinned") or "-"), detail)
-    return table
+        rows.append(DriftRow(record.host, component, record.status, str(record.evidence.get("installed") or "-"),
+                             str(record.evidence.get("pinned") or "-"), detail))
+    return rows

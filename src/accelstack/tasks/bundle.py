@@ -9,7 +9,6 @@ from typing import Any
 from rich.console import Console
 
 from ..facts.gather import probe_options_for
-from ..inventory import load_inventory
 from ..results.output import Reporter, records_table
 from ..results.records import Record, RunWriter, error_record, exit_code_for, utc_now
 from ..transport.fanout import Fleet
@@ -17,9 +16,9 @@ from .common import (
     HELP_COMMON,
     boundary,
     check_runs_folder,
-    check_stacks,
     extra_vars,
     fanout_options,
+    inventory_hosts,
     task,
     with_vars,
     writable_dir,
@@ -40,9 +39,8 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
 
     overrides = extra_vars(set or [])
     options = fanout_options(c, forks, connect_timeout)
-    inv = load_inventory(inventory)
-    hosts = with_vars(inv.select(limit), overrides)
-    check_stacks(hosts, overrides)
+    inv, selected = inventory_hosts(inventory, limit, overrides)
+    hosts = with_vars(selected, overrides)
     dest = writable_dir(Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}"), "--output")
     check_runs_folder()
     writer = RunWriter("collect", meta={"inventory": str(inv.path), "output": str(dest)})

@@ -34,7 +34,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import invoke
 from invoke.exceptions import Exit
@@ -43,6 +43,9 @@ from invoke.parser.parser import ParseMachine
 from invoke.tasks import Task
 
 from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
+
+if TYPE_CHECKING:
+    from ..inventory import Host, Inventory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -286,6 +289,18 @@ def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
         except yaml.YAMLError:
             out[key.strip()] = value
     return out
+
+
+def inventory_hosts(inventory: str | None, limit: str | None,
+                    overrides: Mapping[str, Any] | None = None) -> tuple[Inventory, list[Host]]:
+    """The inventory a task names, loaded once, and the hosts ``--limit`` selects, their stacks checked: what
+    the task hands the package. A bad file, pattern or stack is exit 3, before any host is touched."""
+    from ..inventory import load_inventory
+
+    inv = load_inventory(inventory)
+    hosts = inv.select(limit)
+    check_stacks(hosts, overrides)
+    return inv, hosts
 
 
 def check_stacks(hosts: Iterable[Any], overrides: Mapping[str, Any] | None = None) -> None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts.gather import gather_facts, probe_options_for
-from ..inventory import load_inventory
 from ..results.output import Reporter
 from ..results.records import RunWriter
-from ..stacks import drift_table, load_matrix, run_drift
+from ..stacks import load_matrix, run_drift
+from ..stacks.render import drift_table
 from ..transport.context import resolve_contexts
 from ..transport.fanout import Fleet
-from .common import HELP_COMMON, boundary, check_runs_folder, check_stacks, extra_vars, fanout_options, task
+from .common import (
+    HELP_COMMON,
+    boundary,
+    check_runs_folder,
+    extra_vars,
+    fanout_options,
+    inventory_hosts,
+    task,
+)
 
 
 @task(help=HELP_COMMON, iterable=["set"])
@@ -25,9 +33,7 @@ def drift(c: Any, inventory: str | None = None, limit: str | None = None, json: 
     """
     overrides = extra_vars(set or [])
     options = fanout_options(c, forks, connect_timeout)
-    inv = load_inventory(inventory)
-    hosts = inv.select(limit)
-    check_stacks(hosts, overrides)
+    inv, hosts = inventory_hosts(inventory, limit, overrides)
     # drift reports a bad pin; it does not refuse it
     contexts = resolve_contexts(hosts, overrides=overrides or None, run_preflight=False)
     matrix = load_matrix()

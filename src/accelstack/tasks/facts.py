@@ -6,7 +6,6 @@ from typing import Any
 
 from ..facts.gather import facts_record, gather_facts
 from ..facts.render import facts_table
-from ..inventory import load_inventory
 from ..results.output import Reporter
 from ..results.records import RunWriter
 from ..transport.fanout import Fleet
@@ -14,9 +13,9 @@ from .common import (
     HELP_COMMON,
     boundary,
     check_runs_folder,
-    check_stacks,
     extra_vars,
     fanout_options,
+    inventory_hosts,
     task,
     with_vars,
 )
@@ -29,9 +28,9 @@ def facts(c: Any, inventory: str | None = None, limit: str | None = None, json: 
     """Gather facts from every host: OS, CPUs, memory, NUMA, NICs, accelerators and the installed stack."""
     overrides = extra_vars(set or [])
     options = fanout_options(c, forks, connect_timeout)
-    inv = load_inventory(inventory)
-    hosts = with_vars(inv.select(limit), overrides)
-    check_stacks(hosts, overrides)  # a stack that does not exist is bad input, whatever task reads it
+    # A stack that does not exist is bad input, whatever task reads it.
+    inv, selected = inventory_hosts(inventory, limit, overrides)
+    hosts = with_vars(selected, overrides)
     check_runs_folder()
     writer = RunWriter("facts", meta={"inventory": str(inv.path), "limit": limit, "hosts": [h.name for h in hosts]})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="facts")

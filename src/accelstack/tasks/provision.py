@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from invoke import Collection
-from rich.table import Table
 
 from ..errors import ConfigError
-from ..inventory import load_inventory
 from ..results.output import Reporter
 from ..results.records import RunWriter
 from ..transport.fanout import Fleet
@@ -18,32 +16,13 @@ from .common import (
     HELP_COMMON,
     boundary,
     check_runs_folder,
-    check_stacks,
     default_text,
     extra_vars,
     fanout_options,
+    inventory_hosts,
     setting,
     task,
 )
-
-if TYPE_CHECKING:
-    from ..provision.plan import HostPlan
-
-
-def _plan_table(plans: dict[str, HostPlan]) -> Table:
-    table = Table(title="plan (--check: nothing was touched)")
-    for column in ("host", "step", "change", "bytes", "reboot"):
-        table.add_column(column, overflow="fold")
-    for name in sorted(plans):
-        plan = plans[name]
-        if plan.problems:
-            table.add_row(name, "-", "; ".join(plan.problems), "", "")
-            continue
-        if not plan.changes:
-            table.add_row(name, "-", "no change", "0", "yes (pending)" if plan.reboot_pending else "no")
-        for change in plan.changes:
-            table.add_row(name, change.step, change.summary, str(change.bytes_to_transfer), change.reboot)
-    return table
 
 
 @task(help={
@@ -66,11 +45,10 @@ def provision(c: Any, inventory: str | None = None, limit: str | None = None, js
     # The provisioning layer (jinja2, roles) loads only when this task runs: every other task starts faster.
     from ..provision import ProvisionOptions, failed_hosts_of_last_run, prepare
     from ..provision import provision as run_provision
+    from ..provision.table import plan_table
     fanout = fanout_options(c, forks, connect_timeout, setting(c, "host_timeout", host_timeout))
     overrides = extra_vars(set or [])
-    inv = load_inventory(inventory)
-    hosts = inv.select(limit)
-    check_stacks(hosts, overrides)
+    inv, hosts = inventory_hosts(inventory, limit, overrides)
     if retry_failed:
         failed = failed_hosts_of_last_run()
         if failed is None:
@@ -89,7 +67,7 @@ def provision(c: Any, inventory: str | None = None, limit: str | None = None, js
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="provision")
     with Fleet(fanout) as fleet:
         plans = run_provision(fleet, hosts, options, reporter.add, prepared=prepared)
-    return reporter.finish(_plan_table(plans) if check and not json else None)
+    return reporter.finish(plan_table(plans) if check and not json else None)
 
 
 def set_of(names: list[str]) -> frozenset[str]:

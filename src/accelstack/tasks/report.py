@@ -9,7 +9,7 @@ from __future__ import annotations
 import json as jsonlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -19,6 +19,7 @@ from ..fleetcheck import FleetReporter
 from ..fleetcheck import fleet_check as run_fleet_check
 from ..history import History, parse_since
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
+from ..report.fleet import FleetConsole
 from ..report.model import RERUN_FILE
 from ..results.baseline import (
     DEFAULT_BUSBW_DROP_PCT,
@@ -46,6 +47,9 @@ from .common import (
     writable_dir,
     writable_file,
 )
+
+if TYPE_CHECKING:
+    from ..inventory import Host, Inventory
 
 # `inv baseline` reads up to this many times --keep recent runs: a host missing from some still finds its last few.
 BASELINE_RUNS_FACTOR = 4
@@ -239,16 +243,17 @@ HELP_FLEET = {
 }
 
 
-def _preflight(names: list[str], limit: str | None, overrides: dict[str, object]) -> dict[str, list[str]]:
+def _preflight(names: list[str], limit: str | None,
+               overrides: dict[str, object]) -> dict[str, tuple[Inventory, list[Host]]]:
     """Every inventory read and its stacks checked (with --set applied, as validation will) before any host is
-    touched: a broken one is exit 3 with its file:line. The host names of each, in order.
+    touched: a broken one is exit 3 with its file:line. Each inventory, loaded once, with the hosts it gives.
 
     ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
     selects nothing there; it is an error only when it matches no host in any of them."""
     from ..inventory import load_inventory
     from ..transport.context import resolve_contexts
 
-    hosts: dict[str, list[str]] = {}
+    loaded: dict[str, tuple[Inventory, list[Host]]] = {}
     unmatched: ConfigError | None = None
     for name in names:
         inv = load_inventory(name)
@@ -257,13 +262,13 @@ def _preflight(names: list[str], limit: str | None, overrides: dict[str, object]
         except ConfigError as err:
             if not limit or "matches no host" not in str(err):
                 raise
-            unmatched, hosts[name] = unmatched or err, []
+            unmatched, loaded[name] = unmatched or err, (inv, [])
             continue
         resolve_contexts(selected, overrides=overrides or None)
-        hosts[name] = [host.name for host in selected]
-    if unmatched is not None and not any(hosts.values()):
+        loaded[name] = (inv, selected)
+    if unmatched is not None and not any(hosts for _inv, hosts in loaded.values()):
         raise unmatched
-    return hosts
+    return loaded
 
 
 @task(iterable=["inventory", "set"], help=HELP_FLEET)
@@ -293,30 +298,30 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     connect_s = setting(c, "connect_timeout", connect_timeout)
     overrides = extra_vars(set or [])
     names = list(inventory or ["local"])
-    hosts_of = _preflight(names, limit, overrides)
+    loaded = _preflight(names, limit, overrides)
     reports = writable_dir(Path(reports_dir), "--reports-dir")  # found now, not after validating every host
     check_runs_folder()
     known_checks = {name for name in all_checks(registry)}  # `set` is the --set flag here
     cluster_checks = {c for v in registry if v.scope == "cluster" for c in v.checks}
-    progress = FleetReporter()
-    limits: dict[str, str | None] = {}
+    progress = FleetReporter(FleetConsole())
+    validated: dict[str, list[Host]] = {}
 
-    def run(name: str, limit_of_run: str | None, only_checks: frozenset[str] | None, reporter: Any) -> list[Record]:
-        records: list[Record] = validate_inventory(name, tier=tier, only=None if only_checks is None else {*only_checks},
-                                                   reporter=reporter,
-                                                   limit=limit_of_run, forks=forks_n,
+    def run(name: str, hosts: list[Host], only_checks: frozenset[str] | None, reporter: Any) -> list[Record]:
+        records: list[Record] = validate_inventory(loaded[name][0], hosts, tier=tier,
+                                                   only=None if only_checks is None else {*only_checks},
+                                                   reporter=reporter, forks=forks_n,
                                                    overrides=overrides or None, connect_timeout=connect_s)
         return records
 
     def validate(name: str, skip: frozenset[str]) -> list[Record]:
-        left = [host for host in hosts_of[name] if host not in skip]
+        selected = loaded[name][1]
+        left = [host for host in selected if host.name not in skip]
         if not left:
-            why = "every host was checked in an earlier inventory" if hosts_of[name] else f"--limit {limit} selects none"
+            why = "every host was checked in an earlier inventory" if selected else f"--limit {limit} selects none"
             progress.note(f"{name}: {why}")
             return []
-        terms = ([limit] if limit else []) + [f"!{host}" for host in hosts_of[name] if host in skip]
-        limits[name] = ",".join(terms) or None
-        return run(name, limits[name], frozenset(wanted) if wanted else None, progress)
+        validated[name] = left
+        return run(name, left, frozenset(wanted) if wanted else None, progress)
 
     def rerun(name: str, hosts: list[str], check: str) -> list[Record]:
         # The record's check or its family (memory.shm -> memory) is what --only names.
@@ -324,16 +329,17 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
         if family not in known_checks:
             return []
         # A cluster check measures the hosts together: re-run it across the inventory, as it first ran.
-        rerun_limit = limits.get(name) if family in cluster_checks else ",".join(hosts)
-        return run(name, rerun_limit, frozenset({family}), _Collector())
+        ran = validated.get(name, [])
+        again = ran if family in cluster_checks else [host for host in ran if host.name in hosts]
+        return run(name, again, frozenset({family}), _Collector()) if again else []
 
-    code = run_fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
-                           busbw_drop_pct=float(drop_pct), progress=progress, rerun=rerun, max_drain=max_drain)
-    if json and progress.writer is not None:
-        for record in progress.writer.records:
+    result = run_fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
+                             busbw_drop_pct=float(drop_pct), progress=progress, rerun=rerun, max_drain=max_drain)
+    if json:
+        for record in result.records:
             sys.stdout.write(jsonlib.dumps(record.to_dict()) + "\n")
         sys.stdout.flush()
-    return code
+    return result.code
 
 
 class _Collector:

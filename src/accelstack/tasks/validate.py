@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..inventory import load_inventory
 from ..results.output import Reporter
 from ..results.records import RunWriter
 from ..transport.fanout import RunInterrupted
@@ -14,9 +13,9 @@ from .common import (
     HELP_COMMON,
     boundary,
     check_runs_folder,
-    check_stacks,
     default_text,
     extra_vars,
+    inventory_hosts,
     setting,
     task,
 )
@@ -57,15 +56,13 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     if engine != "ssh":
         from ..validate.slurm import validate_slurm_task
         return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes)
-    inv = load_inventory(inventory)
-    hosts = inv.select(limit)
-    check_stacks(hosts, overrides)
+    inv, hosts = inventory_hosts(inventory, limit, overrides)
     check_runs_folder()
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,
                                          "only": sorted(wanted) if wanted else None})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title=f"validate ({tier})")
     try:
-        validate_inventory(inventory, tier=tier, limit=limit, only=wanted, reporter=reporter, forks=forks_n,
+        validate_inventory(inv, hosts, tier=tier, only=wanted, reporter=reporter, forks=forks_n,
                            deadline_s=deadline_s, overrides=overrides or None, connect_timeout=connect_s)
     except BaseException as stop:
         # The live panel off; on Ctrl-C the run folder is closed as interrupted, with every finished record.

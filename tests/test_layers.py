@@ -1,0 +1,59 @@
+"""Output is a layer: domain modules return values; only renderers and tasks show them to a person.
+
+A module may import rich or call print only if it is a task (``tasks/``), a command line (``cli.py``, any
+``__main__.py``), the record reporters (``results/output.py``), the reports (``report/``), the lab, or a package's renderer
+(``<package>/render.py``). Host-side scripts print their one JSON document by design and are not control-side
+code. Anything else that wants to show something returns it, and a renderer draws it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import accelstack
+
+PACKAGE = Path(accelstack.__file__).parent
+ALLOWED_FOLDERS = ("tasks", "report", "lab", "hostside")
+# provision/render.py is still the jinja2 template module; the plan's renderer takes that name once it moves.
+ALLOWED_FILES = ("cli.py", "results/output.py", "provision/table.py")
+
+
+def allowed(relative: Path) -> bool:
+    return (relative.parts[0] in ALLOWED_FOLDERS or relative.as_posix() in ALLOWED_FILES
+            or relative.name in ("render.py", "__main__.py"))
+
+
+def output_calls(tree: ast.AST) -> list[str]:
+    """Where a module imports rich or calls print, as ``line: what``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "rich"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "rich":
+            found.append(f"{node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append(f"{node.lineno}: print(...)")
+    return found
+
+
+def test_the_check_sees_rich_imports_and_prints() -> None:
+    source = "import rich\nfrom rich.table import Table\nimport os, rich.console\nprint('x')\nlog.print('y')\n"
+    assert output_calls(ast.parse(source)) == ["1: import rich", "2: from rich.table import ...",
+                                               "3: import rich.console", "4: print(...)"]
+    assert output_calls(ast.parse("from .render import table\nimport richer\n")) == []
+    assert allowed(Path("stacks/render.py")) and allowed(Path("tasks/report.py"))
+    assert allowed(Path("validate/checks/__main__.py"))  # a command line, as cli.py
+    assert not allowed(Path("fleetcheck.py")) and not allowed(Path("stacks/drift.py"))
+
+
+def test_only_tasks_and_renderers_print_or_import_rich() -> None:
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if allowed(relative):
+            continue
+        found = output_calls(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        if found:
+            offenders[relative.as_posix()] = found
+    assert offenders == {}, "return values and draw them in <package>/render.py (or the task): " + repr(offenders)
