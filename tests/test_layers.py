@@ -15,8 +15,7 @@ import accelstack
 
 PACKAGE = Path(accelstack.__file__).parent
 ALLOWED_FOLDERS = ("tasks", "report", "lab", "hostside")
-# provision/render.py is still the jinja2 template module; the plan's renderer takes that name once it moves.
-ALLOWED_FILES = ("cli.py", "results/output.py", "provision/table.py")
+ALLOWED_FILES = ("cli.py", "results/output.py")
 
 
 def allowed(relative: Path) -> bool:

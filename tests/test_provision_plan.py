@@ -337,10 +337,10 @@ def test_every_missing_artifact_is_listed_not_only_the_first() -> None:
 
 
 def test_check_plan_table_shows_changes_converged_hosts_and_problems() -> None:
-    """`inv provision --check`'s table (provision/table.py): a row per change with its bytes and reboot, one
+    """`inv provision --check`'s table (provision/render.py): a row per change with its bytes and reboot, one
     "no change" row for a converged host (its pending reboot shown), the problems of a host that cannot be
     planned."""
-    from accelstack.provision.table import plan_table
+    from accelstack.provision.render import plan_table
     from accelstack.results.output import render_to_text
 
     fresh, _, view = plan_for(host(), facts())

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..inventory import Host, Inventory
 from ..results.records import Record
 from ..validate.checks import Check
 from ..validate.registry import load_registry
@@ -33,14 +34,14 @@ class Confirmation:
     records: list[Record] = field(default_factory=list)
 
 
-def confirm_on_host(diagnosis: Diagnosis, inventory: str | None, host: str,
+def confirm_on_host(diagnosis: Diagnosis, inventory: Inventory, hosts: Sequence[Host],
                     registry: Iterable[Check] | None = None) -> Confirmation:
-    """Run, on ``host`` of ``inventory`` (the embedded local one when None), every check declared to confirm one
-    of the diagnosis's causes, root cause's first; the full tier's settings. A host the inventory does not have is
-    a ConfigError (exit 3) before anything runs."""
+    """Run, on ``hosts`` of the loaded ``inventory`` (the task selects them from ``--host``), every check
+    declared to confirm one of the diagnosis's causes, root cause's first; the full tier's settings."""
+    name = ",".join(host.name for host in hosts)
     checks = confirming_checks((finding.cause for finding in diagnosis.findings),
                                load_registry() if registry is None else registry)
     if not checks:
-        return Confirmation(host, [])
-    records = validate_inventory(inventory, limit=host, only=set(checks), tier="full")
-    return Confirmation(host, checks, records)
+        return Confirmation(name, [])
+    records = validate_inventory(inventory, hosts, only=set(checks), tier="full")
+    return Confirmation(name, checks, records)

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from ..errors import ConfigError
 from ..results.output import records_table
-from .common import AccelstackTask, boundary
+from .common import AccelstackTask, boundary, inventory_hosts
 
 if TYPE_CHECKING:
     from ..diagnose import Diagnosis
@@ -117,14 +117,18 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     paths = [path for path in ([log] if isinstance(log, str) else list(log or [])) if path]
     if not paths:
         raise ConfigError("no log given", hint="inv diagnose LOG [-l LOG ...]; a job folder or .tar.gz works too")
+    selected = None
+    if host:  # a bad inventory or a host it does not have is exit 3 before any log is read or host touched
+        selected = inventory_hosts(inventory, host)
     diagnosis = diagnose_paths(paths)
     for note in diagnosis.truncated:
         print(f"warning: {note}", file=sys.stderr)
     confirmation = None
-    if host:
+    if host and selected is not None:
         from ..diagnose.confirm import Confirmation, confirm_on_host  # validation is only needed with --host
 
-        confirmation = confirm_on_host(diagnosis, inventory, host) if diagnosis.findings else Confirmation(host, [])
+        confirmation = (confirm_on_host(diagnosis, *selected) if diagnosis.findings
+                        else Confirmation(host, []))
     if json:
         print(jsonlib.dumps(diagnosis_document(diagnosis, confirmation), indent=2))
     else:

@@ -45,7 +45,7 @@ def provision(c: Any, inventory: str | None = None, limit: str | None = None, js
     # The provisioning layer (jinja2, roles) loads only when this task runs: every other task starts faster.
     from ..provision import ProvisionOptions, failed_hosts_of_last_run, prepare
     from ..provision import provision as run_provision
-    from ..provision.table import plan_table
+    from ..provision.render import plan_table
     fanout = fanout_options(c, forks, connect_timeout, setting(c, "host_timeout", host_timeout))
     overrides = extra_vars(set or [])
     inv, hosts = inventory_hosts(inventory, limit, overrides)

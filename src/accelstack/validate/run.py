@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..inventory import Host, Inventory, load_inventory
+from ..inventory import Host, Inventory
 from ..results.records import Record, RecordSink, RunWriter
 from ..transport.connection import Transport
 from ..transport.context import HostContext, resolve_contexts
@@ -249,28 +249,19 @@ def interrupt_guard(fleet: Fleet) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def validate_inventory(inventory: Inventory | str | None, hosts: Sequence[Host] | None = None, *,
+def validate_inventory(inventory: Inventory, hosts: Sequence[Host], *,
                        tier: str = "standard", only: set[str] | None = None, reporter: RecordSink | None = None,
                        forks: int = 64, deadline_s: float | None = None,
-                       overrides: dict[str, Any] | None = None, connect_timeout: float | None = None,
-                       limit: str | None = None) -> list[Record]:
+                       overrides: dict[str, Any] | None = None, connect_timeout: float | None = None) -> list[Record]:
     """Validate ``hosts`` of the loaded ``inventory`` (the task loads and selects them, once) and return the
-    records; the nightly fleet check calls this. Bad input raises ConfigError before any host is touched.
-
-    Transitional: given an inventory name (or None, the embedded local one) and no hosts, it loads the inventory
-    and selects ``limit`` itself. Only ``tasks/diagnose.py``'s confirmation run still calls it so; that goes
-    once the confirmation run takes the loaded inventory too."""
+    records; the nightly fleet check and ``diagnose --host`` call this. Bad input raises ConfigError before any
+    host is touched."""
     validators = select(load_registry(), tier, only)
-    if not isinstance(inventory, Inventory):
-        inventory = load_inventory(inventory)
-        hosts = inventory.select(limit)
-    elif hosts is None or limit is not None:
-        raise TypeError("validate_inventory(inventory, hosts): the caller selects the hosts (no limit)")
     # Preflight is validation's first step too: an incompatible pin is refused before any host is touched.
     contexts = resolve_contexts(list(hosts), overrides=overrides)
     own_writer = None
     if reporter is None:
-        own_writer = RunWriter("validate", meta={"inventory": str(inventory.path), "limit": limit, "tier": tier,
+        own_writer = RunWriter("validate", meta={"inventory": str(inventory.path), "tier": tier,
                                                  "hosts": [host.name for host in hosts]})
     interrupted = False
     try:
