@@ -32,6 +32,7 @@ def build_collection() -> Collection:
     root.add_task(provision_tasks.provision)
     root.add_task(validate_tasks.validate)
     root.add_task(nodecheck_tasks.node_check)
+    root.add_task(nodecheck_tasks.node_collective)
     root.add_collection(provision_tasks.repo_ns)
     for report_task in (report_tasks.report, report_tasks.baseline, report_tasks.history,
                         report_tasks.fleet_check):

@@ -54,7 +54,8 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     if engine != "ssh":
         from ..validate.slurm import validate_slurm_task
-        return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes)
+        return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes,
+                                   inventory=inventory, overrides=overrides or None, deadline_s=deadline)
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
     check_stacks(hosts, overrides)
