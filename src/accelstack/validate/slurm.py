@@ -403,6 +403,10 @@ def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: 
     from ..results.records import RunWriter
 
     validators = slurm_validators(engine, tier, only)
+    # Bad input is exit 3 before a run folder exists: a node the partition lacks, a node no inventory host matches.
+    selected = select_nodes(partition, nodes)
+    if inventory:
+        inventory_contexts(inventory, [n.name for n in selected], overrides)
     writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
                                          "inventory": inventory, "only": sorted(only) if only else None})
     reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
