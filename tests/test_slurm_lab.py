@@ -137,6 +137,8 @@ def json_records(proc: object) -> list[dict]:
 
 
 def test_the_multinode_allreduce_runs_as_one_slurm_step_and_passes(slurm: SlurmLab, tmp_path: Path) -> None:
+    # A node resumed by an earlier test can show `idle*` for a moment: start with all four responding.
+    slurm.wait_idle(["lab1", "lab2", "lab3", "lab4"], timeout=60)
     env = {"ACCELSTACK_RUNS": str(tmp_path / "runs"), "SLURM_CONF": str(slurm.conf)}
     proc = run_cli("validate", "--engine", "slurm", "--inventory", mapped_inventory(slurm, tmp_path),
                    "--only", "multinode", "--json", env=env, timeout=400)
@@ -161,6 +163,7 @@ def test_the_multinode_allreduce_runs_as_one_slurm_step_and_passes(slurm: SlurmL
 def test_fleet_check_through_slurm_drains_a_failed_node_with_scontrol_and_not_an_errored_one(
         slurm: SlurmLab, tmp_path: Path) -> None:
     # x3 (Slurm's lab3) names an interface it does not have in the inventory: its env check fails there.
+    slurm.wait_idle(["lab1", "lab2", "lab3", "lab4"], timeout=60)
     inventory = mapped_inventory(slurm, tmp_path, x3={"gloo_socket_ifname": "ib9"})
     env = {"ACCELSTACK_RUNS": str(tmp_path / "runs"), "SLURM_CONF": str(slurm.conf)}
     reports = tmp_path / "reports"
