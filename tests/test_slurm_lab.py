@@ -222,6 +222,21 @@ def test_a_node_whose_slurmd_stopped_is_error_and_the_fleet_check_drains_nothing
     assert wait_for(slurm, "lab4", "idle", timeout=60) == "idle"
 
 
+def test_a_step_past_its_deadline_is_cancelled_and_every_node_is_error(slurm: SlurmLab, tmp_path: Path) -> None:
+    slurm.wait_idle(["lab1", "lab2", "lab3", "lab4"], timeout=60)
+    env = {"ACCELSTACK_RUNS": str(tmp_path / "runs"), "SLURM_CONF": str(slurm.conf)}
+    # 5 s: every rank reaches its deadline before its collective ends (torch alone takes longer to import here).
+    proc = run_cli("validate", "--engine", "slurm", "--nodes", "lab[1-2]", "--only", "multinode", "--deadline", "5",
+                   "--set", "cluster_nproc=1", "--json", env=env, timeout=200)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    multi = {r["host"]: r for r in json_records(proc)}
+    assert sorted(multi) == ["lab1", "lab2"]
+    for record in multi.values():
+        assert record["status"] == "error" and "no result within the 5 s deadline" in record["summary"], record
+        assert "isolation" not in record["evidence"]  # nothing was measured: nothing to isolate
+    assert wait_for(slurm, "lab1", "idle", timeout=30) == "idle"  # the step is gone
+
+
 def test_nodes_the_partition_lacks_are_exit_3_before_any_srun(slurm: SlurmLab, tmp_path: Path) -> None:
     env = {"ACCELSTACK_RUNS": str(tmp_path), "SLURM_CONF": str(slurm.conf)}
     proc = run_cli("validate", "--engine", "slurm", "--nodes", "lab[3-6]", "--only", "env", env=env, timeout=60)

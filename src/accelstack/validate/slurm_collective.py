@@ -360,10 +360,8 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
     if run.usable is not None:
         lost |= set(nodes) - run.usable(nodes)
     live = [n for n in nodes if n not in lost]
-    if "fail" not in statuses and (statuses == {"error"} and not lost or len(live) < 2):
-        return list(records.values())  # nothing measured anywhere, or nobody left to run with: no isolation
-    if len(live) < 2:
-        return list(records.values())
+    if len(live) < 2 or (statuses == {"error"} and not lost):
+        return list(records.values())  # nobody left to run with, or nothing measured anywhere: no isolation
     isolation, evidence = bisect_steps(live, run, deadline_s=min(deadline_s, 60.0),
                                        fleet_passed=None if lost else False)
     at_fault = sorted(lost) + [n for n in nodes if n in isolation.nodes]
