@@ -309,7 +309,9 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
                                       drain=drain, max_drain=max_drain, reports_dir=reports,
                                       busbw_drop_pct=float(drop_pct), tier=tier, only=wanted, partition=partition,
                                       nodes=nodes, overrides=overrides or None, progress=progress)
-        _print_records(progress, json)
+        if json and progress.writer is not None:
+            sys.stdout.write("".join(jsonlib.dumps(r.to_dict()) + "\n" for r in progress.writer.records))
+            sys.stdout.flush()
         return code
     names = list(inventory or ["local"])
     hosts_of = _preflight(names, limit, overrides)
@@ -348,15 +350,11 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
 
     code = run_fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
                            busbw_drop_pct=float(drop_pct), progress=progress, rerun=rerun, max_drain=max_drain)
-    _print_records(progress, json)
-    return code
-
-
-def _print_records(progress: FleetReporter, json: bool) -> None:
     if json and progress.writer is not None:
         for record in progress.writer.records:
             sys.stdout.write(jsonlib.dumps(record.to_dict()) + "\n")
         sys.stdout.flush()
+    return code
 
 
 class _Collector:
