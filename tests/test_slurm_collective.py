@@ -245,3 +245,33 @@ def test_node_vars_travel_once_per_distinct_set_and_each_node_reads_its_own() ->
 def test_gres_counts_set_the_ranks_per_node() -> None:
     assert parse_gres_count("gpu:8") == 8 and parse_gres_count("gpu:h100:8(S:0-1)") == 8
     assert parse_gres_count("shard:4,npu:16") == 16 and parse_gres_count("(null)") == 0
+
+
+def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Path) -> None:
+    from accelstack.nodecheck import load_node_file
+    from accelstack.validate.slurm import NODE_VARS_ENV, apply_control_vars
+    from tests.test_nodecheck import rendered_node_file
+
+    node = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
+    assert node.vars["gloo_socket_ifname"] == "eth0"
+    sent = encode_node_vars({"node1": {"gloo_socket_ifname": "ib9", "expect_devices": 8, "env": {"X": "1"}},
+                             "node2": {"gloo_socket_ifname": "eth0"}})
+    applied = apply_control_vars(node, "node1", {NODE_VARS_ENV: sent})
+    assert applied["gloo_socket_ifname"] == "ib9"
+    assert node.vars["gloo_socket_ifname"] == "ib9" and node.vars["expect_devices"] == 8
+    assert node.vars["env"]["X"] == "1" and len(node.vars["env"]) > 1  # merged into the stack's env, not over it
+    untouched = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
+    assert apply_control_vars(untouched, "node1", {}) == {} and untouched.vars["gloo_socket_ifname"] == "eth0"
+
+
+def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> None:
+    from accelstack.errors import ConfigError
+    from accelstack.validate.slurm import inventory_contexts
+
+    path = tmp_path / "fleet.yml"
+    path.write_text("vars: {stack: cpu}\nhosts:\n  rack1-a: {address: 10.0.0.1, slurm_node: lab1}\n"
+                    "  lab2: {address: 10.0.0.2}\n")
+    contexts = inventory_contexts(str(path), ["lab1", "lab2"])
+    assert contexts["lab1"].host.name == "rack1-a" and contexts["lab2"].host.name == "lab2"
+    with pytest.raises(ConfigError, match=r"Slurm node\(s\) lab9 match no host of .*fleet.yml"):
+        inventory_contexts(str(path), ["lab1", "lab9"])
