@@ -370,3 +370,14 @@ def test_an_unknown_flag_is_bad_input_too(program: str, tmp_path: Path) -> None:
     assert_bad_input(run(program, "history", "--limit", "5", env=env_with(runs=tmp_path)),
                      "history:", "'--limit'")
     assert_bad_input(run(program, "stack.check", env=env_with(runs=tmp_path)), "stack.check:", "'name'")
+
+
+def test_a_second_parser_in_one_process_still_shows_every_flags_help() -> None:
+    """invoke pops each flag's help as it builds a parser; the collection is built per command line, so the
+    second `--help` in one process (tests, an embedding program) showed flags with no text."""
+    from accelstack.tasks.validate import validate
+
+    first = {a.name: a.help for a in validate.get_arguments()}
+    second = {a.name: a.help for a in validate.get_arguments()}
+    assert first["tier"] and first["only"] and first["engine"]
+    assert second == first

@@ -306,13 +306,16 @@ def _rerun_drops(regressions: list[Regression], records: list[Record], inventory
 def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | None,
                 reports_dir: Path, busbw_drop_pct: float, progress: FleetReporter | None = None,
                 runs_base: Path | None = None, rerun: Rerun | None = None,
-                max_drain: str | int | None = None) -> FleetResult:
+                max_drain: str | int | None = None,
+                drain: Callable[[str, str], DrainResult] | None = None) -> FleetResult:
     """Validate each inventory, write one run and every report, drain bad hosts; what it did, with the exit
     code (0, 1 or 2) as ``code``. It shows nothing itself: ``progress.view`` does, as the run goes.
 
     ``validate`` may stream records into ``progress.add`` as they arrive and return them too; records it only
     returns are written when it returns. ``rerun`` confirms bandwidth drops (without it, a drop counts as
     found). With no baseline yet, a healthy run becomes the baseline; later runs add their healthy figures.
+    ``drain(host, reason)``, when given, drains instead of ``drain_cmd`` (Slurm: ``scontrol``), under the same
+    breaker and into the same ``drains.jsonl``.
     """
     max_drain = check_max_drain(max_drain)
     progress = progress or FleetReporter()
@@ -360,7 +363,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
             save_baseline(baseline.add_run(records, writer.run_id, skip=counted), baseline_file)
             extra["baseline_updated"] = True
 
-        if drain_cmd:
+        if drain_cmd or drain is not None:
             targets = drain_targets(records, regressions)
             checked = checked_hosts(records)
             limit = max_drain_for(max_drain, len(checked))
@@ -378,7 +381,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
                 extra["drain_breaker"] = {"tripped": False, "max_drain": limit, "hosts_checked": len(checked)}
                 for host, reason in targets.items():
                     progress.step(f"draining {host}")
-                    result = run_drain(drain_cmd, host, reason)
+                    result = drain(host, reason) if drain is not None else run_drain(drain_cmd or "", host, reason)
                     result = dataclasses.replace(result, run_id=writer.run_id)
                     _append_jsonl(writer.path / DRAINS_FILE, result.to_dict())
                     extra["drained"].append(result.to_dict())

@@ -27,7 +27,7 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "lab": ("lab",),
     "provision": ("provision", "repo"),
     "validate": ("validate",),
-    "nodecheck": ("node-check",),
+    "nodecheck": ("node-check", "node-collective"),
     "report": ("report", "baseline", "history", "fleet-check"),
     "stack": ("stack",),
 }
@@ -53,6 +53,7 @@ def _add_module(root: Collection, name: str) -> None:
         root.add_task(module.validate)
     elif name == "nodecheck":
         root.add_task(module.node_check)
+        root.add_task(module.node_collective)
     elif name == "report":
         for report_task in (module.report, module.baseline, module.history, module.fleet_check):
             root.add_task(report_task)

@@ -187,7 +187,13 @@ class AccelstackTask(Task):
         return opts
 
     def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
-        arguments: list[Argument] = super().get_arguments(ignore_unknown_help)
+        # invoke pops each flag's help from ``self.help`` as it builds the arguments: a second parser built in the
+        # same process (the collection is built per command line, tests run many) showed flags with no help.
+        kept = dict(self.help)
+        try:
+            arguments: list[Argument] = super().get_arguments(ignore_unknown_help)
+        finally:
+            self.help = kept
         out = []
         for arg in arguments:
             spec = NUMBERS.get(arg.attr_name or arg.name or "")

@@ -46,6 +46,9 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
     select(load_registry(), tier, wanted)  # a bad --only is exit 3 before anything runs
     node_file = load_node_file(Path(config) if config else None)
     name = node or slurm_node_name()
+    from ..validate.slurm import apply_control_vars
+
+    apply_control_vars(node_file, name)  # under `validate --engine slurm --inventory`: the inventory's vars
     ctx = node_context(node_file, name)
     # $ACCELSTACK_RUNS first, as everywhere; then the node file's folder (slurmd starts a health check in /).
     base = None if os.environ.get("ACCELSTACK_RUNS") or not node_file.runs_dir else Path(node_file.runs_dir)
@@ -63,3 +66,15 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
         else:
             print(f"accelstack: could not drain {name} ({outcome.message}); reason was: {reason}", file=sys.stderr)
     return code
+
+
+@task(help={"spec": "the step's JSON (deadline, run tag, node addresses), written by validate --engine slurm",
+            "config": "the node file (default /etc/accelstack/node.yml)"})
+@boundary
+def node_collective(c: Any, spec: str, config: str | None = None) -> None:
+    """One rank of the multi-node allreduce, as a task of a Slurm step (started by inv validate --engine slurm).
+
+    Takes its rank and rendezvous from Slurm's environment; not meant to be run by hand."""
+    from ..validate.slurm_collective import exec_node_collective
+
+    exec_node_collective(spec, node_file=config)

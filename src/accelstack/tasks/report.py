@@ -240,6 +240,12 @@ HELP_FLEET = {
     "forks": HELP_COMMON["forks"],
     "connect_timeout": HELP_COMMON["connect_timeout"],
     "set": HELP_COMMON["set"],
+    "engine": "ssh (default) or slurm: validate through Slurm (host checks with one srun, the multi-node "
+              "allreduce as one step); --inventory then only maps node names to hosts and their vars",
+    "partition": "--engine slurm: the partition (default: Slurm's default)",
+    "nodes": "--engine slurm: a Slurm hostlist to check, e.g. lab[1-4] (default: every node)",
+    "drain": "--engine slurm: drain each node that failed or regressed with scontrol (reason \"accelstack: "
+             "...\"), under --max-drain; an error never drains",
 }
 
 
@@ -277,7 +283,8 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
                 max_drain: str | None = None, reports_dir: str = "reports", busbw_drop_pct: float | None = None,
                 tier: str = "standard", only: str | None = None, limit: str | None = None, json: bool = False,
                 forks: int | None = None, connect_timeout: float | None = None,
-                set: list[str] | None = None) -> int:
+                set: list[str] | None = None, engine: str = "ssh", partition: str | None = None,
+                nodes: str | None = None, drain: bool = False) -> int:
     """Validate the fleet, compare with the baseline, write every report, drain bad hosts.
 
     A bandwidth drop counts only beyond the baseline's own noise and once a re-run of that check confirms it.
@@ -297,6 +304,20 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     forks_n = setting(c, "forks", forks)
     connect_s = setting(c, "connect_timeout", connect_timeout)
     overrides = extra_vars(set or [])
+    if engine != "ssh":
+        from ..validate.slurm import fleet_check_slurm_task
+
+        reports = writable_dir(Path(reports_dir), "--reports-dir")
+        check_runs_folder()
+        outcome = fleet_check_slurm_task(engine, inventories=list(inventory or []), limit=limit,
+                                         drain_cmd=drain_cmd, drain=drain, max_drain=max_drain, reports_dir=reports,
+                                         busbw_drop_pct=float(drop_pct), tier=tier, only=wanted,
+                                         partition=partition, nodes=nodes, overrides=overrides or None,
+                                         progress=FleetReporter(FleetConsole()))
+        if json:
+            sys.stdout.write("".join(jsonlib.dumps(r.to_dict()) + "\n" for r in outcome.records))
+            sys.stdout.flush()
+        return outcome.code
     names = list(inventory or ["local"])
     loaded = _preflight(names, limit, overrides)
     reports = writable_dir(Path(reports_dir), "--reports-dir")  # found now, not after validating every host

@@ -28,7 +28,8 @@ DECLARED = registry.load_registry()
             "tier": checks.tier_help(DECLARED),
             "only": checks.only_help(DECLARED),
             "deadline": "seconds after which the multi-node run is killed on every host " + default_text("deadline"),
-            "engine": "ssh (default) or slurm: host checks on every node of a partition with one srun, no SSH",
+            "engine": "ssh (default) or slurm: host checks on every node of a partition with one srun and the "
+                      "multi-node allreduce as one Slurm step, no SSH",
             "partition": "--engine slurm: the partition (default: Slurm's default)",
             "nodes": "--engine slurm: a Slurm hostlist to validate, e.g. lab[1-4] (default: every node)"},
       iterable=["set"])
@@ -55,7 +56,8 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     if engine != "ssh":
         from ..validate.slurm import validate_slurm_task
-        return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes)
+        return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes,
+                                   inventory=inventory, overrides=overrides or None, deadline_s=deadline)
     inv, hosts = inventory_hosts(inventory, limit, overrides)
     check_runs_folder()
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,

@@ -4,6 +4,12 @@ Each node runs ``accelstack node-check --json`` (its own node file, rendered by 
 step; every line it prints is a record, which comes back here and goes into this run's ``results.jsonl`` with
 ``host`` = the Slurm node name. A node that is down, drained or not responding is not asked: it gets an
 ``error`` record per check, as an unreachable host does over SSH, and so does a node the step could not reach.
+The multi-node allreduce then runs as one Slurm step of its own (:mod:`.slurm_collective`).
+
+With an inventory, each Slurm node is the inventory host that names it (``slurm_node: NAME``), else the host of
+that name, else the host whose address (``ansible_host``) has it as short hostname. That host's vars (stack,
+accelerator, expect_devices, socket interfaces, thresholds...) are sent to the node with the step
+(``ACCELSTACK_NODE_VARS``) and override the node file's; records keep the Slurm node name as ``host``.
 """
 
 from __future__ import annotations
@@ -15,12 +21,18 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..results.records import Record, RecordSink
 from .registry import Validator
+
+if TYPE_CHECKING:
+    from ..fleetcheck import FleetResult
+    from ..nodecheck import NodeFile
+    from ..transport.context import HostContext
 
 # sinfo's long states a node can take a task in; anything else, or a trailing `*` (not responding), is not.
 USABLE_STATES = ("idle", "mixed", "allocated", "completing")
@@ -79,6 +91,97 @@ def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
     return found, other
 
 
+# ----- names and vars from an inventory -------------------------------------------------------------------
+
+NODE_VARS_ENV = "ACCELSTACK_NODE_VARS"
+# The inventory vars a node's checks read (what the node file carries, and the cluster sweep's settings).
+NODE_VARS = ("stack", "stack_python", "expect_devices", "accelerator", "backend", "nccl_socket_ifname",
+             "hccl_socket_ifname", "gloo_socket_ifname", "ascend_install_path", "checkpoint_dir", "checkpoint_fs",
+             "checkpoint_size_gb", "collective_timeout_s", "storage_probe_mb", "min_shm_gb", "validate_sizes",
+             "validate_iters", "validate_warmup", "validate_size_budget_s", "thresholds", "device_thresholds", "env",
+             "env_file", "cluster_sizes", "cluster_iters", "cluster_warmup", "cluster_size_budget_s")
+
+
+def short_name(address: str) -> str:
+    """``gpu07.dc1.example`` -> ``gpu07``; an IP address stays whole. Pure."""
+    return address if re.fullmatch(r"[\d.]+|[0-9a-fA-F:]+", address or "") else (address or "").split(".")[0]
+
+
+def map_node_names(slurm_names: Iterable[str], hosts: dict[str, tuple[str, str | None]]) -> dict[str, str]:
+    """Slurm node name -> inventory host name. ``hosts`` is ``{host: (address, slurm_node var or None)}``. A node
+    matches the host that names it (``slurm_node``), else the host of its name, else the host whose address has
+    it as short hostname; a node no host matches is left out. Pure."""
+    by_var = {var: host for host, (_addr, var) in hosts.items() if var}
+    by_short: dict[str, str] = {}
+    for host, (address, _var) in hosts.items():
+        by_short.setdefault(short_name(address), host)
+        by_short.setdefault(short_name(host), host)
+    found: dict[str, str] = {}
+    for name in slurm_names:
+        match = by_var.get(name) or (name if name in hosts else None) or by_short.get(name)
+        if match is not None:
+            found[name] = match
+    return found
+
+
+def inventory_contexts(inventory: str, slurm_names: list[str],
+                       overrides: dict[str, Any] | None = None) -> dict[str, HostContext]:
+    """The inventory host's context for each Slurm node; a node no host matches is exit 3, before any srun."""
+    from ..inventory import load_inventory
+    from ..transport.context import resolve_contexts
+
+    inv = load_inventory(inventory)
+    hosts = inv.select(None)
+    mapping = map_node_names(slurm_names, {h.name: (h.address, str(h.vars["slurm_node"]) if h.vars.get("slurm_node")
+                                                    else None) for h in hosts})
+    missing = [n for n in slurm_names if n not in mapping]
+    if missing:
+        raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inv.path}",
+                          hint="name the host as the node, give it `slurm_node: NAME`, or narrow --nodes")
+    wanted = [h for h in hosts if h.name in set(mapping.values())]
+    contexts = resolve_contexts(wanted, overrides=overrides)
+    return {name: contexts[host] for name, host in mapping.items()}
+
+
+def encode_node_vars(per_node: dict[str, dict[str, Any]]) -> str:
+    """``ACCELSTACK_NODE_VARS``: each distinct set of vars once, and which node has which (a fleet has few). Pure."""
+    sets: list[dict[str, Any]] = []
+    nodes: dict[str, int] = {}
+    for name, values in sorted(per_node.items()):
+        chosen = {k: values[k] for k in NODE_VARS if values.get(k) is not None}
+        if chosen not in sets:
+            sets.append(chosen)
+        nodes[name] = sets.index(chosen)
+    return json.dumps({"sets": sets, "nodes": nodes}, sort_keys=True, default=str)
+
+
+def decode_node_vars(text: str | None, name: str) -> dict[str, Any]:
+    """This node's vars from ``ACCELSTACK_NODE_VARS``; none when it is unset or names another node. Pure."""
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+        return dict(doc["sets"][int(doc["nodes"][name])])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return {}
+
+
+def apply_control_vars(node: NodeFile, name: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The vars the control side sent for this node (its inventory host's), over the node file's: a node
+    validated with an inventory is judged by the inventory. Returns what was applied."""
+    from ..stacks import load_stack
+
+    extra = decode_node_vars((os.environ if environ is None else environ).get(NODE_VARS_ENV), name)
+    if extra.get("stack") and extra["stack"] != node.stack.name:
+        node.stack = load_stack(str(extra["stack"]))
+    for key, value in extra.items():
+        if key == "env" and isinstance(value, dict):
+            node.vars["env"] = {**node.vars.get("env", {}), **value}
+        else:
+            node.vars[key] = value
+    return extra
+
+
 def _node_error(node: str, check: str, summary: str, evidence: dict, remedy: str) -> Record:
     return Record(host=node, check=check, status="error", summary=summary, evidence=evidence, remedy=remedy)
 
@@ -100,24 +203,21 @@ def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, par
 
 def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | None = None,
                    partition: str | None = None, nodes: str | None = None,
-                   reporter: RecordSink | None = None, command: str | None = None) -> list[Record]:
-    """Validate the partition's nodes (or ``nodes``, a Slurm hostlist) through one srun; records to
-    ``reporter`` as they are parsed. Slurm's own failures are error records, never exceptions."""
+                   reporter: RecordSink | None = None, command: str | None = None, inventory: str | None = None,
+                   overrides: dict[str, Any] | None = None, deadline_s: float | None = None) -> list[Record]:
+    """Validate the partition's nodes (or ``nodes``, a Slurm hostlist) through one srun, then the multi-node
+    allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. Bad input (a node
+    the partition lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures
+    are error records, never exceptions."""
+    found = select_nodes(partition, nodes)
+    names = [n.name for n in found]
+    contexts = inventory_contexts(inventory, names, overrides) if inventory else {}
+    per_node = {n: dict(contexts[n].vars) if n in contexts else dict(overrides or {}) for n in names}
+    env = {NODE_VARS_ENV: encode_node_vars(per_node)} if any(per_node.values()) else {}
+    host_validators = [v for v in validators if v.scope == "host"]
+    multinode = any(v.scope == "cluster" and "multinode" in v.checks for v in validators)
     # Each node file names its own stack, so the record names come from the nodes; these are for errors only.
-    error_checks = [v.name for v in validators if v.scope == "host"] or ["node-check"]
-    listing = ["sinfo", "-h", "-N", "-o", "%N %T"]
-    if partition:
-        listing.append(f"--partition={partition}")
-    if nodes:
-        listing.append(f"--nodes={nodes}")
-    proc = _run(listing, timeout=30)
-    if proc.returncode != 0:
-        raise ConfigError(f"sinfo exited {proc.returncode}: {proc.stderr.strip()[-300:] or 'no output'}",
-                          hint="is SLURM_CONF set and slurmctld up? (scontrol ping)")
-    found = parse_sinfo_nodes(proc.stdout)
-    if not found:
-        where = f"partition {partition}" if partition else "the default partition"
-        raise ConfigError(f"Slurm lists no node{' matching ' + nodes if nodes else ''} in {where}")
+    error_checks = [v.name for v in host_validators] + (["multinode"] if multinode else [])
     records: list[Record] = []
 
     def emit(batch: list[Record]) -> None:
@@ -136,12 +236,61 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
     usable = [n.name for n in found if n.usable]
     if not usable:
         return records
-    total = sum(v.timeout for v in validators if v.scope == "host") + 30
-    argv = step_command(usable, tier=tier, only=only, partition=partition,
+    silent: list[str] = []
+    if host_validators:
+        silent = _host_step(host_validators, usable, tier=tier, only=only, partition=partition, command=command,
+                            env=env, emit=emit)
+    if multinode:
+        members = [n for n in usable if n not in silent]
+        emit([_node_error(name, "multinode", f"not run: {name} gave no host records through Slurm",
+                          {"slurm_step": "host checks"}, f"scontrol show node {name}; run accelstack node-check on it")
+              for name in silent])
+        if members:
+            emit(_multinode(members, contexts, overrides or {}, partition=partition, env=env, command=command,
+                            deadline_s=deadline_s))
+    return records
+
+
+def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
+    """The partition's nodes (sinfo), or those of them ``nodes`` names; a name the partition lacks is exit 3."""
+    listing = ["sinfo", "-h", "-N", "-o", "%N %T"]
+    if partition:
+        listing.append(f"--partition={partition}")
+    proc = _run(listing, timeout=30)
+    if proc.returncode != 0:
+        raise ConfigError(f"sinfo exited {proc.returncode}: {proc.stderr.strip()[-300:] or 'no output'}",
+                          hint="is SLURM_CONF set and slurmctld up? (scontrol ping)")
+    found = parse_sinfo_nodes(proc.stdout)
+    where = f"partition {partition}" if partition else "the default partition"
+    if nodes:
+        expanded = _run(["scontrol", "show", "hostnames", nodes], timeout=15)
+        wanted = expanded.stdout.split() if expanded.returncode == 0 else []
+        if not wanted:
+            raise ConfigError(f"--nodes {nodes!r} is not a Slurm hostlist: "
+                              f"{expanded.stderr.strip()[-200:] or 'it names no node'}", hint="e.g. lab[1-4],gpu07")
+        known = {n.name for n in found}
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            raise ConfigError(f"--nodes names {', '.join(unknown)}, which {where} does not have",
+                              hint=f"sinfo -N{' -p ' + partition if partition else ''} lists its nodes")
+        found = [n for n in found if n.name in set(wanted)]
+    if not found:
+        raise ConfigError(f"Slurm lists no node in {where}")
+    return found
+
+
+def _host_step(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
+               partition: str | None, command: str | None, env: dict[str, str],
+               emit: Callable[[list[Record]], None]) -> list[str]:
+    """The host checks, one srun over the usable nodes; returns the nodes that gave no record."""
+    error_checks = [v.name for v in validators]
+    total = sum(v.timeout for v in validators) + 30
+    host_only = {c for c in only if any(c in v.checks or c == v.name for v in validators)} if only else None
+    argv = step_command(usable, tier=tier, only=host_only, partition=partition,
                         time_limit_min=max(1, math.ceil(total / 60)),
                         command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"))
     started = time.monotonic()
-    step = _run(argv, timeout=ALLOCATION_WAIT_S + total + 30, strip_runs=True)
+    step = _run(argv, timeout=ALLOCATION_WAIT_S + total + 30, strip_runs=True, env=env)
     duration = round(time.monotonic() - started, 3)
     items, other = parse_step_output(step.stdout)
     answered: set[str] = set()
@@ -162,7 +311,58 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
                                                                  "slurm_step_s": duration},
                           f"scontrol show node {name}; run accelstack node-check on it by hand")
               for name in silent for check in error_checks])
-    return records
+    return silent
+
+
+def parse_gres_count(gres: str) -> int:
+    """The device count of a node's ``Gres`` (``gpu:8``, ``gpu:h100:8(S:0-1)``, ``npu:8,shard:4``; ``(null)``:
+    none), the first device-like one. Pure."""
+    for item in (gres or "").split(","):
+        parts = item.split("(")[0].split(":")
+        if parts[0] in ("gpu", "npu") and len(parts) >= 2 and parts[-1].isdigit():
+            return int(parts[-1])
+    return 0
+
+
+def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: dict[str, Any], *,
+               partition: str | None, env: dict[str, str], command: str | None,
+               deadline_s: float | None) -> list[Record]:
+    from .cluster import DEFAULT_DEADLINE
+    from .slurm_collective import SlurmCollective, multinode_slurm
+    from .thresholds import load_thresholds
+
+    info = _node_table()
+    first: dict[str, Any] = dict(contexts[members[0]].vars) if members[0] in contexts else dict(overrides)
+    nproc = first.get("cluster_nproc") or first.get("nproc_per_node")
+    if not nproc:
+        counts = [parse_gres_count(info.get(n, {}).get("Gres", "")) for n in members]
+        # One rank per device where Slurm knows the devices; else the CPU stack's two, as over SSH.
+        nproc = min(counts) if all(counts) else 2
+    thresholds = load_thresholds().with_overrides(first.get("thresholds"), where="inventory var thresholds")
+    run = SlurmCollective(ntasks_per_node=int(nproc), partition=partition,
+                          node_addrs={n: info[n]["NodeAddr"] for n in members if info.get(n, {}).get("NodeAddr")},
+                          accelerator=str(first["accelerator"]) if first.get("accelerator") else None,
+                          thresholds=thresholds, env=env, command=command,
+                          usable=lambda names: {n.name for n in select_nodes(partition, ",".join(names)) if n.usable})
+    deadline = float(deadline_s or first.get("multinode_deadline_s") or DEFAULT_DEADLINE)
+    started = time.monotonic()
+    batch = multinode_slurm(members, run, deadline_s=deadline)
+    for record in batch:
+        record.duration_s = record.duration_s or round(time.monotonic() - started, 3)
+    return batch
+
+
+def _node_table() -> dict[str, dict[str, str]]:
+    """``scontrol -o show node``: every node's fields (NodeAddr, Gres...) by name."""
+    proc = _run(["scontrol", "-o", "show", "node"], timeout=15)
+    from ..lab.slurm import parse_scontrol_node
+
+    table = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        fields = parse_scontrol_node(line)
+        if fields.get("NodeName"):
+            table[fields["NodeName"]] = fields
+    return table
 
 
 def _node_reason(name: str) -> str:
@@ -180,8 +380,9 @@ class _Failed:
         self.stderr = message
 
 
-def _run(argv: list[str], *, timeout: float, strip_runs: bool = False) -> subprocess.CompletedProcess[str] | _Failed:
-    env = dict(os.environ)
+def _run(argv: list[str], *, timeout: float, strip_runs: bool = False,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str] | _Failed:
+    env = {**os.environ, **(env or {})}
     if strip_runs:
         # The nodes keep their own copy in their node file's runs_dir; this run's folder is the control side's.
         env.pop("ACCELSTACK_RUNS", None)
@@ -196,26 +397,102 @@ def _run(argv: list[str], *, timeout: float, strip_runs: bool = False) -> subpro
 
 
 def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: bool, partition: str | None,
-                        nodes: str | None) -> int:
+                        nodes: str | None, inventory: str | None = None, overrides: dict[str, Any] | None = None,
+                        deadline_s: float | None = None) -> int:
     """The body of ``inv validate --engine slurm``: checks the flags, runs, reports; returns the exit code."""
-    from ..nodecheck import check_tier
     from ..results.output import Reporter
     from ..results.records import RunWriter
+
+    validators = slurm_validators(engine, tier, only)
+    # Bad input is exit 3 before a run folder exists: a node the partition lacks, a node no inventory host matches.
+    selected = select_nodes(partition, nodes)
+    if inventory:
+        inventory_contexts(inventory, [n.name for n in selected], overrides)
+    writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
+                                         "inventory": inventory, "only": sorted(only) if only else None})
+    reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
+    try:
+        validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter,
+                       inventory=inventory, overrides=overrides, deadline_s=deadline_s)
+    except BaseException:
+        writer.close()
+        raise
+    return reporter.finish()
+
+
+SLURM_CLUSTER_CHECKS = ("multinode",)
+
+
+def slurm_validators(engine: str, tier: str, only: set[str] | None) -> list[Validator]:
+    """What ``--engine slurm`` runs of the selection: the host checks (node-check's tiers) and the multi-node
+    step. Asking by name for a cluster check Slurm does not run (clock, ports) is exit 3."""
+    from ..nodecheck import check_tier
     from .registry import load_registry, select
 
     if engine != "slurm":
         raise ConfigError(f"--engine {engine!r} is not one of ssh, slurm")
     check_tier(tier)  # what node-check runs on a node
     validators = select(load_registry(), tier, only)
-    cluster = sorted(c for v in validators if v.scope == "cluster" for c in v.checks if only and c in only)
+    cluster = sorted(c for v in validators if v.scope == "cluster" for c in v.checks
+                     if only and c in only and c not in SLURM_CLUSTER_CHECKS)
     if cluster:
-        raise ConfigError(f"--engine slurm runs host checks only; {', '.join(cluster)} need --engine ssh")
-    writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
-                                         "only": sorted(only) if only else None})
-    reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
-    try:
-        validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter)
-    except BaseException:
-        writer.close()
-        raise
-    return reporter.finish()
+        raise ConfigError(f"--engine slurm runs the host checks and multinode; {', '.join(cluster)} "
+                          "need --engine ssh")
+    return [v for v in validators if v.scope == "host" or set(v.checks) & set(SLURM_CLUSTER_CHECKS)]
+
+
+# ----- the nightly fleet check through Slurm ----------------------------------------------------------------
+
+def scontrol_drain(host: str, reason: str) -> Any:
+    """A fleet-check drain through Slurm: ``scontrol update nodename=HOST state=drain reason=...``, no shell."""
+    from ..fleetcheck import DrainResult
+    from ..nodecheck import drain_node
+    from ..results.records import utc_now
+
+    outcome = drain_node(host, reason)
+    status = 0 if outcome.ok else (127 if "not on PATH" in outcome.message else 1)
+    return DrainResult(host, reason, shlex.join(outcome.command), status, outcome.message, ts=utc_now())
+
+
+def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | None, drain_cmd: str | None,
+                           drain: bool, max_drain: str | None, reports_dir: Any, busbw_drop_pct: float, tier: str,
+                           only: set[str] | None, partition: str | None, nodes: str | None,
+                           overrides: dict[str, Any] | None, progress: Any) -> FleetResult:
+    """The body of ``inv fleet-check --engine slurm``: validation through Slurm (host checks with one srun, the
+    multi-node step), then the fleet check's own baseline, regression, report and drain steps. ``--drain`` drains
+    through scontrol; the breaker (``--max-drain``) and ``drains.jsonl`` are the fleet check's."""
+    from ..fleetcheck import fleet_check
+
+    validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
+    if limit:
+        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
+    if len(inventories) > 1:
+        raise ConfigError("--engine slurm takes one --inventory (it maps Slurm node names to its hosts)")
+    if drain and drain_cmd:
+        raise ConfigError("--drain (scontrol) and --drain-cmd both given: choose one")
+    inventory = inventories[0] if inventories else None
+    label = f"slurm:{partition or 'default'}" + (f":{nodes}" if nodes else "")
+    selected = select_nodes(partition, nodes)  # a node the partition lacks: exit 3 now
+    if inventory:
+        inventory_contexts(inventory, [n.name for n in selected], overrides)  # an unmapped node: exit 3 now
+    checked: list[str] = []
+
+    def validate(_name: str, _skip: frozenset[str]) -> list[Record]:
+        records = validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes,
+                                 reporter=progress, inventory=inventory, overrides=overrides)
+        checked.extend(sorted({r.host for r in records}))
+        return records
+
+    def rerun(_name: str, hosts: list[str], check: str) -> list[Record]:
+        family = check.split(".", 1)[0]
+        chosen = [v for v in validators if family in v.checks or family == v.name]
+        if not chosen:
+            return []
+        # The multi-node check measures the nodes together: it runs across them again, as it first ran.
+        again = ",".join(checked) if family == "multinode" else ",".join(hosts)
+        return validate_slurm(chosen, tier=tier, only={family}, partition=partition, nodes=again,
+                              inventory=inventory, overrides=overrides)
+
+    return fleet_check([label], validate=validate, drain_cmd=drain_cmd, reports_dir=reports_dir,
+                       busbw_drop_pct=busbw_drop_pct, progress=progress, rerun=rerun, max_drain=max_drain,
+                       drain=scontrol_drain if drain else None)

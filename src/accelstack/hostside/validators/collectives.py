@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -408,9 +409,102 @@ def torchrun_worker(config):
     os._exit(status)
 
 
+# ----- multi node: one Slurm step (srun), the rendezvous taken from Slurm's environment -----
+
+SLURM_PORT_BASE = 20000
+SLURM_PORT_SPAN = 10000
+
+
+def slurm_port(job_id, step_id):
+    """The rendezvous port of one step: the same figure on every rank (each computes it from the same job and step
+    ids), and another one for another step, so the concurrent steps of a bisection round do not collide. Pure."""
+    try:
+        job, step = int(job_id), int(step_id or 0)
+    except (TypeError, ValueError):
+        job, step = 0, 0
+    return SLURM_PORT_BASE + (job * 7 + step) % SLURM_PORT_SPAN
+
+
+def expand_hostlist(text):
+    """A Slurm hostlist (``lab[1-3,5],gpu07``) as names, for when ``scontrol show hostnames`` is not there.
+    Pure; one bracket per name, the form Slurm writes for ``SLURM_JOB_NODELIST``."""
+    names, depth, item = [], 0, ""
+    for char in (text or "") + ",":
+        if char == "," and depth == 0:
+            if item:
+                names.extend(_expand_one(item))
+            item = ""
+            continue
+        depth += 1 if char == "[" else -1 if char == "]" else 0
+        item += char
+    return names
+
+
+def _expand_one(item):
+    if "[" not in item:
+        return [item]
+    prefix, rest = item.split("[", 1)
+    ranges, suffix = rest.split("]", 1)
+    out = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if not high:
+            out.append(prefix + low + suffix)
+            continue
+        for number in range(int(low), int(high) + 1):
+            out.append(prefix + str(number).zfill(len(low)) + suffix)
+    return out
+
+
+def first_node(nodelist):
+    """The step's first node (where task 0 runs): ``scontrol show hostnames``, else our own expansion."""
+    try:
+        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=15)
+        names = proc.stdout.decode("utf-8", "replace").split() if proc.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired):
+        names = []
+    names = names or expand_hostlist(nodelist)
+    return names[0] if names else ""
+
+
+def slurm_rendezvous(config, environ):
+    """torchrun's variables from Slurm's: RANK, WORLD_SIZE, LOCAL_RANK, NODE_RANK, MASTER_ADDR, MASTER_PORT.
+    MASTER_ADDR is the first node's address: the control side sends every node's address (``node_addrs``,
+    scontrol's NodeAddr), else the name is resolved here."""
+    nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST") or ""
+    master = first_node(nodelist)
+    addrs = config.get("node_addrs") or {}
+    address = addrs.get(master) or (socket.gethostbyname(master) if master else "")
+    return {"RANK": environ["SLURM_PROCID"], "WORLD_SIZE": environ.get("SLURM_NTASKS", "1"),
+            "LOCAL_RANK": environ.get("SLURM_LOCALID", "0"), "NODE_RANK": environ.get("SLURM_NODEID", "0"),
+            "LOCAL_WORLD_SIZE": environ.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0].split(",")[0],
+            "MASTER_ADDR": address,
+            "MASTER_PORT": str(config.get("master_port") or slurm_port(environ.get("SLURM_JOB_ID"),
+                                                                       environ.get("SLURM_STEP_ID")))}
+
+
+def slurm_worker(config):
+    """A rank of the Slurm step: the torchrun worker, once Slurm's environment is turned into torchrun's."""
+    try:
+        os.environ.update(slurm_rendezvous(config, os.environ))
+    except Exception:  # no address for the first node: this rank measured nothing
+        lines = traceback.format_exc().splitlines()
+        check = result("multinode", "error", "rank %s on %s found no rendezvous: %s" % (
+            os.environ.get("SLURM_PROCID", "?"), socket.gethostname(), lines[-1]),
+            {"rank": os.environ.get("SLURM_PROCID")}, {"traceback": lines[-12:]})
+        if os.environ.get("SLURM_LOCALID", "0") == "0":
+            sys.stdout.write(json.dumps({"checks": [check]}) + "\n")
+            sys.stdout.flush()
+        os._exit(1)
+    torchrun_worker(config)
+
+
 def main(config):
     if "RANK" in os.environ and "LOCAL_WORLD_SIZE" in os.environ:
         torchrun_worker(config)
+    if config.get("mode") == "cluster" and "SLURM_PROCID" in os.environ:
+        slurm_worker(config)
     return single_node(config)
 
 

@@ -1,0 +1,442 @@
+"""The multi-node allreduce as one Slurm step: ``srun --nodes N --ntasks-per-node K accelstack node-collective``.
+
+Every task is one rank. On its node, ``accelstack node-collective`` reads the node file (and the vars the control
+side sent, :mod:`.slurm`), builds the same config the SSH engine gives the worker, and execs the stack's python on
+``collectives.py``, which takes its rank and rendezvous from Slurm's environment (SLURM_PROCID, SLURM_NTASKS,
+SLURM_LOCALID; MASTER_ADDR is the step's first node, MASTER_PORT comes from the job and step ids). No SSH.
+
+Local rank 0 of each node prints the node's result line, as under torchrun; ``srun --label`` tags each line with its
+task. The records are judged as over SSH (thresholds per accelerator and rank count, busbw per size, every rank's
+sums checked by the worker): wrong sums or a busbw under the floor are ``fail``; a step that timed out, a node that
+failed under Slurm, or a node that gave no result is ``error`` (nothing was measured there). On a fail the nodes
+are bisected (:mod:`.isolate`), each group run as a Slurm step of its own, the groups of a round at once.
+
+Nothing outlives the run: the step has a time limit (``srun --time``), every rank its own deadline, and a step
+still there at the control side's deadline is cancelled (``scancel --name``: the job name carries the run tag).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..results.records import Record, Status
+from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
+from .isolate import Group, Isolation, bisect
+from .results import judge_bandwidth, log_lines, tail
+from .thresholds import Thresholds, judge
+
+ALLOCATION_WAIT_S = 60
+# torch imports and the accelstack command's own start on every rank: the step's time limit allows for them.
+STARTUP_ALLOWANCE_S = 30
+KILL_AFTER_S = 15
+INFO_KEY = "accelstack_node"
+LABEL = re.compile(r"^\s*(\d+):\s?(.*)$")
+# What srun prints when a node cannot run its tasks (reference slurm-lab.md 8).
+NODE_FAILURE = re.compile(r"(?:failed on node|Node failure on|on failed node|error on node) ([A-Za-z0-9._-]+?)[:\s,]")
+TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE)
+
+
+@dataclass
+class NodeOutcome:
+    """What one node of a step printed: its result (local rank 0's ``checks``) and its node line."""
+
+    name: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.get("status") == "pass" for c in self.checks)
+
+    @property
+    def busbw(self) -> float | None:
+        for check in self.checks:
+            value = (check.get("metrics") or {}).get("busbw_gbps")
+            if value is not None:
+                return float(value)
+        return None
+
+
+@dataclass
+class StepResult:
+    nodes: list[str]
+    outcomes: dict[str, NodeOutcome]
+    argv: list[str]
+    returncode: int
+    stderr: str
+    wall_s: float
+    deadline_s: float
+    timed_out: bool
+    tag: str
+    ntasks_per_node: int
+
+    @property
+    def passed(self) -> bool:
+        return all(self.outcomes[n].passed for n in self.nodes)
+
+    @property
+    def busbw(self) -> float | None:
+        values = [o.busbw for o in self.outcomes.values() if o.busbw is not None]
+        return min(values) if values else None
+
+    def failed_nodes(self) -> list[str]:
+        return failed_nodes(self.stderr, self.nodes)
+
+    def reason(self, name: str) -> str:
+        outcome = self.outcomes[name]
+        for check in outcome.checks:
+            if check.get("status") != "pass":
+                return str(check.get("summary"))
+        return no_result_summary(self, name)
+
+
+def labelled_documents(text: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line. srun forwards a task's output
+    in chunks and labels each chunk as a line, so a long line can arrive cut in pieces: a task's pieces are joined
+    until they parse. Pure."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    other: list[str] = []
+    pending: dict[str, str] = {}
+    for line in text.splitlines():
+        match = LABEL.match(line)
+        task, body = (match.group(1), match.group(2)) if match else ("", line)
+        if task not in pending and not body.startswith("{"):
+            if line.strip():
+                other.append(line)
+            continue
+        joined = pending.pop(task, "") + body
+        try:
+            item = json.loads(joined)
+        except ValueError:
+            pending[task] = joined
+            continue
+        if isinstance(item, dict):
+            found.append((task, item))
+        else:
+            other.append(f"{task}: {joined}" if task else joined)
+    other += [f"{task}: {rest}" if task else rest for task, rest in pending.items()]
+    return found, other
+
+
+def parse_collective_output(text: str, nodes: Sequence[str]) -> tuple[dict[str, NodeOutcome], list[str]]:
+    """The step's output as one outcome per node. Each node's local rank 0 prints its node line
+    (``{"accelstack_node": {"name": ...}}``) and then its result (``{"checks": [...]}``): the task label ties
+    the two together. A result whose task printed no node line is placed by the host the worker names. Pure."""
+    outcomes = {name: NodeOutcome(name) for name in nodes}
+    node_of_task: dict[str, str] = {}
+    documents, other = labelled_documents(text)
+    for task, item in documents:
+        info = item.get(INFO_KEY)
+        if isinstance(info, dict) and info.get("name") in outcomes:
+            node_of_task[task] = str(info["name"])
+            outcomes[node_of_task[task]].info = info
+    for task, item in documents:
+        checks = item.get("checks")
+        if not isinstance(checks, list):
+            continue
+        name = node_of_task.get(task)
+        if name is None:
+            hosts = {str((c.get("evidence") or {}).get("host")) for c in checks if isinstance(c, dict)}
+            name = next((h for h in hosts if h in outcomes), None)
+        if name is not None and not outcomes[name].checks:
+            outcomes[name].checks = [c for c in checks if isinstance(c, dict)]
+    for line in other:
+        match = LABEL.match(line)
+        name = node_of_task.get(match.group(1)) if match else None
+        if name is not None:
+            outcomes[name].lines.append(line)
+    return outcomes, other
+
+
+def failed_nodes(stderr: str, nodes: Sequence[str]) -> list[str]:
+    """The nodes srun says it could not run tasks on (``Task launch ... failed on node lab4``, ``Node failure on
+    lab4``). Pure."""
+    named = {m.group(1) for m in NODE_FAILURE.finditer(stderr + "\n")}
+    return [n for n in nodes if n in named]
+
+
+def step_time_limit(seconds: float) -> str:
+    """``srun --time`` as minutes:seconds (Slurm's own form), rounded up. Pure."""
+    total = max(60, math.ceil(seconds))
+    return f"{total // 60}:{total % 60:02d}"
+
+
+def collective_command(nodes: Sequence[str], *, ntasks_per_node: int, spec: dict[str, Any], partition: str | None,
+                       time_limit_s: float, tag: str, command: str = "accelstack") -> list[str]:
+    """One srun: K tasks (ranks) on each node, labelled lines, a time limit, a bounded wait for the allocation,
+    and the whole step ended when one rank exits non-zero (its peers would only wait for it)."""
+    argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks-per-node={ntasks_per_node}",
+            f"--ntasks={len(nodes) * ntasks_per_node}", f"--nodelist={','.join(nodes)}",
+            f"--immediate={ALLOCATION_WAIT_S}", f"--time={step_time_limit(time_limit_s)}", "--label", "--chdir=/",
+            f"--job-name={tag}", "--kill-on-bad-exit=1", "--distribution=block"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    return argv + [*shlex.split(command), "node-collective", "--spec", json.dumps(spec, sort_keys=True)]
+
+
+def run_step(nodes: Sequence[str], *, ntasks_per_node: int, deadline_s: float, partition: str | None,
+             node_addrs: dict[str, str], pair: bool = False, command: str | None = None,
+             env: dict[str, str] | None = None) -> StepResult:
+    """One multi-node step over ``nodes``; a step still running at the deadline is cancelled."""
+    tag = new_tag()
+    spec = {"deadline_s": deadline_s, "run_tag": tag, "pair": pair,
+            "node_addrs": {n: node_addrs[n] for n in nodes if n in node_addrs}}
+    argv = collective_command(nodes, ntasks_per_node=ntasks_per_node, spec=spec, partition=partition,
+                              time_limit_s=deadline_s + STARTUP_ALLOWANCE_S, tag=tag,
+                              command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"))
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("ACCELSTACK_RUNS", None)
+    started = time.monotonic()
+    timed_out = False
+    try:
+        proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=ALLOCATION_WAIT_S + deadline_s + STARTUP_ALLOWANCE_S + KILL_AFTER_S)
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as err:
+        timed_out = True
+        stdout = _text(err.stdout)
+        stderr = _text(err.stderr) + f"\naccelstack: the step gave no answer by its deadline: cancelled ({tag})"
+        code = 124
+    except KeyboardInterrupt:
+        cancel(tag, full_env)
+        raise
+    finally:
+        wall = round(time.monotonic() - started, 3)
+    if timed_out or code != 0:
+        cancel(tag, full_env)  # a step srun left behind (srun killed, or lost its controller) ends here
+    outcomes, _other = parse_collective_output(stdout, nodes)
+    timed_out = timed_out or bool(TIME_LIMIT.search(stderr)) or any(
+        "reached its deadline" in line for o in outcomes.values() for line in o.lines) or \
+        "reached its deadline" in stderr
+    return StepResult(list(nodes), outcomes, argv, code, stderr, wall, deadline_s, timed_out, tag, ntasks_per_node)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def cancel(tag: str, env: dict[str, str]) -> None:
+    try:
+        subprocess.run(["scancel", f"--name={tag}"], env=env, capture_output=True, timeout=15,
+                       stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # the step's own time limit and the ranks' deadlines end it
+
+
+def no_result_summary(step: StepResult, name: str) -> str:
+    if step.timed_out:
+        return f"no result within the {step.deadline_s:.0f} s deadline (the Slurm step was cancelled)"
+    if name in step.failed_nodes():
+        line = next((ln.strip() for ln in step.stderr.splitlines() if name in ln), "")
+        return f"Slurm could not run the step on {name}: {line}"
+    first = next((ln.strip() for ln in step.stderr.splitlines() if ln.strip()), "no output")
+    return f"no result from {name}: the step ended (srun exited {step.returncode}) before it reported: {first}"
+
+
+def node_record(step: StepResult, name: str, *, accelerator: str | None, thresholds: Thresholds) -> Record:
+    """One node's ``multinode`` record, judged as over SSH. Pure."""
+    outcome = step.outcomes[name]
+    accelerator = accelerator or outcome.info.get("accelerator")  # without an inventory: the node file's
+    evidence: dict[str, Any] = {"command": shlex.join(step.argv), "run_tag": step.tag, "engine": "slurm",
+                                "deadline_s": step.deadline_s, "wall_s": step.wall_s, "exit_status": step.returncode,
+                                "ntasks_per_node": step.ntasks_per_node}
+    if outcome.lines:
+        evidence["stdout_tail"] = outcome.lines[-20:]
+    if step.stderr.strip():
+        evidence["stderr_tail"] = tail(step.stderr)
+        evidence["log_lines"] = log_lines(step.stderr + "\n" + "\n".join(outcome.lines))
+    duration = step.wall_s
+    if outcome.passed:
+        check = outcome.checks[0]
+        record = Record(host=name, check="multinode", status="pass", summary=str(check.get("summary")),
+                        metrics=dict(check.get("metrics") or {}), evidence={**evidence, **(check.get("evidence") or {})},
+                        duration_s=duration)
+        record.metrics["wall_s"] = step.wall_s
+        return judge_bandwidth(record, accelerator=accelerator, scope="multi-node", thresholds=thresholds)
+    if outcome.checks:
+        check = outcome.checks[0]
+        evidence.update(check.get("evidence") or {})
+        # fail: the worker measured wrong sums; error: it could not run the collective on this node.
+        status: Status = "fail" if check.get("status") == "fail" else "error"
+        return Record(host=name, check="multinode", status=status, summary=str(check.get("summary")),
+                      metrics={**dict(check.get("metrics") or {}), "wall_s": step.wall_s}, evidence=evidence,
+                      remedy=check.get("remedy") or "see the log lines and the isolation evidence",
+                      duration_s=duration)
+    # Nothing came back from this node: timed out, its node failed under Slurm, or the step was ended because
+    # another rank failed. Nothing was measured here: error, which never drains.
+    return Record(host=name, check="multinode", status="error", summary=no_result_summary(step, name),
+                  metrics={"wall_s": step.wall_s}, evidence=evidence,
+                  remedy=f"scontrol show node {name}; the step's stderr is in the evidence", duration_s=duration)
+
+
+def judge_step(step: StepResult, *, accelerator: str | None, thresholds: Thresholds, best: float) -> tuple[str, str]:
+    """One isolation run: failed, under the floor for its ranks, or under half the best run so far is a fail."""
+    if not step.passed:
+        return "fail", next((step.reason(n) for n in step.nodes if not step.outcomes[n].passed), "failed")
+    value = step.busbw or 0.0
+    accelerator = accelerator or next((o.info.get("accelerator") for o in step.outcomes.values() if o.info), None)
+    row = thresholds.lookup(accelerator, "multi-node", "allreduce", len(step.nodes) * step.ntasks_per_node)
+    status, why = judge(value, row, thresholds.margin)
+    if status == "fail":
+        return "fail", f"{value:.4f} GB/s, {why}"
+    if best and value < SLOW_PAIR_FRACTION * best:
+        return "fail", f"{value:.4f} GB/s, under half the best run's {best:.4f} GB/s"
+    return "pass", f"{value:.4f} GB/s"
+
+
+Step = Callable[..., StepResult]
+
+
+@dataclass
+class SlurmCollective:
+    """How this run's steps are launched: the ranks per node, the partition, each node's address (for the
+    rendezvous), the accelerator and thresholds that judge the result, and the environment srun passes on."""
+
+    ntasks_per_node: int
+    partition: str | None
+    node_addrs: dict[str, str]
+    accelerator: str | None
+    thresholds: Thresholds
+    env: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    usable: Callable[[Sequence[str]], set[str]] | None = None  # which of these nodes Slurm can still run on
+
+    def step(self, nodes: Sequence[str], *, deadline_s: float, pair: bool = False) -> StepResult:
+        return run_step(nodes, ntasks_per_node=self.ntasks_per_node, deadline_s=deadline_s, partition=self.partition,
+                        node_addrs=self.node_addrs, pair=pair, command=self.command, env=self.env)
+
+
+def bisect_steps(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: float,
+                 fleet_passed: bool | None) -> tuple[Isolation, dict[str, Any]]:
+    """Bisection with a Slurm step per group; a round's groups (no node in two) run at once, as separate jobs."""
+    details: dict[frozenset[str], dict[str, Any]] = {}
+    bests: list[tuple[int, float]] = []
+    started = time.monotonic()
+
+    def run_round(groups: Sequence[Group]) -> list[bool]:
+        with ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="accelstack-slurm-isolate") as pool:
+            steps = list(pool.map(lambda g: run.step(list(g), deadline_s=deadline_s, pair=True), groups))
+        bests.extend((len(g), s.busbw or 0.0) for g, s in zip(groups, steps, strict=True) if s.passed)
+        outcomes = []
+        for group, step in zip(groups, steps, strict=True):
+            best = max([0.0] + [value for size, value in bests if size >= len(group)])
+            status, why = judge_step(step, accelerator=run.accelerator, thresholds=run.thresholds, best=best)
+            details[frozenset(group)] = {"detail": why, "busbw_gbps": step.busbw, "wall_s": step.wall_s,
+                                         "run_tag": step.tag}
+            outcomes.append(status == "pass")
+        return outcomes
+
+    isolation = bisect(list(nodes), run_round=run_round, fleet_passed=fleet_passed)
+    runs = [{**row, **details.get(frozenset(row["hosts"]), {})} for row in isolation.evidence()]
+    return isolation, {"runs": runs, "extra_runs": isolation.extra_runs, "rounds": isolation.rounds,
+                       "wall_s": round(time.monotonic() - started, 3), "engine": "slurm"}
+
+
+def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: float) -> list[Record]:
+    """The nodes in one Slurm step; on a fail (wrong sums, busbw under the floor) or a node that gave nothing,
+    isolation by bisection over the nodes Slurm can still run on. A node lost under Slurm is ``error``."""
+    if len(nodes) < 2:
+        return [Record(host=n, check="multinode", status="skip",
+                       summary="one node selected: nothing to run across nodes") for n in nodes]
+    step = run.step(nodes, deadline_s=deadline_s)
+    records = {n: node_record(step, n, accelerator=run.accelerator, thresholds=run.thresholds) for n in nodes}
+    statuses = {r.status for r in records.values()}
+    if statuses <= {"pass", "warn"}:
+        return list(records.values())
+    lost = set(step.failed_nodes())
+    if run.usable is not None:
+        lost |= set(nodes) - run.usable(nodes)
+    live = [n for n in nodes if n not in lost]
+    if len(live) < 2 or (statuses == {"error"} and not lost):
+        return list(records.values())  # nobody left to run with, or nothing measured anywhere: no isolation
+    isolation, evidence = bisect_steps(live, run, deadline_s=min(deadline_s, 60.0),
+                                       fleet_passed=None if lost else False)
+    at_fault = sorted(lost) + [n for n in nodes if n in isolation.nodes]
+    links = isolation.links
+    blame = ", ".join(at_fault + [f"link {a}<->{b}" for a, b in links]) or "not isolated"
+    for name, record in records.items():
+        record.evidence["isolation"] = evidence
+        record.evidence["at_fault"] = {"nodes": at_fault, "links": [list(p) for p in links]}
+        record.metrics["at_fault"] = [n for n in at_fault if n not in lost]
+        if name in lost:
+            record.status = "error"
+            record.summary = f"lost under Slurm: {name} could not run the step; multi-node run: {record.summary}"
+            record.remedy = (f"scontrol show node {name} (down, not responding?); bring it back, then inv validate "
+                             f"--engine slurm --nodes {name},<a known-good node> --only multinode")
+        elif name in at_fault:
+            record.status = "fail"
+            record.summary = (f"at fault: {name} (every isolation run that failed or was slow held it, and no "
+                              f"link explains them); multi-node run: {record.summary}")
+            record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port), NIC and firewall, then "
+                             f"inv validate --engine slurm --nodes {name},<a known-good node> --only multinode")
+        elif at_fault or links:
+            record.status = "warn"
+            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this node passed its other runs"
+            record.remedy = f"fix {blame}, then re-run inv validate --engine slurm --only multinode"
+        else:
+            record.summary = f"{record.summary}; not isolated: every smaller group passed or every run failed"
+            record.remedy = ("the fault is shared or shows only at scale: check the switch, the socket interface "
+                             "settings and the first node's ports")
+    return list(records.values())
+
+
+# ----- the node side: `accelstack node-collective` ----------------------------------------------------------
+
+def node_collective_config(base: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The worker's config on this node: the node's own config (as the SSH engine builds it) with the step's
+    deadline, sweep and rendezvous addresses. Pure."""
+    deadline_s = float(spec.get("deadline_s") or 120)
+    config = dict(base, mode="cluster", run_tag=str(spec.get("run_tag") or ""), deadline_s=max(5.0, deadline_s - 3),
+                  node_addrs=dict(spec.get("node_addrs") or {}))
+    config.update(cluster_sweep(base, bool(spec.get("pair"))))
+    config["collective_timeout_s"] = max(5.0, min(float(config.get("collective_timeout_s") or 600), deadline_s - 8))
+    return config
+
+
+def exec_node_collective(spec_text: str, *, node_file: str | None = None) -> None:
+    """Become this task's rank: print the node line (local rank 0), then exec the stack's python on the worker
+    with the node's socket interfaces exported and its env file sourced, as the SSH engine's command does."""
+    import sys
+    from pathlib import Path
+
+    from ..errors import ConfigError
+    from ..nodecheck import load_node_file, node_context, slurm_node_name
+    from .config import ENV_FILE, host_config
+    from .registry import validators_dir
+    from .slurm import apply_control_vars
+
+    try:
+        spec = json.loads(spec_text)
+    except ValueError as err:
+        raise ConfigError(f"--spec is not JSON: {err}") from None
+    node = load_node_file(Path(node_file) if node_file else None)
+    name = slurm_node_name()
+    apply_control_vars(node, name)
+    ctx = node_context(node, name)
+    config = node_collective_config(host_config(ctx, tier="standard"), spec)
+    if os.environ.get("SLURM_LOCALID", "0") == "0":
+        info = {"name": name, "accelerator": config.get("accelerator"), "vendor": config.get("vendor"),
+                "stack": config.get("stack")}
+        sys.stdout.write(json.dumps({INFO_KEY: info}) + "\n")
+        sys.stdout.flush()
+    exports = {k: str(v) for k, v in (config.get("socket_ifnames") or {}).items()}
+    exports.update({"ACCELSTACK_RUN_TAG": config["run_tag"], "OMP_NUM_THREADS": "1"})
+    env_file = str(config.get("env_file") or ENV_FILE)
+    script = str(validators_dir() / "collectives.py")
+    # The env file first, then the node's own settings over it: the order of the SSH engine's command.
+    shell = (f"[ -r {shlex.quote(env_file)} ] && . {shlex.quote(env_file)} >/dev/null 2>&1; exec env "
+             + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(exports.items())) + ' "$@"')
+    os.execv("/bin/sh", ["/bin/sh", "-c", shell, "sh", ctx.python, script, json.dumps(config, sort_keys=True)])

@@ -1,0 +1,277 @@
+"""The multi-node allreduce through Slurm, without Slurm: the step's output as srun prints it (a real capture from the
+lab's slurmd, tests/data/slurm/), srun's own failure lines, every verdict a node can get, isolation over simulated
+steps, the worker's rendezvous from Slurm's environment, and Slurm node names mapped to inventory hosts. The lab
+tests (test_slurm_lab.py) run the same code through real slurmctld/slurmd."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelstack.fleetcheck import drain_targets
+from accelstack.validate.slurm import (
+    decode_node_vars,
+    encode_node_vars,
+    map_node_names,
+    parse_gres_count,
+    short_name,
+)
+from accelstack.validate.slurm_collective import (
+    SlurmCollective,
+    StepResult,
+    collective_command,
+    failed_nodes,
+    multinode_slurm,
+    node_collective_config,
+    node_record,
+    parse_collective_output,
+    step_time_limit,
+)
+from accelstack.validate.thresholds import load_thresholds
+
+DATA = Path(__file__).resolve().parent / "data" / "slurm"
+SCRIPT = Path(__file__).resolve().parent.parent / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"
+NODES = ["lab1", "lab2", "lab3", "lab4"]
+CAPTURE = (DATA / "multinode-4x2.stdout").read_text()
+LAUNCH_FAILURE = (DATA / "launch-failure.stderr").read_text()
+
+
+def load_script() -> Any:
+    spec = importlib.util.spec_from_file_location("validator_collectives_slurm_t", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def step(stdout: str = CAPTURE, stderr: str = "", *, code: int = 0, timed_out: bool = False,
+         nodes: list[str] | None = None) -> StepResult:
+    names = nodes or NODES
+    outcomes, _ = parse_collective_output(stdout, names)
+    return StepResult(names, outcomes, ["srun", "..."], code, stderr, 12.5, 60.0, timed_out, "accelstack-run-t", 2)
+
+
+def test_the_captured_step_gives_every_node_its_result_and_its_node_line() -> None:
+    outcomes, other = parse_collective_output(CAPTURE, NODES)
+    assert sorted(outcomes) == NODES
+    for name, outcome in outcomes.items():
+        assert outcome.passed, name
+        assert outcome.info["accelerator"] == "cpu" and outcome.info["name"] == name
+        assert outcome.checks[0]["metrics"]["ranks"] == 8  # 4 nodes x 2 tasks, every rank's sum checked
+        assert outcome.checks[0]["evidence"]["host"] == name
+    assert {o.checks[0]["metrics"]["node_rank"] for o in outcomes.values()} == {0, 1, 2, 3}
+    assert other == []
+
+
+def test_a_result_srun_forwarded_in_chunks_is_joined() -> None:
+    line = next(ln for ln in CAPTURE.splitlines() if ln.startswith("2: {\"checks\""))
+    body = line[3:]
+    cut = CAPTURE.replace(line, f"2: {body[:150]}\n2: {body[150:]}")
+    outcomes, _ = parse_collective_output(cut, NODES)
+    assert outcomes["lab2"].passed and outcomes["lab2"].busbw == pytest.approx(0.1455)
+
+
+def test_srun_names_the_node_it_could_not_launch_on() -> None:
+    assert failed_nodes(LAUNCH_FAILURE, NODES) == ["lab4"]
+    # reference/slurm-lab.md 8: a node that fails during the prolog.
+    assert failed_nodes("srun: error: Node failure on lab2\nsrun: error: Nodes lab[1-4] are still not ready\n",
+                        NODES) == ["lab2"]
+    assert failed_nodes("srun: error: lab3: task 2: Killed\n", NODES) == []
+
+
+def test_healthy_nodes_pass_against_the_cpu_floor_taken_from_the_node_line() -> None:
+    result = step()
+    record = node_record(result, "lab3", accelerator=None, thresholds=load_thresholds())
+    assert record.status == "pass", record.summary
+    assert record.metrics["threshold_gbps"] == 0.05 and record.metrics["busbw_gbps"] == pytest.approx(0.1455)
+    assert [s["bytes"] for s in record.metrics["sizes"]] == [1 << 16, 1 << 20, 1 << 22]
+    assert record.evidence["engine"] == "slurm" and record.evidence["run_tag"] == "accelstack-run-t"
+
+
+def test_busbw_under_the_floor_fails() -> None:
+    floor = load_thresholds().with_overrides([{"accelerator": "cpu", "scope": "multi-node", "collective": "allreduce",
+                                               "min_busbw_gbps": 5.0}])
+    record = node_record(step(), "lab1", accelerator="cpu", thresholds=floor)
+    assert record.status == "fail" and record.remedy
+
+
+def test_wrong_sums_fail_and_a_rank_that_could_not_run_is_error() -> None:
+    script = load_script()
+    rows = [{"collective": "multinode", "bytes": 4096, "iters": 4, "time_us": 10.0, "algbw_gbps": 0.4,
+             "busbw_gbps": 0.7}]
+    wrong = script.summarize("multinode", rows, 8, [5], [{"collective": "multinode", "bytes": 4096,
+                                                         "wrong_elements": 1024, "rank": 5}])
+    broken = script.result("multinode", "error", "rank 2 on lab2 could not run the collective: RuntimeError: x",
+                           {"rank": 2}, {"host": "lab2"})
+    text = CAPTURE
+    for name, check in (("lab1", wrong), ("lab2", broken)):
+        line = next(ln for ln in text.splitlines() if f'"host": "{name}"' in ln and '"checks"' in ln)
+        label = line.split(":", 1)[0]
+        text = text.replace(line, f"{label}: " + json.dumps({"checks": [check]}))
+    result = step(text)
+    assert node_record(result, "lab1", accelerator="cpu", thresholds=load_thresholds()).status == "fail"
+    assert "wrong values on rank(s) 5" in result.reason("lab1")
+    assert node_record(result, "lab2", accelerator="cpu", thresholds=load_thresholds()).status == "error"
+
+
+def test_no_result_is_error_whether_slurm_lost_the_node_or_the_deadline_passed() -> None:
+    only_three = "\n".join(ln for ln in CAPTURE.splitlines() if '"lab4"' not in ln)
+    lost = step(only_three, LAUNCH_FAILURE, code=1)
+    record = node_record(lost, "lab4", accelerator="cpu", thresholds=load_thresholds())
+    assert record.status == "error" and "Slurm could not run the step on lab4" in record.summary
+    late = step("", "srun: error: *** STEP 7.0 ON lab1 CANCELLED AT 2026-11-24T07:51:03 DUE TO TIME LIMIT ***\n",
+                code=1, timed_out=True)
+    record = node_record(late, "lab2", accelerator="cpu", thresholds=load_thresholds())
+    assert record.status == "error" and "no result within the 60 s deadline" in record.summary
+
+
+def test_the_step_command_is_one_srun_with_a_time_limit_and_the_ranks_per_node() -> None:
+    argv = collective_command(NODES, ntasks_per_node=8, spec={"deadline_s": 90}, partition="gpu", time_limit_s=90,
+                              tag="accelstack-run-x", command="/opt/accelstack/bin/accelstack")
+    assert argv[0] == "srun" and "--nodes=4" in argv and "--ntasks-per-node=8" in argv and "--ntasks=32" in argv
+    assert "--nodelist=lab1,lab2,lab3,lab4" in argv and "--time=1:30" in argv and "--partition=gpu" in argv
+    assert "--kill-on-bad-exit=1" in argv and "--job-name=accelstack-run-x" in argv
+    assert argv[-4:-1] == ["/opt/accelstack/bin/accelstack", "node-collective", "--spec"]
+    assert json.loads(argv[-1]) == {"deadline_s": 90}
+    assert step_time_limit(30) == "1:00" and step_time_limit(150.2) == "2:31"
+
+
+def test_the_node_config_keeps_the_node_settings_and_takes_the_step_deadline_and_sweep() -> None:
+    base = {"vendor": "cpu", "accelerator": "cpu", "socket_ifnames": {"GLOO_SOCKET_IFNAME": "eth0"},
+            "collective_timeout_s": 600.0}
+    config = node_collective_config(base, {"deadline_s": 40, "run_tag": "t", "pair": True,
+                                           "node_addrs": {"lab1": "10.0.0.1"}})
+    assert config["mode"] == "cluster" and config["deadline_s"] == 37 and config["collective_timeout_s"] == 32
+    assert config["sizes"] == [1 << 22] and config["node_addrs"] == {"lab1": "10.0.0.1"}
+    assert config["socket_ifnames"] == {"GLOO_SOCKET_IFNAME": "eth0"}
+
+
+class SimulatedFleet(SlurmCollective):
+    """Steps answered from the capture: a group holding ``slow`` runs at a thousandth of the bandwidth; a node in
+    ``lost`` is one srun cannot launch on."""
+
+    def __init__(self, slow: str | None = None, lost: str | None = None) -> None:
+        super().__init__(ntasks_per_node=2, partition=None, node_addrs={}, accelerator="cpu",
+                         thresholds=load_thresholds(),
+                         usable=lambda names: {n for n in names if n != lost})
+        self.slow, self.lost, self.groups = slow, lost, []  # type: ignore[var-annotated]
+
+    def step(self, nodes: Any, *, deadline_s: float, pair: bool = False) -> StepResult:
+        self.groups.append(tuple(nodes))
+        outcomes, _ = parse_collective_output(CAPTURE, NODES)
+        result = step(CAPTURE, nodes=list(nodes))
+        result.outcomes = {n: copy.deepcopy(outcomes[n]) for n in nodes}
+        if self.lost in nodes:
+            result.stderr, result.returncode = LAUNCH_FAILURE, 1
+            for outcome in result.outcomes.values():
+                outcome.checks = []
+        elif self.slow in nodes:
+            for outcome in result.outcomes.values():
+                outcome.checks[0]["metrics"]["busbw_gbps"] = 0.0001
+        return result
+
+
+def test_a_slow_node_is_bisected_over_slurm_steps_and_named() -> None:
+    fleet = SimulatedFleet(slow="lab3")
+    records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
+    assert records["lab3"].status == "fail" and "at fault: lab3" in records["lab3"].summary
+    assert all(records[n].status == "warn" for n in ("lab1", "lab2", "lab4"))
+    assert records["lab1"].evidence["isolation"]["engine"] == "slurm"
+    assert fleet.groups[0] == tuple(NODES) and len(fleet.groups) <= 1 + 3  # ceil(log2 4) + 1 extra steps
+    assert drain_targets(list(records.values()), []).keys() == {"lab3"}
+
+
+def test_a_node_slurm_lost_is_error_never_drained_and_the_others_are_shown_good() -> None:
+    fleet = SimulatedFleet(lost="lab4")
+    records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
+    assert records["lab4"].status == "error" and "lost under Slurm" in records["lab4"].summary
+    assert all(records[n].status == "warn" and "lab4" in records[n].summary for n in ("lab1", "lab2", "lab3"))
+    assert fleet.groups[1] == ("lab1", "lab2", "lab3")  # the live nodes, together, once
+    assert drain_targets(list(records.values()), []) == {}
+
+
+def test_one_node_is_skip() -> None:
+    (record,) = multinode_slurm(["lab1"], SimulatedFleet(), deadline_s=60)
+    assert record.status == "skip" and "one node" in record.summary
+
+
+# ----- the worker's side (host-side script, Python 3.6) -----------------------------------------------------
+
+def test_the_worker_expands_hostlists_and_derives_one_port_per_step() -> None:
+    script = load_script()
+    assert script.expand_hostlist("lab[1-3,5],gpu07,n[08-10]") == ["lab1", "lab2", "lab3", "lab5", "gpu07", "n08",
+                                                                  "n09", "n10"]
+    assert script.slurm_port("41", "0") == script.slurm_port(41, 0)
+    assert script.slurm_port("41", "0") != script.slurm_port("41", "1") != script.slurm_port("42", "0")
+    assert 20000 <= script.slurm_port("999999", "3") < 30000
+
+
+def test_the_worker_takes_torchruns_variables_from_slurms(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = load_script()
+    # No scontrol here: the first node comes from the worker's own hostlist expansion.
+    monkeypatch.setattr(script, "first_node", lambda text: script.expand_hostlist(text)[0])
+    env = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2",
+           "SLURM_NTASKS_PER_NODE": "2(x4)", "SLURM_STEP_NODELIST": "lab[1-4]", "SLURM_JOB_ID": "17",
+           "SLURM_STEP_ID": "0"}
+    got = script.slurm_rendezvous({"node_addrs": {"lab1": "10.214.0.11"}}, env)
+    assert got == {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "NODE_RANK": "2", "LOCAL_WORLD_SIZE": "2",
+                   "MASTER_ADDR": "10.214.0.11", "MASTER_PORT": str(script.slurm_port("17", "0"))}
+
+
+# ----- names and vars from an inventory ---------------------------------------------------------------------
+
+def test_slurm_names_map_to_inventory_hosts_by_var_then_name_then_short_hostname() -> None:
+    hosts = {"rack1-a": ("10.0.0.1", "lab1"), "lab2": ("10.0.0.2", None), "x3": ("lab3.dc1.example", None),
+             "gpu09.dc1.example": ("10.0.0.9", None)}
+    assert map_node_names(["lab1", "lab2", "lab3", "gpu09", "lab7"], hosts) == {
+        "lab1": "rack1-a", "lab2": "lab2", "lab3": "x3", "gpu09": "gpu09.dc1.example"}
+    assert short_name("10.0.0.9") == "10.0.0.9"
+
+
+def test_node_vars_travel_once_per_distinct_set_and_each_node_reads_its_own() -> None:
+    text = encode_node_vars({"lab1": {"stack": "cpu", "gloo_socket_ifname": "eth0", "user": "root"},
+                             "lab2": {"stack": "cpu", "gloo_socket_ifname": "eth0"},
+                             "lab3": {"stack": "cpu", "gloo_socket_ifname": "ib9"}})
+    assert len(json.loads(text)["sets"]) == 2  # `user` is no node var: lab1 and lab2 share one set
+    assert decode_node_vars(text, "lab3") == {"stack": "cpu", "gloo_socket_ifname": "ib9"}
+    assert decode_node_vars(text, "lab9") == {} and decode_node_vars(None, "lab1") == {}
+
+
+def test_gres_counts_set_the_ranks_per_node() -> None:
+    assert parse_gres_count("gpu:8") == 8 and parse_gres_count("gpu:h100:8(S:0-1)") == 8
+    assert parse_gres_count("shard:4,npu:16") == 16 and parse_gres_count("(null)") == 0
+
+
+def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Path) -> None:
+    from accelstack.nodecheck import load_node_file
+    from accelstack.validate.slurm import NODE_VARS_ENV, apply_control_vars
+    from tests.test_nodecheck import rendered_node_file
+
+    node = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
+    assert node.vars["gloo_socket_ifname"] == "eth0"
+    sent = encode_node_vars({"node1": {"gloo_socket_ifname": "ib9", "expect_devices": 8, "env": {"X": "1"}},
+                             "node2": {"gloo_socket_ifname": "eth0"}})
+    applied = apply_control_vars(node, "node1", {NODE_VARS_ENV: sent})
+    assert applied["gloo_socket_ifname"] == "ib9"
+    assert node.vars["gloo_socket_ifname"] == "ib9" and node.vars["expect_devices"] == 8
+    assert node.vars["env"]["X"] == "1" and len(node.vars["env"]) > 1  # merged into the stack's env, not over it
+    untouched = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
+    assert apply_control_vars(untouched, "node1", {}) == {} and untouched.vars["gloo_socket_ifname"] == "eth0"
+
+
+def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> None:
+    from accelstack.errors import ConfigError
+    from accelstack.validate.slurm import inventory_contexts
+
+    path = tmp_path / "fleet.yml"
+    path.write_text("vars: {stack: cpu}\nhosts:\n  rack1-a: {address: 10.0.0.1, slurm_node: lab1}\n"
+                    "  lab2: {address: 10.0.0.2}\n")
+    contexts = inventory_contexts(str(path), ["lab1", "lab2"])
+    assert contexts["lab1"].host.name == "rack1-a" and contexts["lab2"].host.name == "lab2"
+    with pytest.raises(ConfigError, match=r"Slurm node\(s\) lab9 match no host of .*fleet.yml"):
+        inventory_contexts(str(path), ["lab1", "lab9"])
