@@ -6,7 +6,7 @@ Keys (all optional for a script; each reads what it needs):
   required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,
   checkpoint_dir, checkpoint_fs, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
   min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
-  run_tag, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
+  run_tag, health_xid_window_s, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
   device_floors; an inventory ``device_thresholds`` list of rows wins).
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
 from ..transport.context import HostContext
@@ -74,6 +75,15 @@ def inventory_of(source: str | None) -> str | None:
     return path if sep and line.isdigit() else source
 
 
+def _xid_window(ctx: HostContext) -> float | None:
+    """``health_xid_window_s``: only Xids this recent fail ``health.xid`` (validators/device_health.py)."""
+    value = ctx.vars.get("health_xid_window_s")
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(f"health_xid_window_s must be a number of seconds, not {value!r}",
+                      where=ctx.host.source or ctx.host.name)
+
+
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     stack = ctx.stack
     v = ctx.vars
@@ -118,6 +128,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "checkpoint_fs": v.get("checkpoint_fs"),
         "inventory": inventory_of(ctx.host.source),
         "checkpoint_size_gb": v.get("checkpoint_size_gb"),
+        "health_xid_window_s": _xid_window(ctx),
         "collective_timeout_s": float(v.get("collective_timeout_s") or default_timeout),
         "storage_probe_mb": v.get("storage_probe_mb") or (32 if vendor == "cpu" else 1024),
         "min_shm_gb": v.get("min_shm_gb") or (1 if vendor == "cpu" else 16),
