@@ -37,7 +37,7 @@ from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
-from tests.test_validate_lab import _install_venv  # noqa: E402
+from tests.labtools import install_venv  # noqa: E402
 
 TAG, SUBNET = "aci", "10.227"
 DEADLINE_S = 60  # what validate gives each isolation run
@@ -100,7 +100,7 @@ def main() -> None:
     started = time.monotonic()
     try:
         lab.up(count)
-        _install_venv(lab)
+        install_venv(lab)
         setup = time.monotonic() - started
         doc = yaml.safe_load(Path(lab.inventory).read_text())
         doc["vars"].update({"multinode_deadline_s": FLEET_DEADLINE_S, "cluster_nproc": RANKS})

@@ -3,7 +3,6 @@ the judgements, and the script run for real against the lab's simulated nvidia-s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,6 +18,8 @@ from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
 
+from .labtools import load_validator
+
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 DATA = Path(__file__).resolve().parent / "data"
@@ -29,15 +30,7 @@ HOSTSIDE = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
 NVIDIA_FLOORS = load_device_floors(vendor="nvidia")
 
 
-def load_script(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"validator_{name}", VALIDATORS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-health = load_script("device_health")
+health = load_validator("device_health")
 LIMITS = dict(health.LIMITS)
 
 

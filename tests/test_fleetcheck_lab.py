@@ -22,7 +22,7 @@ from accelstack.fleetcheck import drain_targets
 from accelstack.results.baseline import baseline_from_records, confirm_regressions, find_regressions
 from accelstack.results.records import Record
 
-from .test_validate_lab import _install_venv
+from .labtools import heal_all, own_lab
 
 TAG = "acf"
 SUBNET = "10.222"
@@ -55,20 +55,8 @@ class FleetRun:
 
 @pytest.fixture(scope="module")
 def flab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if os.geteuid() != 0:
-        pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack.lab import Lab
-
-    root = tmp_path_factory.mktemp("acfroot")
-    (root / "inventories").mkdir()
-    the_lab = Lab(root, tag=TAG, subnet=SUBNET)
-    the_lab.down()  # left by an interrupted earlier session
-    the_lab.up(len(HOSTS))
-    try:
-        _install_venv(the_lab)
+    with own_lab(tmp_path_factory.mktemp("acfroot"), TAG, SUBNET, len(HOSTS)) as the_lab:
         yield the_lab
-    finally:
-        the_lab.down()
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +109,7 @@ def baseline_run(flab: Any, fleet_inventory: str, runs: Path,
 @pytest.fixture()
 def healthy(flab: Any) -> Iterator[Any]:
     yield flab
-    for row in flab.status():
-        if row["faults"]:
-            flab.heal(row["host"])
+    heal_all(flab)
 
 
 def assert_reports(run: FleetRun) -> None:
