@@ -541,10 +541,10 @@ def judge_xids(log_text, log_exit, log_command, uptime_s=None, window_s=XID_WIND
     for item in problems:  # one line per distinct Xid, GPU and age
         if item not in seen:
             seen.append(item)
-    aged = window_s is not None and uptime_s is not None
-    ok = "no Xid in the kernel log %s" % ("in the last %s" % _hours(window_s) if aged else "since boot")
+    scope = ["of the last %s" % _hours(window_s)] if window_s is not None and uptime_s is not None else []
     if loaded_at is not None:
-        ok += " nor since the driver loaded"
+        scope.append("since the driver loaded (%.0f s after boot)" % loaded_at)
+    ok = "no Xid in the kernel log %s" % (" ".join(scope) or "since boot")
     if older:
         ok += " (%d older Xid(s) in the evidence: history, not judged)" % len(older)
     evidence = {"xid_lines": [line for _, _, line, _ in current][-20:],
