@@ -2,7 +2,7 @@
 with one slowed link.
 
     sudo python bench/isolate.py [--hosts 16] [--slow labN] [--keep]
-    sudo python bench/isolate.py --tiny          # 4 hosts: the CI smoke
+    sudo python bench/isolate.py --tiny          # 4 hosts, one fleet sweep size: the CI smoke
 
 Brings up (or reuses) a lab of its own (tag aci, subnet 10.227: never the test lab `act` nor the developer lab
 `acs`), installs the CPU stack's venv, slows one host's link (`lab.fault link-slow`: netem, or tbf where the kernel
@@ -85,7 +85,7 @@ def pairwise_ring(inventory: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=16)
-    parser.add_argument("--tiny", action="store_true", help="4 hosts: the CI smoke")
+    parser.add_argument("--tiny", action="store_true", help="4 hosts, one fleet sweep size: the CI smoke")
     parser.add_argument("--slow", help="the host whose link is slowed (default: about two thirds in)")
     parser.add_argument("--keep", action="store_true", help="leave the lab up (a later run reuses it)")
     args = parser.parse_args()
@@ -104,6 +104,8 @@ def main() -> None:
         setup = time.monotonic() - started
         doc = yaml.safe_load(Path(lab.inventory).read_text())
         doc["vars"].update({"multinode_deadline_s": FLEET_DEADLINE_S, "cluster_nproc": RANKS})
+        if args.tiny:  # one size of the fleet sweep: the slowed fleet run fails at any size, and the isolation
+            doc["vars"]["cluster_sizes"] = [1 << 20]  # runs that name the node have a sweep of their own
         inventory = root / "inventories" / "bench.yml"
         inventory.write_text(yaml.safe_dump(doc))
         lab.fault(slow, "link-slow")

@@ -122,10 +122,16 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
         assert tagged_processes(healthy, name) == [], name
 
 
+# What a slowed link needs to show: one rank a host (torch starting on 2 cores is most of a run's time; the
+# link carries the same bytes with one rank or two) and one size of the fleet sweep (the slowed fleet run fails
+# at any size; the isolation runs have a sweep of their own).
+ONE_RANK_ONE_SIZE: dict[str, Any] = {"cluster_nproc": 1, "cluster_sizes": [1 << 20]}
+
+
 def test_slow_link_drops_busbw_and_isolation_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
     healthy.fault("lab3", "link-slow")  # type: ignore[attr-defined]
     try:
-        records = validate_inventory(lab_inventory(healthy, tmp_path), only={"multinode"})
+        records = validate_inventory(lab_inventory(healthy, tmp_path, **ONE_RANK_ONE_SIZE), only={"multinode"})
     finally:
         healthy.heal("lab3")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
@@ -147,7 +153,8 @@ def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(healthy_lab: 
     python = lab_venv("/opt/acv-bisect")
     healthy_lab.fault("lab4", "link-slow")  # type: ignore[attr-defined]
     try:
-        records = validate_inventory(lab_inventory(healthy_lab, tmp_path, stack_python=python), only={"multinode"})
+        records = validate_inventory(lab_inventory(healthy_lab, tmp_path, stack_python=python, **ONE_RANK_ONE_SIZE),
+                                     only={"multinode"})
     finally:
         healthy_lab.heal("lab4")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
