@@ -387,7 +387,8 @@ def test_script_ages_xids_by_uptime_and_reads_the_journal_when_dmesg_is_refused(
     xid = run_health(tmp_path)["health.xid"]
     assert xid["status"] == "pass" and xid["metrics"] == {"xids": 0, "xids_older": 2}, xid["summary"]
     base = {"host": "n1", "vendor": "nvidia", "accelerator": "", **NVIDIA_FLOORS}
-    assert run_health(tmp_path, {**base, "health_xid_window_s": 200000})["health.xid"]["status"] == "fail"
+    wider = {**base, "device_health": {**NVIDIA_FLOORS["device_health"], "xid_window_s": 200000}}
+    assert run_health(tmp_path, wider)["health.xid"]["status"] == "fail"
     # dmesg refused: journalctl's short-monotonic lines carry the same stamps; a recent one fails.
     put_kernel_log(bin_dir(tmp_path), "dmesg: read kernel buffer failed: Operation not permitted\n", 1)
     journal = bin_dir(tmp_path) / "journalctl"
@@ -548,9 +549,9 @@ def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     assert config["device_health"]["max_retired_pages"] == 60
     local = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "local.yml")).select(None)).values()))
     assert "device_rows" not in host_config(local)
-    assert config["health_xid_window_s"] is None  # the script's own default (24 h) then
+    assert "xid_window_s" not in config["device_health"]  # the script's own default (24 h) then
     gpu.vars["health_xid_window_s"] = 3600
-    assert host_config(gpu)["health_xid_window_s"] == 3600
+    assert host_config(gpu)["device_health"]["xid_window_s"] == 3600
     gpu.vars["health_xid_window_s"] = "a day"
     with pytest.raises(ConfigError, match="health_xid_window_s must be a number of seconds, not 'a day'"):
         host_config(gpu)

@@ -6,7 +6,7 @@ Keys (all optional for a script; each reads what it needs):
   required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,
   checkpoint_dir, checkpoint_fs, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
   min_device_free_fraction, nproc, sizes [bytes], iters, warmup, size_budget_s, deadline_s, mode, collectives,
-  run_tag, health_xid_window_s, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
+  run_tag, device_rows [per-SKU rows], device_health {limits}, device_margin (data/thresholds.yml via
   device_floors; an inventory ``device_thresholds`` list of rows wins).
 """
 
@@ -76,7 +76,7 @@ def inventory_of(source: str | None) -> str | None:
 
 
 def _xid_window(ctx: HostContext) -> float | None:
-    """``health_xid_window_s``: only Xids this recent fail ``health.xid`` (validators/device_health.py)."""
+    """The inventory's ``health_xid_window_s``: only Xids this recent fail ``health.xid`` (device_health.py)."""
     value = ctx.vars.get("health_xid_window_s")
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return value
@@ -128,7 +128,6 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
         "checkpoint_fs": v.get("checkpoint_fs"),
         "inventory": inventory_of(ctx.host.source),
         "checkpoint_size_gb": v.get("checkpoint_size_gb"),
-        "health_xid_window_s": _xid_window(ctx),
         "collective_timeout_s": float(v.get("collective_timeout_s") or default_timeout),
         "storage_probe_mb": v.get("storage_probe_mb") or (32 if vendor == "cpu" else 1024),
         "min_shm_gb": v.get("min_shm_gb") or (1 if vendor == "cpu" else 16),
@@ -139,4 +138,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     for key in ("sizes", "iters", "warmup", "size_budget_s", "nproc"):
         if v.get(f"cluster_{key}") is not None:
             config[f"cluster_{key}"] = v[f"cluster_{key}"]
+    window = _xid_window(ctx)
+    if window is not None and "device_health" in config:  # one of the health script's limits
+        config["device_health"] = {**config["device_health"], "xid_window_s": window}
     return config

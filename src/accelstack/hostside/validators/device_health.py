@@ -23,13 +23,13 @@ from _common import main_entry, record, run_tool
 
 LIMITS = {"temperature_margin_c": 10, "temperature_warn_c": 80, "temperature_fail_c": 90,
           "busy_utilization_pct": 5, "max_retired_pages": 60, "hbm_idle_used_fraction": 0.2,
-          "aicore_idle_pct": 10}
-# Only Xids this recent are judged (``health_xid_window_s``). The reference gives no window; this one is the
-# interval of the slowest regular run (the nightly fleet-check, DESIGN.md "Users"), so every Xid is judged by
-# at least one run, and a fault the device still carries afterwards is what ecc, remapped_rows and the
-# reset-required flags measure. Xids older than that, or older than the last driver (re)load, are history:
-# kept in the evidence, not judged.
-XID_WINDOW_S = 24 * 3600
+          "aicore_idle_pct": 10, "xid_window_s": 24 * 3600}
+# Only Xids this recent are judged (``xid_window_s``; an inventory sets it with ``health_xid_window_s``). The
+# reference gives no window; this one is the interval of the slowest regular run (the nightly fleet-check,
+# DESIGN.md "Users"), so every Xid is judged by at least one run, and a fault the device still carries afterwards
+# is what ecc, remapped_rows and the reset-required flags measure. Xids older than that, or older than the last
+# driver (re)load, are history: kept in the evidence, not judged.
+XID_WINDOW_S = LIMITS["xid_window_s"]
 NA = ("n/a", "na", "[n/a]", "not supported", "[not supported]", "unknown error", "")
 # Reference nvidia.md 5, "Xid severity (DCGM's classification)".
 FATAL_XIDS = {48: "double-bit ECC", 74: "NVLink", 79: "fallen off the bus", 94: "contained ECC",
@@ -679,9 +679,9 @@ def read_uptime():
         return None
 
 
-def xid_window(config):
-    """``health_xid_window_s`` (an inventory var) or the default; 0 or less judges every Xid since boot."""
-    value = config.get("health_xid_window_s")
+def xid_window(limits):
+    """The ``xid_window_s`` limit in seconds; 0 or less judges every Xid since boot."""
+    value = limits.get("xid_window_s")
     if value is None:
         return XID_WINDOW_S
     value = float(value)
@@ -762,7 +762,7 @@ def main(config):
             return [record("health", "error", "nvidia-smi not found on PATH", remedy="install the NVIDIA driver "
                            "(inv provision --limit <host>)")]
         return nvidia_checks(smi, limits, config.get("device_rows"), config.get("accelerator") or "",
-                             xid_window(config))
+                             xid_window(limits))
     if vendor == "ascend":
         if not npu_smi:
             return [record("health", "error", "npu-smi not found on PATH or in /usr/local/bin",
