@@ -80,8 +80,8 @@ def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab:
 def _sigint_multinode(healthy_lab: object, tmp_path: Path, python: str) -> None:
     # A rendezvous port of its own: a collective another lab test left to its deadline cannot hold it.
     path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
-                         cluster_size_budget_s=60, rendezvous_port=29617,
-                         stack_python=python)
+                         cluster_size_budget_s=60, rendezvous_port=29617, cluster_nproc=1,  # one rank a host starts
+                         stack_python=python)  # sooner on two cores; SIGINT must reach every host's all the same
     with cli_process("validate", "--inventory", path, "--only", "multinode", "--json",
                      runs=tmp_path / "runs") as proc:
         end = time.monotonic() + 120

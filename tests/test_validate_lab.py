@@ -89,8 +89,9 @@ def test_three_host_gloo_allreduce_is_correct(healthy: object, tmp_path: Path) -
 
 def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothing(
         healthy: object, tmp_path: Path) -> None:
-    path = lab_inventory(healthy, tmp_path, multinode_deadline_s=30, cluster_sizes=[1 << 22], cluster_iters=4000,
-                     cluster_size_budget_s=60)
+    deadline = 20  # the run is cut 6 s after lab2's ranks start, one rank a host: well inside it
+    path = lab_inventory(healthy, tmp_path, multinode_deadline_s=deadline, cluster_nproc=1, cluster_sizes=[1 << 22],
+                         cluster_iters=4000, cluster_size_budget_s=60)
     def cut_when_running() -> None:
         # Mid-run for real: once lab2's ranks exist and have had time to join the collective.
         end = time.monotonic() + 40
@@ -111,8 +112,8 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
     assert "unreachable after the run: lab2" in multi["lab2"].summary
     assert multi["lab2"].evidence["at_fault"]["nodes"] == ["lab2"] and multi["lab2"].metrics["at_fault"] == []
     assert multi["lab1"].status == "warn" and "lab2" in multi["lab1"].summary
-    # The deadline (30 s) plus the isolation step's pairwise run, never paramiko's or gloo's own timeouts.
-    assert elapsed < 30 + 8 + 60 + 20, elapsed
+    # The deadline plus the isolation step's pairwise run, never paramiko's or gloo's own timeouts.
+    assert elapsed < deadline + 8 + 60 + 20, elapsed
     healthy.heal("lab2")  # type: ignore[attr-defined]
     # The downed host lost its controller mid-run: its own deadline and `timeout` must have ended everything.
     deadline = time.monotonic() + 15
