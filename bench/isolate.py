@@ -2,7 +2,7 @@
 with one slowed link.
 
     sudo python bench/isolate.py [--hosts 16] [--slow labN] [--keep]
-    sudo python bench/isolate.py --tiny          # 4 hosts: the CI smoke
+    sudo python bench/isolate.py --tiny          # 4 hosts, one fleet sweep size: the CI smoke
 
 Brings up (or reuses) a lab of its own (tag aci, subnet 10.227: never the test lab `act` nor the developer lab
 `acs`), installs the CPU stack's venv, slows one host's link (`lab.fault link-slow`: netem, or tbf where the kernel
@@ -37,7 +37,7 @@ from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
-from tests.test_validate_lab import _install_venv  # noqa: E402
+from tests.labtools import install_venv  # noqa: E402
 
 TAG, SUBNET = "aci", "10.227"
 DEADLINE_S = 60  # what validate gives each isolation run
@@ -86,7 +86,7 @@ def pairwise_ring(inventory: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=16)
-    parser.add_argument("--tiny", action="store_true", help="4 hosts: the CI smoke")
+    parser.add_argument("--tiny", action="store_true", help="4 hosts, one fleet sweep size: the CI smoke")
     parser.add_argument("--slow", help="the host whose link is slowed (default: about two thirds in)")
     parser.add_argument("--keep", action="store_true", help="leave the lab up (a later run reuses it)")
     args = parser.parse_args()
@@ -101,10 +101,12 @@ def main() -> None:
     started = time.monotonic()
     try:
         lab.up(count)
-        _install_venv(lab)
+        install_venv(lab)
         setup = time.monotonic() - started
         doc = yaml.safe_load(Path(lab.inventory).read_text())
         doc["vars"].update({"multinode_deadline_s": FLEET_DEADLINE_S, "cluster_nproc": RANKS})
+        if args.tiny:  # one size of the fleet sweep: the slowed fleet run fails at any size, and the isolation
+            doc["vars"]["cluster_sizes"] = [1 << 20]  # runs that name the node have a sweep of their own
         inventory = root / "inventories" / "bench.yml"
         inventory.write_text(yaml.safe_dump(doc))
         lab.fault(slow, "link-slow")

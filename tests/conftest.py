@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,10 +40,34 @@ def lab(lab_root: Path) -> Iterator[object]:
 @pytest.fixture()
 def healthy_lab(lab: object) -> Iterator[object]:
     """The session lab, with every fault a test injected healed afterwards."""
+    from .labtools import heal_all
+
     yield lab
-    for row in lab.status():  # type: ignore[attr-defined]
-        if row["faults"]:
-            lab.heal(row["host"])  # type: ignore[attr-defined]
+    heal_all(lab)
+
+
+@pytest.fixture()
+def lab_venv(healthy_lab: object) -> Iterator[Callable[[str], str]]:
+    """``lab_venv("/opt/NAME")``: the CPU stack's venv copied fresh to ``/opt/NAME/venv`` on every session-lab
+    host (hard links where it can: seconds), its python returned, every copy removed after the test. For a run
+    whose ``stack_python`` must be known-good whatever earlier suites left in the hosts' /opt/accelstack."""
+    from .labtools import copy_tree, venv_cache
+
+    made: list[Path] = []
+
+    def make(folder: str) -> str:
+        assert folder.startswith("/opt/"), f"{folder}: a lab host's own folders are its /opt and /usr/local"
+        cache = venv_cache(healthy_lab)
+        for host in healthy_lab.load().values():  # type: ignore[attr-defined]
+            target = healthy_lab._host_dir(host) / "root" / folder.lstrip("/")  # type: ignore[attr-defined]
+            subprocess.run(["rm", "-rf", str(target)], check=False)
+            copy_tree(cache / "venv", target / "venv")
+            made.append(target)
+        return f"{folder}/venv/bin/python"
+
+    yield make
+    for target in made:
+        subprocess.run(["rm", "-rf", str(target)], check=False)
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,

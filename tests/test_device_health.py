@@ -3,7 +3,6 @@ the judgements, and the script run for real against the lab's simulated nvidia-s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from accelstack.errors import ConfigError
 from accelstack.facts.parsers import parse_npu_smi_info, parse_nvidia_smi_xml
 from accelstack.lab.simulated import drop_device_command
 from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
+
+from .labtools import load_validator
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -28,15 +30,7 @@ HOSTSIDE = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
 NVIDIA_FLOORS = load_device_floors(vendor="nvidia")
 
 
-def load_script(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"validator_{name}", VALIDATORS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-health = load_script("device_health")
+health = load_validator("device_health")
 LIMITS = dict(health.LIMITS)
 
 
@@ -189,6 +183,44 @@ def test_xid_severity_from_the_reference() -> None:
     assert health.judge_xids(KERNEL_LOG.splitlines()[3], 0, "dmesg")["status"] == "pass"
     refused = health.judge_xids("dmesg: read kernel buffer failed: Operation not permitted", 1, "dmesg")
     assert refused["status"] == "error" and "dmesg_restrict" in refused["remedy"]
+
+
+DRIVER_LOAD = "[ 90000.0] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
+
+
+def test_xids_outside_the_window_or_before_a_driver_reload_are_history_not_failures() -> None:
+    # KERNEL_LOG's Xid 79 is at 1234.5 s: with the host up 100000 s it is 27 h old, past the 24 h window.
+    old = health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0)
+    assert old["status"] == "pass" and old["metrics"] == {"xids": 0, "xids_older": 2}, old
+    assert "no Xid in the kernel log of the last 24.0 h (2 older Xid(s)" in old["summary"]
+    assert old["evidence"]["older_xid_lines"][0].startswith("[1234.5] NVRM: Xid (PCI:0000:3b:00): 79")
+    # The same log an hour after the Xid: judged, fatal, with its age.
+    recent = health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=1234.5 + 3600)
+    assert recent["status"] == "fail" and "Xid 79 (fallen off the bus): drain and reset on 0000:3b:00 (1.0 h ago)" \
+        in recent["summary"] and recent["metrics"] == {"xids": 2, "xids_older": 0}
+    # A wider window (an inventory's health_xid_window_s) judges it again; no window judges every Xid since boot.
+    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=7 * 86400)["status"] == "fail"
+    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=None)["status"] == "fail"
+    # A driver reload after the Xid (the repair): history even inside the window; a later Xid is judged again.
+    reloaded = health.judge_xids(KERNEL_LOG + DRIVER_LOAD, 0, "dmesg", uptime_s=91000.0, window_s=None)
+    assert reloaded["status"] == "pass" and reloaded["evidence"]["driver_loaded_at_s"] == 90000.0, reloaded
+    assert reloaded["summary"] == ("no Xid in the kernel log since the driver loaded (90000 s after boot) (2 older "
+                                   "Xid(s) in the evidence: history, not judged)")
+    again = KERNEL_LOG + DRIVER_LOAD + "[90500.0] NVRM: Xid (PCI:0000:3b:00): 48, pid=9, name=python, DBE\n"
+    check = health.judge_xids(again, 0, "dmesg", uptime_s=91000.0)
+    assert check["status"] == "fail" and check["summary"].startswith("Xid 48 (double-bit ECC)")
+    assert check["metrics"] == {"xids": 1, "xids_older": 2}
+    # A recent memory page fault alone is still the warn it was.
+    assert health.judge_xids(KERNEL_LOG.splitlines()[2], 0, "dmesg", uptime_s=1300.0)["status"] == "warn"
+    # Unknown uptime or an unstamped line cannot be aged: judged, never passed unread.
+    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=None)["status"] == "fail"
+    unstamped = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    assert health.judge_xids(unstamped, 0, "dmesg", uptime_s=100000.0)["status"] == "fail"
+    assert health.parse_uptime("350735.47 1400000.00\n") == 350735.47 and health.parse_uptime("") is None
+    # journalctl -o short-monotonic stamps lines as dmesg does.
+    journal = "[ 1234.500000] gpu7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, fallen off the bus."
+    assert health.log_seconds(journal) == 1234.5
+    assert health.judge_xids(journal, 0, "journalctl -k -b", uptime_s=100000.0)["status"] == "pass"
 
 
 # ----- Ascend parsers on the reference capture -----
@@ -347,6 +379,27 @@ def test_script_errors_on_an_unreadable_kernel_log(gpu_host: Path, tmp_path: Pat
     assert checks["health.xid"]["status"] == "error" and checks["health.ecc"]["status"] == "pass"
 
 
+def test_script_ages_xids_by_uptime_and_reads_the_journal_when_dmesg_is_refused(gpu_host: Path,
+                                                                                tmp_path: Path) -> None:
+    (tmp_path / "no-root" / "proc").mkdir(parents=True)
+    (tmp_path / "no-root" / "proc" / "uptime").write_text("100000.00 190000.00\n")
+    put_kernel_log(bin_dir(tmp_path), KERNEL_LOG)
+    xid = run_health(tmp_path)["health.xid"]
+    assert xid["status"] == "pass" and xid["metrics"] == {"xids": 0, "xids_older": 2}, xid["summary"]
+    base = {"host": "n1", "vendor": "nvidia", "accelerator": "", **NVIDIA_FLOORS}
+    wider = {**base, "device_health": {**NVIDIA_FLOORS["device_health"], "xid_window_s": 200000}}
+    assert run_health(tmp_path, wider)["health.xid"]["status"] == "fail"
+    # dmesg refused: journalctl's short-monotonic lines carry the same stamps; a recent one fails.
+    put_kernel_log(bin_dir(tmp_path), "dmesg: read kernel buffer failed: Operation not permitted\n", 1)
+    journal = bin_dir(tmp_path) / "journalctl"
+    journal.write_text('#!/bin/sh\ncase "$*" in *short-monotonic*) ;; *) exit 2;; esac\n'
+                       'echo "[99000.000000] gpu7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, '
+                       'GPU has fallen off the bus."\n')
+    journal.chmod(0o755)
+    xid = run_health(tmp_path)["health.xid"]
+    assert xid["status"] == "fail" and "(0.3 h ago)" in xid["summary"], xid["summary"]
+
+
 def test_script_skips_hosts_without_accelerators(tmp_path: Path) -> None:
     checks = run_health(tmp_path, {"host": "n1", "vendor": "cpu"})
     assert checks["health"]["status"] == "skip" and "cpu stack" in checks["health"]["summary"]
@@ -496,6 +549,12 @@ def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     assert config["device_health"]["max_retired_pages"] == 60
     local = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "local.yml")).select(None)).values()))
     assert "device_rows" not in host_config(local)
+    assert "xid_window_s" not in config["device_health"]  # the script's own default (24 h) then
+    gpu.vars["health_xid_window_s"] = 3600
+    assert host_config(gpu)["device_health"]["xid_window_s"] == 3600
+    gpu.vars["health_xid_window_s"] = "a day"
+    with pytest.raises(ConfigError, match="health_xid_window_s must be a number of seconds, not 'a day'"):
+        host_config(gpu)
 
 
 def test_script_on_the_real_910b3_table_with_an_npu_smi_that_has_no_ecc_query(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ what it is asked), the measurements run on the cpu device, and the script's skip
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +15,8 @@ import pytest
 from accelstack.validate import load_registry
 from accelstack.validate.device_floors import load_device_floors
 
+from .labtools import load_validator
+
 torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,15 +24,7 @@ VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
 REFERENCE = (Path(__file__).resolve().parent / "data" / "h100" / "plain_torch_reference.txt").read_text()
 
 
-def load_script(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"validator_{name}", VALIDATORS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-perf = load_script("device_perf")
+perf = load_validator("device_perf")
 FLOORS = load_device_floors(vendor="nvidia")
 H100 = perf.pick_row(FLOORS["device_rows"], ["NVIDIA H100 80GB HBM3"])
 

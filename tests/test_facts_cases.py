@@ -24,7 +24,13 @@ of a list (the rest of the path is applied to each, giving a list). A path that 
 parser, a key the format does not know, or a case that expects nothing fails the case: a typo cannot make a case
 vacuous. :func:`test_every_parser_has_a_case` holds every public ``parse_*`` function to at least one case.
 
-Tests that need logic (round trips, properties, two parsers agreeing, loops) stay in tests/test_facts_parsers.py.
+Host-side twins: a host script cannot import the package (it runs on the host's python, stdlib only), so some
+parse the same tool output again (validators/device_health.py: ``nvidia-smi -q -x``, ``npu-smi info``, its
+``Key : value`` views; validators/network.py: ``key=value`` files, ``hccn_tool -ip -g``, /etc/hccn.conf).
+:data:`TWINS` names them; every case of such a parser also runs the twin on the same input and asserts both give
+the same fields where their results overlap (and both refuse what one refuses), so neither drifts unseen.
+
+Tests that need logic (round trips, properties, loops) stay in tests/test_facts_parsers.py.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from typing import Any
 import pytest
 
 from accelstack.facts import parsers
+
+from .labtools import load_validator
 
 DATA = Path(__file__).resolve().parent / "data"
 FACTS = DATA / "facts"
@@ -168,6 +176,120 @@ def run_case(case: dict[str, Any], folder: str) -> int:
 @pytest.mark.parametrize("path", CASES, ids=[f"{c.parent.name}/{c.stem}" for c in CASES])
 def test_fact_case(path: Path) -> None:
     run_case(json.loads(path.read_text(encoding="utf-8")), path.parent.name)
+
+
+# ----- host-side twins -----
+
+def _yes(value: str | None) -> bool | None:
+    return None if value is None else value.strip().lower() in ("yes", "active", "true", "enabled")
+
+
+def _smi_xml(facts: Any, host: Any) -> tuple[Any, Any]:
+    """What parse_nvidia_smi_xml and device_health.parse_smi_xml both read, GPU by GPU."""
+    def index(gpu: Any, position: int) -> int:
+        return gpu.minor_number if gpu.minor_number is not None else position
+
+    mine = [{"index": index(g, i), "bus_id": g.bus_id, "name": g.product_name, "ecc_mode": g.ecc_mode,
+             "temperature_c": g.temperature_c, "pcie_gen": g.pcie_gen_current, "reset_required": _yes(g.reset_required)}
+            for i, g in enumerate(facts.gpus)]
+    theirs = [{"index": g["index"], "bus_id": g["bus_id"], "name": g["name"], "ecc_mode": g["ecc_mode"],
+               "temperature_c": g["temperature"]["gpu_c"], "pcie_gen": g["pcie"]["current_gen"],
+               "reset_required": g["reset_required"]} for g in host]
+    return mine, theirs
+
+
+def _npu_table(facts: Any, host: Any) -> tuple[Any, Any]:
+    """What parse_npu_smi_info and device_health.parse_npu_table both read: each chip, each process."""
+    chips, processes = host
+    mine = ([(c.npu_id, c.chip_id, c.name, c.health, c.temp_c, c.aicore_pct, c.hbm_used_mb, c.hbm_total_mb)
+             for c in facts.chips], [(p.npu_id, p.pid) for p in facts.processes])
+    theirs = ([(c["npu_id"], c["chip_id"], c["name"], c["health"], c["temp"], c["aicore"], c["hbm_used"],
+                c["hbm_total"]) for c in chips], [(p["npu_id"], p["pid"]) for p in processes])
+    return mine, theirs
+
+
+def _npu_board(facts: Any, host: Any) -> tuple[Any, Any]:
+    """device_health.parse_kv reads ``npu-smi info -t board|health|ecc`` as the board parser's key-value lines."""
+    mine = {"npu_id": facts.npu_id, "chip_name": facts.chip_name, "software_version": facts.software_version}
+    as_int = host.get("NPU ID")
+    theirs = {"npu_id": int(as_int) if as_int and as_int.isdigit() else None,
+              "chip_name": host.get("Chip Name") or host.get("NPU Name") or None,
+              "software_version": host.get("Software Version")}
+    return mine, theirs
+
+
+def _colon_key_values(facts: Any, host: Any) -> tuple[Any, Any]:
+    return facts, host
+
+
+# facts parser -> [(validator, its function, how its arguments come from the case's, what both results share)]
+TWINS: dict[str, list[tuple[str, str, Any, Any]]] = {
+    "parse_nvidia_smi_xml": [("device_health", "parse_smi_xml", lambda text, **kw: (text,), _smi_xml)],
+    "parse_npu_smi_info": [("device_health", "parse_npu_table", lambda text, **kw: (text,), _npu_table)],
+    "parse_npu_smi_board": [("device_health", "parse_kv", lambda text, **kw: (text,), _npu_board)],
+    "parse_key_values": [
+        ("network", "parse_key_values", lambda text, sep="=", **kw: (text, sep), lambda f, h: (f, h)),
+        # npu-smi's ``Key : value`` views only: parse_kv keeps quotes and ``#`` lines, which npu-smi never prints.
+        ("device_health", "parse_kv", lambda text, sep="=", **kw: (text,) if sep == ":" else None, _colon_key_values),
+    ],
+    "parse_hccn_ip": [("network", "parse_hccn_ip", lambda text, **kw: (text,),
+                       lambda f, h: ((f.ipaddr, f.netmask), h))],
+    "parse_hccn_conf": [("network", "parse_hccn_conf", lambda text, **kw: (text,),
+                         lambda f, h: (f, {device: fields["address"] for device, fields in h.items()}))],
+}
+TWIN_CASES = [c for c in CASES if c.parent.name in TWINS]
+
+
+def run_twins(case: dict[str, Any], folder: str) -> int:
+    """Run each host-side twin of the case's parser on the case's input; returns how many shared views were
+    compared and found non-empty (so a table of twins that compares nothing is caught)."""
+    text = text_of(case, "input")
+    kwargs = case.get("kwargs") or {}
+    compared = 0
+    for script, name, arguments, shared in TWINS[folder]:
+        args = arguments(text, **kwargs)
+        if args is None:
+            continue
+        twin = getattr(load_validator(script), name)
+        if "raises" in case:
+            wanted = getattr(builtins, str(case["raises"]))
+            with pytest.raises(wanted):
+                twin(*args)
+            continue
+        mine, theirs = shared(getattr(parsers, folder)(text, **kwargs), twin(*args))
+        assert plain(mine) == plain(theirs), f"{script}.{name} disagrees with {folder}"
+        compared += _has_value(plain(mine))
+    return compared
+
+
+def _has_value(value: Any) -> bool:
+    """Some leaf that is a value: ``([], [])`` or ``(None, None)`` compares nothing."""
+    if isinstance(value, dict):
+        return any(_has_value(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_value(v) for v in value)
+    return value is not None and value != ""
+
+
+@pytest.mark.parametrize("path", TWIN_CASES, ids=[f"{c.parent.name}/{c.stem}" for c in TWIN_CASES])
+def test_host_side_twin_agrees(path: Path) -> None:
+    run_twins(json.loads(path.read_text(encoding="utf-8")), path.parent.name)
+
+
+def test_every_twin_compares_something_real() -> None:
+    for folder in TWINS:
+        assert folder in dir(parsers), folder
+        cases = [json.loads(c.read_text(encoding="utf-8")) for c in TWIN_CASES if c.parent.name == folder]
+        assert sum(run_twins(case, folder) for case in cases), f"{folder}: no case gives its twins a field to compare"
+
+
+def test_a_drifted_twin_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    health = load_validator("device_health")
+    monkeypatch.setattr(health, "_number", lambda value: None)  # a twin that stops reading numbers
+    monkeypatch.setattr("tests.test_facts_cases.load_validator", lambda name: health)
+    case = json.loads((FACTS / "parse_npu_smi_info" / "a2_910b3_25.2.0.json").read_text(encoding="utf-8"))
+    with pytest.raises(AssertionError, match="parse_npu_table disagrees with parse_npu_smi_info"):
+        run_twins(case, "parse_npu_smi_info")
 
 
 def public_parsers() -> list[str]:

@@ -5,37 +5,25 @@ naming the lost connection, noticed by keepalives long before the check's own ti
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record, read_run
 from accelstack.transport.fanout import Fleet
 from accelstack.validate import load_registry, validate_inventory
 
-from .conftest import REPO
-from .test_validate_lab import _copy_tree, _install_venv, _venv_cache
+from .labtools import assert_interrupted, cli_process, first_results, install_venv, interrupt, lab_inventory
 
 pytestmark = pytest.mark.lab
 
 OURS = ("/var/tmp/accelstack/validators/", "torch.distributed.run", "accelstack-run-")
-
-
-def lab_inventory(lab: object, tmp_path: Path, **extra: object) -> str:
-    doc = yaml.safe_load(Path(lab.inventory).read_text())  # type: ignore[attr-defined]
-    doc["vars"].update({"multinode_deadline_s": 45, "checkpoint_size_gb": 0.01, **extra})
-    path = tmp_path / "lab.yml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
 
 
 def validator_processes(lab: object) -> list[str]:
@@ -56,34 +44,22 @@ def validator_processes(lab: object) -> list[str]:
 
 def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(healthy_lab: object,
                                                                              tmp_path: Path) -> None:
-    _install_venv(healthy_lab)
+    install_venv(healthy_lab)
     runs = tmp_path / "runs"
-    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory",
-                             lab_inventory(healthy_lab, tmp_path), "--tier", "standard"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        results: list[Path] = []
-        end = time.monotonic() + 120
-        while time.monotonic() < end and not results:
-            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
-            time.sleep(0.1)
-        assert results, "no record arrived"
+    with cli_process("validate", "--inventory", lab_inventory(healthy_lab, tmp_path), "--tier", "standard",
+                     runs=runs) as proc:
+        results = first_results(runs, timeout=120)
         end = time.monotonic() + 60
         while time.monotonic() < end and not validator_processes(healthy_lab):
             time.sleep(0.1)
         assert validator_processes(healthy_lab), "nothing ran on the hosts"
-        before = results[0].read_text().splitlines()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted"), err
-    after = results[0].read_text().splitlines()
+        before = results.read_text().splitlines()
+        out, err = interrupt(proc, timeout=90)
+    assert_interrupted(proc, err)
+    assert err.startswith("accelstack: interrupted"), err
+    after = results.read_text().splitlines()
     assert after[:len(before)] == before  # nothing finished before Ctrl-C was lost
-    records = read_run(results[0].parent)
+    records = read_run(results.parent)
     hosts = {r.host for r in records}
     assert hosts == {"lab1", "lab2", "lab3", "lab4"}
     cut = [r for r in records if "interrupt" in r.summary]
@@ -94,32 +70,20 @@ def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(he
     assert validator_processes(healthy_lab) == []
 
 
-def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab: object, tmp_path: Path) -> None:
+def test_sigint_during_the_multinode_run_leaves_no_rank_on_any_host(healthy_lab: object, lab_venv: Any,
+                                                                    tmp_path: Path) -> None:
     # A venv of its own on every host, copied fresh: earlier lab suites may leave the shared /opt/accelstack venv
     # as provisioning made it (its python a link into the host's own /usr/local), which this run cannot use.
-    cache = _venv_cache(healthy_lab)
-    opts = [healthy_lab._host_dir(h) / "root" / "opt" for h in healthy_lab.load().values()]  # type: ignore
-    for opt in opts:
-        subprocess.run(["rm", "-rf", str(opt / "acv-interrupt")], check=False)
-        _copy_tree(cache / "venv", opt / "acv-interrupt" / "venv")
-    try:
-        _sigint_multinode(healthy_lab, tmp_path)
-    finally:
-        for opt in opts:
-            subprocess.run(["rm", "-rf", str(opt / "acv-interrupt")], check=False)
+    _sigint_multinode(healthy_lab, tmp_path, lab_venv("/opt/acv-interrupt"))
 
 
-def _sigint_multinode(healthy_lab: object, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
+def _sigint_multinode(healthy_lab: object, tmp_path: Path, python: str) -> None:
     # A rendezvous port of its own: a collective another lab test left to its deadline cannot hold it.
     path = lab_inventory(healthy_lab, tmp_path, cluster_sizes=[1 << 22], cluster_iters=100000,
-                         cluster_size_budget_s=60, rendezvous_port=29617,
-                         stack_python="/opt/acv-interrupt/venv/bin/python")
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--inventory", path, "--only",
-                             "multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+                         cluster_size_budget_s=60, rendezvous_port=29617, cluster_nproc=1,  # one rank a host starts
+                         stack_python=python)  # sooner on two cores; SIGINT must reach every host's all the same
+    with cli_process("validate", "--inventory", path, "--only", "multinode", "--json",
+                     runs=tmp_path / "runs") as proc:
         end = time.monotonic() + 120
         # Mid-run for real: torchrun and its ranks exist on every host.
         while time.monotonic() < end and proc.poll() is None and len(
@@ -130,13 +94,8 @@ def _sigint_multinode(healthy_lab: object, tmp_path: Path) -> None:
             early = proc.communicate(timeout=60) if proc.poll() is not None else ("", "")
             raise AssertionError(f"ranks on {sorted(running)} only; exit {proc.poll()}; stdout "
                                  f"{early[0][-1500:]!r}; stderr {early[1][-1500:]!r}")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1, err
+        out, err = interrupt(proc, timeout=90)
+    assert_interrupted(proc, err)
     records = [json.loads(line) for line in out.splitlines()]  # --json: JSON Lines only on stdout
     assert {r["host"] for r in records} == {"lab1", "lab2", "lab3", "lab4"}
     assert all(r["check"] == "multinode" and r["status"] == "error" and "interrupt" in r["summary"]
@@ -180,7 +139,7 @@ class Watch:
 
 def test_link_down_during_a_check_is_an_error_naming_the_lost_connection(healthy_lab: object,
                                                                          tmp_path: Path) -> None:
-    _install_venv(healthy_lab)
+    install_venv(healthy_lab)
     # A sweep that runs far longer than the keepalive deadline; the check's own limit is minutes.
     path = lab_inventory(healthy_lab, tmp_path, ssh_keepalive_s=5, validate_sizes=[1 << 22],
                          validate_iters=1000000, validate_size_budget_s=120)

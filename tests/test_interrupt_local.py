@@ -5,10 +5,6 @@ line; and a killed upload's tmp file is gone once the next run reaches the host.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +15,7 @@ from accelstack.inventory import Host
 from accelstack.results.records import read_run
 from accelstack.transport.connection import CommandInterrupted, LocalTransport
 
-from .conftest import REPO
+from .labtools import assert_interrupted, cli_process, first_results, interrupt
 
 
 def _alive(pid: int) -> bool:
@@ -105,33 +101,21 @@ def test_first_command_removes_a_killed_uploads_tmp_file(tmp_path: Path) -> None
 
 def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--tier", "standard"], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        end = time.monotonic() + 60
-        results: list[Path] = []
-        while time.monotonic() < end and not results:
-            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
-            time.sleep(0.05)
-        assert results, "no record arrived"
+    with cli_process("validate", "--tier", "standard", runs=runs) as proc:
+        results = first_results(runs, timeout=60, poll=0.05)
         time.sleep(0.5)  # the next checks are under way
-        before = _wait_for(results[0]).splitlines()
+        before = _wait_for(results).splitlines()
         running = _descendants(proc.pid)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted"), err
-    after = results[0].read_text().splitlines()
+        out, err = interrupt(proc, timeout=60)
+    assert_interrupted(proc, err)
+    assert err.startswith("accelstack: interrupted"), err
+    after = results.read_text().splitlines()
     assert after[:len(before)] == before  # every record finished before Ctrl-C is still there
-    records = read_run(results[0].parent)
+    records = read_run(results.parent)
     cut = [r for r in records if "interrupt" in r.summary]
     assert cut and all(r.status == "error" for r in cut)
     assert len(records) == len({r.check for r in records})  # each check once
-    assert json.loads((results[0].parent / "meta.json").read_text())["exit_code"] == 130
+    assert json.loads((results.parent / "meta.json").read_text())["exit_code"] == 130
     # Plain lines on stdout as records arrived: at least the finished ones.
     assert len(out.splitlines()) >= len(before)
     assert running  # validators were running when Ctrl-C came, and none outlived the run
@@ -139,25 +123,15 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
 
 
 def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--only", "allreduce"], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with cli_process("validate", "--only", "allreduce", runs=tmp_path / "runs") as proc:
         end = time.monotonic() + 60
         while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
                                                  _descendants(proc.pid)):
             time.sleep(0.05)
         running = _descendants(proc.pid)
         assert running
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.02)  # two signals, not one the kernel merged
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
+        _out, err = interrupt(proc, timeout=60, times=2)
+    assert_interrupted(proc, err)
     assert err == "accelstack: interrupted again: exiting now\n"  # no traceback
     assert [pid for pid in running if _alive(pid)] == []  # and the validator did not outlive it
 

@@ -314,6 +314,21 @@ def test_rich_report_lists_failing_checks_first_with_remedies(runs: Path) -> Non
     assert set(FORMATS) == {"rich", "junit", "html", "prom", "json"}
 
 
+def test_rich_and_html_show_the_same_regression_cells(runs: Path) -> None:
+    from html import escape
+
+    from accelstack.report.model import regression_row
+
+    data = load_report()
+    rich, page = render(data, "rich"), render(data, "html")
+    drop = next(r for r in data.regressions if r.kind == "busbw_drop")
+    row = regression_row(drop)
+    assert row[2].startswith("busbw_drop") and row[5].startswith("-") and "spread over" in row[6]
+    for cell in (c for c in row if c):
+        assert f"<td>{escape(cell)}</td>" in page, cell
+    assert row[2] in rich and row[5] in rich
+
+
 def test_report_task_writes_file_and_exits_with_verdict(runs: Path, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     from invoke import Context

@@ -6,7 +6,6 @@ bisection on four hosts uses the session lab (tag act) with the same venv under 
 from __future__ import annotations
 
 import math
-import os
 import shlex
 import subprocess
 import threading
@@ -16,100 +15,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
 from accelstack.transport.fanout import Fleet
 from accelstack.validate import validate_inventory
 
+from .labtools import heal_all, lab_inventory, own_lab
+from .labtools import install_venv as _install_venv  # noqa: F401 (bench/allreduce.py imports it from here)
+
 pytestmark = pytest.mark.lab
 
 TAG = "acv"
 SUBNET = "10.219"
 HOSTS = 3
-TORCH_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
-DEPS = ["filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec", "mpmath", "markupsafe"]
-# Outside every folder a lab host shadows, so the hosts can read it as it is.
-WHEELHOUSE = Path("/var/tmp/accelstack-acv-wheels")
-VENV_CACHE = Path("/var/tmp/accelstack-acv-venv")
-VENV = "/opt/accelstack/venv"
 SIM_ROOT = "/opt/sim"
 
 
-def validate(path: str, limit: str | None = None, **options: Any) -> list[Record]:
+def validate(path: str | Path, limit: str | None = None, **options: Any) -> list[Record]:
     """As the task does: the inventory loaded and its hosts selected once, then validated."""
-    inv = load_inventory(path)
+    inv = load_inventory(str(path))
     return validate_inventory(inv, inv.select(limit), **options)
-
-
-def _wheelhouse() -> Path:
-    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    target = WHEELHOUSE / TORCH_WHEEL.name
-    if not target.exists():
-        try:
-            os.link(TORCH_WHEEL, target)
-        except OSError:
-            subprocess.run(["cp", str(TORCH_WHEEL), str(target)], check=True)
-    if len(list(WHEELHOUSE.glob("*.whl"))) < len(DEPS) + 1:
-        subprocess.run(["pip", "download", "--no-deps", "-q", "-d", str(WHEELHOUSE), *DEPS], check=True,
-                       timeout=300)
-    return WHEELHOUSE
-
-
-def _venv_cache(lab: object) -> Path:
-    """The CPU stack's venv, built once inside a lab host (so its paths are the host's) and cached beside the
-    wheels: ``VENV_CACHE/accelstack/venv``."""
-    hosts = lab.load()  # type: ignore[attr-defined]
-    first = hosts["lab1"]
-    stamp = VENV_CACHE / ".complete"
-    if not stamp.exists():
-        wheels = _wheelhouse()
-        script = (f"/usr/bin/python3 -m venv {VENV} && {VENV}/bin/pip install -q --no-index --no-deps "
-                  f"{wheels}/*.whl")
-        subprocess.run(["nsenter", "-t", str(first.anchor_pid), "-m", "-n", "--", "/bin/sh", "-c", script],
-                       check=True, timeout=300)
-        subprocess.run(["rm", "-rf", str(VENV_CACHE)], check=True)
-        VENV_CACHE.mkdir(parents=True)
-        opt = lab._host_dir(first) / "root" / "opt"  # type: ignore[attr-defined]
-        subprocess.run(["cp", "-a", str(opt / "accelstack"), str(VENV_CACHE / "accelstack")], check=True)
-        stamp.touch()
-    return VENV_CACHE / "accelstack"
-
-
-def _copy_tree(source: Path, target: Path) -> None:
-    """Hard links where the filesystem allows (the venv is only read), a copy otherwise."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True).returncode != 0:
-        subprocess.run(["rm", "-rf", str(target)], check=True)
-        subprocess.run(["cp", "-a", str(source), str(target)], check=True)
-
-
-def _install_venv(lab: object) -> None:
-    """The CPU stack's venv on every lab host, copied from the cache into the hosts' private /opt."""
-    cache = _venv_cache(lab)
-    for host in lab.load().values():  # type: ignore[attr-defined]
-        opt = lab._host_dir(host) / "root" / "opt"  # type: ignore[attr-defined]
-        if not (opt / "accelstack" / "venv" / "bin" / "python").exists():
-            _copy_tree(cache, opt / "accelstack")
 
 
 @pytest.fixture(scope="module")
 def vlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if os.geteuid() != 0:
-        pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack.lab import Lab
-
-    root = tmp_path_factory.mktemp("acvroot")
-    (root / "inventories").mkdir()
-    lab = Lab(root, tag=TAG, subnet=SUBNET)
-    lab.down()
-    lab.up(HOSTS)
-    try:
-        _install_venv(lab)
+    with own_lab(tmp_path_factory.mktemp("acvroot"), TAG, SUBNET, HOSTS) as lab:
         yield lab
-    finally:
-        lab.down()
 
 
 @pytest.fixture(autouse=True)
@@ -120,17 +52,7 @@ def runs_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture()
 def healthy(vlab: object) -> Iterator[object]:
     yield vlab
-    for row in vlab.status():  # type: ignore[attr-defined]
-        if row["faults"]:
-            vlab.heal(row["host"])  # type: ignore[attr-defined]
-
-
-def inventory(lab: object, tmp_path: Path, **extra: object) -> str:
-    doc = yaml.safe_load(Path(lab.inventory).read_text())  # type: ignore[attr-defined]
-    doc["vars"].update({"multinode_deadline_s": 45, "checkpoint_size_gb": 0.01, **extra})
-    path = tmp_path / "lab.yml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
+    heal_all(vlab)
 
 
 def by_host(records: list[Record], check: str) -> dict[str, Record]:
@@ -155,7 +77,7 @@ def tagged_processes(lab: object, name: str) -> list[str]:
 
 
 def test_three_host_gloo_allreduce_is_correct(healthy: object, tmp_path: Path) -> None:
-    records = validate(inventory(healthy, tmp_path), only={"multinode", "ports", "clock"})
+    records = validate(lab_inventory(healthy, tmp_path), only={"multinode", "ports", "clock"})
     multi = by_host(records, "multinode")
     assert sorted(multi) == ["lab1", "lab2", "lab3"]
     for name, record in multi.items():
@@ -173,8 +95,9 @@ def test_three_host_gloo_allreduce_is_correct(healthy: object, tmp_path: Path) -
 
 def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothing(
         healthy: object, tmp_path: Path) -> None:
-    path = inventory(healthy, tmp_path, multinode_deadline_s=30, cluster_sizes=[1 << 22], cluster_iters=4000,
-                     cluster_size_budget_s=60)
+    deadline = 20  # the run is cut 6 s after lab2's ranks start, one rank a host: well inside it
+    path = lab_inventory(healthy, tmp_path, multinode_deadline_s=deadline, cluster_nproc=1, cluster_sizes=[1 << 22],
+                         cluster_iters=4000, cluster_size_budget_s=60)
     def cut_when_running() -> None:
         # Mid-run for real: once lab2's ranks exist and have had time to join the collective.
         end = time.monotonic() + 40
@@ -195,8 +118,8 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
     assert "unreachable after the run: lab2" in multi["lab2"].summary
     assert multi["lab2"].evidence["at_fault"]["nodes"] == ["lab2"] and multi["lab2"].metrics["at_fault"] == []
     assert multi["lab1"].status == "warn" and "lab2" in multi["lab1"].summary
-    # The deadline (30 s) plus the isolation step's pairwise run, never paramiko's or gloo's own timeouts.
-    assert elapsed < 30 + 8 + 60 + 20, elapsed
+    # The deadline plus the isolation step's pairwise run, never paramiko's or gloo's own timeouts.
+    assert elapsed < deadline + 8 + 60 + 20, elapsed
     healthy.heal("lab2")  # type: ignore[attr-defined]
     # The downed host lost its controller mid-run: its own deadline and `timeout` must have ended everything.
     deadline = time.monotonic() + 15
@@ -206,10 +129,16 @@ def test_link_down_during_the_run_fails_in_time_names_the_host_and_orphans_nothi
         assert tagged_processes(healthy, name) == [], name
 
 
+# What a slowed link needs to show: one rank a host (torch starting on 2 cores is most of a run's time; the
+# link carries the same bytes with one rank or two) and one size of the fleet sweep (the slowed fleet run fails
+# at any size; the isolation runs have a sweep of their own).
+ONE_RANK_ONE_SIZE: dict[str, Any] = {"cluster_nproc": 1, "cluster_sizes": [1 << 20]}
+
+
 def test_slow_link_drops_busbw_and_isolation_names_the_slow_host(healthy: object, tmp_path: Path) -> None:
     healthy.fault("lab3", "link-slow")  # type: ignore[attr-defined]
     try:
-        records = validate(inventory(healthy, tmp_path), only={"multinode"})
+        records = validate(lab_inventory(healthy, tmp_path, **ONE_RANK_ONE_SIZE), only={"multinode"})
     finally:
         healthy.heal("lab3")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
@@ -224,32 +153,17 @@ def test_slow_link_drops_busbw_and_isolation_names_the_slow_host(healthy: object
     assert busbw is None or busbw < 0.05
 
 
-BISECT_OPT = "/opt/acv-bisect"
-
-
-@pytest.fixture()
-def four_hosts(healthy_lab: object) -> Iterator[object]:
-    """The session lab's four hosts with the CPU stack's venv under a path of their own (removed after), so
-    the session lab's /opt/accelstack stays as other suites expect it."""
-    cache = _venv_cache(healthy_lab)
-    opts = [healthy_lab._host_dir(h) / "root" / "opt" for h in healthy_lab.load().values()]  # type: ignore
-    for opt in opts:
-        if not (opt / "acv-bisect" / "venv" / "bin" / "python").exists():
-            _copy_tree(cache / "venv", opt / "acv-bisect" / "venv")
+def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(healthy_lab: object, lab_venv: Any,
+                                                                     tmp_path: Path) -> None:
+    # The session lab's four hosts, with a venv of their own so the session lab's /opt/accelstack stays as other
+    # suites expect it.
+    python = lab_venv("/opt/acv-bisect")
+    healthy_lab.fault("lab4", "link-slow")  # type: ignore[attr-defined]
     try:
-        yield healthy_lab
+        records = validate(lab_inventory(healthy_lab, tmp_path, stack_python=python, **ONE_RANK_ONE_SIZE),
+                                     only={"multinode"})
     finally:
-        for opt in opts:
-            subprocess.run(["rm", "-rf", str(opt / "acv-bisect")], check=False)
-
-
-def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(four_hosts: object, tmp_path: Path) -> None:
-    four_hosts.fault("lab4", "link-slow")  # type: ignore[attr-defined]
-    try:
-        records = validate(inventory(four_hosts, tmp_path, stack_python=f"{BISECT_OPT}/venv/bin/python"),
-                           only={"multinode"})
-    finally:
-        four_hosts.heal("lab4")  # type: ignore[attr-defined]
+        healthy_lab.heal("lab4")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
     assert sorted(multi) == ["lab1", "lab2", "lab3", "lab4"]
     assert multi["lab4"].status == "fail" and "at fault: lab4" in multi["lab4"].summary, multi["lab4"].summary
@@ -268,12 +182,12 @@ def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(four_hosts: o
 
 
 def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp_path: Path) -> None:
-    host = load_inventory(inventory(healthy, tmp_path)).select("lab1")[0]
+    host = load_inventory(lab_inventory(healthy, tmp_path)).select("lab1")[0]
     with Fleet() as fleet:
         fleet.connect(host).run("printf 'export NCCL_SOCKET_IFNAME=ib9\\n' > /etc/profile.d/accelstack.sh",
                                 check=True)
     try:
-        records = validate(inventory(healthy, tmp_path), "lab1", only={"env"})
+        records = validate(lab_inventory(healthy, tmp_path), only={"env"}, limit="lab1")
     finally:
         with Fleet() as fleet:
             fleet.connect(host).run("rm -f /etc/profile.d/accelstack.sh")
@@ -294,7 +208,7 @@ def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
     driver.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
     lib = tmp_path / "libhccl.so"
     lib.write_bytes(native.compile_shared(native.hccl_source(versions.FAULT_FIXTURE_CANN), "libhccl.so"))
-    host = load_inventory(inventory(healthy, tmp_path)).select("lab3")[0]
+    host = load_inventory(lab_inventory(healthy, tmp_path)).select("lab3")[0]
     libdir = f"{SIM_ROOT}/usr/local/Ascend/ascend-toolkit/latest/lib64"
     env_file = "\n".join([f"export PATH={SIM_ROOT}/usr/local/bin:$PATH", f"export LD_LIBRARY_PATH={libdir}",
                           "export HCCL_SOCKET_IFNAME=eth0", ""])
@@ -318,11 +232,11 @@ def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host
                                                                      tmp_path: Path) -> None:
     from accelstack.lab.simulated import faults
 
-    path = inventory(healthy, tmp_path, stack="ascend-910b-cann8.2.rc1", accelerator="910B3", expect_devices=8)
+    path = lab_inventory(healthy, tmp_path, stack="ascend-910b-cann8.2.rc1", accelerator="910B3", expect_devices=8)
     host = load_inventory(path).select(ascend_host)[0]
     with Fleet() as fleet:
         fleet.connect(host).run(faults.drop_device_command(3, root=SIM_ROOT), check=True)
-    records = {r.check: r for r in validate(path, ascend_host, only={"devices", "libraries"})}
+    records = {r.check: r for r in validate(path, only={"devices", "libraries"}, limit=ascend_host)}
     devices = records["devices"]
     assert devices.status == "fail"
     assert "7 device(s), 8 expected" in devices.summary, devices.summary

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results.output import STATUS_STYLE, records_table, render_to_text, status_text, totals_line
-from .model import ReportData, host_status, summary, verdict
+from .model import REGRESSION_COLUMNS, ReportData, host_status, regression_row, summary, verdict
 
 
 def hosts_table(data: ReportData) -> Table:
@@ -25,22 +25,10 @@ def hosts_table(data: ReportData) -> Table:
 
 def regressions_table(data: ReportData) -> Table:
     table = Table(title=f"regressions against baseline {data.baseline_run}", title_justify="left")
-    for column in ("host", "check", "kind", "then", "now", "drop", "noise band", "re-run"):
+    for column in REGRESSION_COLUMNS:
         table.add_column(column)
     for regression in data.regressions:
-        label = regression.kind + (f" ({regression.component})" if regression.component else "")
-        if regression.bytes is not None:
-            label += f" at {regression.bytes} B"
-        drop = band = rerun = ""
-        if regression.kind == "busbw_drop":
-            drop = f"-{regression.drop_pct or 0:.1f}%"
-            band = (f"{regression.noise_pct or 0:.1f}% spread over {regression.samples} run(s), "
-                    f"counts past -{regression.threshold_pct or 0:.1f}%")
-            rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[regression.confirmed]
-            if regression.rerun_now is not None:
-                rerun += f" {regression.rerun_now:g}"
-        table.add_row(regression.host, regression.check, label, str(regression.then), str(regression.now),
-                      drop, band, rerun)
+        table.add_row(*regression_row(regression))
     return table
 
 

@@ -12,7 +12,7 @@ from html import escape
 from ..history import parse_timestamp
 from ..results.figures import sweep
 from ..results.records import SEVERITY
-from .model import ReportData, cells, summary, verdict
+from .model import REGRESSION_COLUMNS, ReportData, cells, regression_row, summary, verdict
 from .svg import Series, line_chart
 
 HISTORY_RUNS = 30
@@ -128,23 +128,11 @@ def _regressions(data: ReportData) -> str:
     rows = [f'<p class="muted">against baseline {escape(data.baseline_run)}; a bandwidth drop counts past the '
             "larger of the configured percentage and the noise band (2.5 times the spread of the baseline's "
             "healthy runs, on a log scale), once a re-run confirms it</p>",
-            '<table id="regressions"><thead><tr><th>host</th><th>check</th><th>regression</th><th>then</th>'
-            "<th>now</th><th>drop</th><th>noise band</th><th>re-run</th></tr></thead><tbody>"]
+            '<table id="regressions"><thead><tr>' + "".join(f"<th>{c}</th>" for c in REGRESSION_COLUMNS)
+            + "</tr></thead><tbody>"]
     for r in data.regressions:
-        kind = r.kind.replace("_", " ") + (f" ({r.component})" if r.component else "")
-        if r.bytes is not None:
-            kind += f" at {r.bytes} B"
-        drop = band = rerun = ""
-        if r.kind == "busbw_drop":
-            drop = f"-{r.drop_pct or 0:.1f}%"
-            band = (f"{r.noise_pct or 0:.1f}% spread over {r.samples} run(s); counts past "
-                    f"-{r.threshold_pct or 0:.1f}%")
-            rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[r.confirmed]
-            if r.rerun_now is not None:
-                rerun += f" ({r.rerun_now:g})"
-        rows.append(f'<tr data-host="{escape(r.host)}" data-kind="{escape(r.kind)}"><td>{escape(r.host)}</td>'
-                    f"<td>{escape(r.check)}</td><td>{escape(kind)}</td><td>{escape(str(r.then))}</td>"
-                    f"<td>{escape(str(r.now))}</td><td>{drop}</td><td>{band}</td><td>{escape(rerun)}</td></tr>")
+        tds = "".join(f"<td>{escape(cell)}</td>" for cell in regression_row(r))
+        rows.append(f'<tr data-host="{escape(r.host)}" data-kind="{escape(r.kind)}">{tds}</tr>')
     rows.append("</tbody></table>")
     return "".join(rows)
 

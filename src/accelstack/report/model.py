@@ -58,6 +58,27 @@ class ReportData:
         return [r for r in self.regressions if r.host == host and r.check == check and r.confirmed is not False]
 
 
+REGRESSION_COLUMNS = ("host", "check", "regression", "then", "now", "drop", "noise band", "re-run")
+
+
+def regression_row(regression: Regression) -> tuple[str, ...]:
+    """One regression as the cells of :data:`REGRESSION_COLUMNS`, the same in every format: the kind as the JSON
+    summary names it (with its component and message size), then and now, and for a busbw drop its size, the
+    noise band it had to pass and what its re-run said."""
+    r = regression
+    kind = r.kind + (f" ({r.component})" if r.component else "")
+    if r.bytes is not None:
+        kind += f" at {r.bytes} B"
+    drop = band = rerun = ""
+    if r.kind == "busbw_drop":
+        drop = f"-{r.drop_pct or 0:.1f}%"
+        band = f"{r.noise_pct or 0:.1f}% spread over {r.samples} run(s); counts past -{r.threshold_pct or 0:.1f}%"
+        rerun = {None: "not re-run", True: "confirmed", False: "not confirmed"}[r.confirmed]
+        if r.rerun_now is not None:
+            rerun += f" ({r.rerun_now:g})"
+    return (r.host, r.check, kind, str(r.then), str(r.now), drop, band, rerun)
+
+
 def host_status(records: Iterable[Record]) -> dict[str, str]:
     """Each host's worst status."""
     worst: dict[str, str] = {}

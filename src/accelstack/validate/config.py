@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
 from ..transport.context import HostContext
@@ -74,6 +75,15 @@ def inventory_of(source: str | None) -> str | None:
     return path if sep and line.isdigit() else source
 
 
+def _xid_window(ctx: HostContext) -> float | None:
+    """The inventory's ``health_xid_window_s``: only Xids this recent fail ``health.xid`` (device_health.py)."""
+    value = ctx.vars.get("health_xid_window_s")
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(f"health_xid_window_s must be a number of seconds, not {value!r}",
+                      where=ctx.host.source or ctx.host.name)
+
+
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     stack = ctx.stack
     v = ctx.vars
@@ -128,4 +138,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     for key in ("sizes", "iters", "warmup", "size_budget_s", "nproc"):
         if v.get(f"cluster_{key}") is not None:
             config[f"cluster_{key}"] = v[f"cluster_{key}"]
+    window = _xid_window(ctx)
+    if window is not None and "device_health" in config:  # one of the health script's limits
+        config["device_health"] = {**config["device_health"], "xid_window_s": window}
     return config

@@ -23,7 +23,13 @@ from _common import main_entry, record, run_tool
 
 LIMITS = {"temperature_margin_c": 10, "temperature_warn_c": 80, "temperature_fail_c": 90,
           "busy_utilization_pct": 5, "max_retired_pages": 60, "hbm_idle_used_fraction": 0.2,
-          "aicore_idle_pct": 10}
+          "aicore_idle_pct": 10, "xid_window_s": 24 * 3600}
+# Only Xids this recent are judged (``xid_window_s``; an inventory sets it with ``health_xid_window_s``). The
+# reference gives no window; this one is the interval of the slowest regular run (the nightly fleet-check,
+# DESIGN.md "Users"), so every Xid is judged by at least one run, and a fault the device still carries afterwards
+# is what ecc, remapped_rows and the reset-required flags measure. Xids older than that, or older than the last
+# driver (re)load, are history: kept in the evidence, not judged.
+XID_WINDOW_S = LIMITS["xid_window_s"]
 NA = ("n/a", "na", "[n/a]", "not supported", "[not supported]", "unknown error", "")
 # Reference nvidia.md 5, "Xid severity (DCGM's classification)".
 FATAL_XIDS = {48: "double-bit ECC", 74: "NVLink", 79: "fallen off the bus", 94: "contained ECC",
@@ -37,6 +43,10 @@ WARN_XIDS = {31: "memory page fault", 32: "memory (bad push buffer)", 43: "GPU s
 FAIL_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 IDLE_WARN_REASONS = ("sw_power_cap",)
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)")
+# dmesg's ``[  1234.567890]`` and journalctl -o short-monotonic's: seconds since boot.
+LOG_STAMP = re.compile(r"^\s*\[\s*(\d+(?:\.\d+)?)\]")
+# The driver's banner as its module loads (at boot, and again after a reload that a repair takes).
+DRIVER_LOAD = re.compile(r"NVRM: loading NVIDIA UNIX")
 OFF_BUS = re.compile(r"fallen off the bus", re.IGNORECASE)
 HEALTH_REMEDY = "drain the host, then inv validate --limit <host> --only health after the fix"
 
@@ -173,6 +183,41 @@ def parse_xids(text):
         elif OFF_BUS.search(line) and "NVRM" in line:
             found.append((None, 79, line.strip()))
     return found
+
+
+def log_seconds(line):
+    """Seconds since boot that a kernel log line carries (``[  1234.5] ...``), None for a line without one."""
+    match = LOG_STAMP.match(line or "")
+    return float(match.group(1)) if match else None
+
+
+def parse_uptime(text):
+    """``/proc/uptime`` (two numbers, the first seconds since boot) -> that number, None when unreadable."""
+    try:
+        return float((text or "").split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def split_xids(text, uptime_s, window_s):
+    """Kernel log -> (current, older, driver_loaded_at_s); current and older are lists of (bus, xid, line,
+    age_s or None). An Xid is older when it precedes the last driver load line, or when it lies more than
+    ``window_s`` before ``uptime_s``. A line with no time stamp, or a host whose uptime is unknown, cannot be
+    aged: its Xid stays current."""
+    loads = [log_seconds(line) for line in (text or "").splitlines() if DRIVER_LOAD.search(line)]
+    loads = [t for t in loads if t is not None]
+    loaded_at = max(loads) if loads else None
+    current, older = [], []
+    for bus, xid, line in parse_xids(text):
+        at = log_seconds(line)
+        age = uptime_s - at if at is not None and uptime_s is not None and uptime_s >= at else None
+        if at is not None and loaded_at is not None and at < loaded_at:
+            older.append((bus, xid, line, age))
+        elif age is not None and window_s is not None and age > window_s:
+            older.append((bus, xid, line, age))
+        else:
+            current.append((bus, xid, line, age))
+    return current, older, loaded_at
 
 
 def xid_severity(xid):
@@ -475,22 +520,37 @@ def judge_nvlink(gpus, row, status_text, tool_exit):
                           "-e; a link that stays down needs the baseboard serviced. " + HEALTH_REMEDY)
 
 
-def judge_xids(log_text, log_exit, log_command):
+def _hours(seconds):
+    return "%.1f h" % (seconds / 3600.0)
+
+
+def judge_xids(log_text, log_exit, log_command, uptime_s=None, window_s=XID_WINDOW_S):
+    """Xids newer than ``window_s`` and than the last driver load are judged (fatal: fail; the rest: warn); older
+    ones pass, listed in the evidence: a repaired GPU is not failed until the next reboot."""
     if log_exit != 0:
         return record("health.xid", "error", "cannot read the kernel log (%s exit %s): %s" % (
             log_command, log_exit, (log_text or "").strip()[-160:]), remedy="run as root, or set sysctl "
             "kernel.dmesg_restrict=0 for the validating user")
-    xids = parse_xids(log_text)
+    current, older, loaded_at = split_xids(log_text, uptime_s, window_s)
     problems = []
-    for bus, xid, _line in xids:
+    for bus, xid, _line, age in current:
         status, why = xid_severity(xid)
-        problems.append((status, "%s%s" % (why, " on %s" % bus if bus else "")))
+        problems.append((status, "%s%s%s" % (why, " on %s" % bus if bus else "",
+                                             " (%s ago)" % _hours(age) if age is not None else "")))
     seen = []
-    for item in problems:  # one line per distinct Xid and GPU
+    for item in problems:  # one line per distinct Xid, GPU and age
         if item not in seen:
             seen.append(item)
-    return _result("health.xid", seen, "no Xid in the kernel log since boot", {"xids": len(xids)},
-                   {"xid_lines": [line for _, _, line in xids][-20:]},
+    scope = ["of the last %s" % _hours(window_s)] if window_s is not None and uptime_s is not None else []
+    if loaded_at is not None:
+        scope.append("since the driver loaded (%.0f s after boot)" % loaded_at)
+    ok = "no Xid in the kernel log %s" % (" ".join(scope) or "since boot")
+    if older:
+        ok += " (%d older Xid(s) in the evidence: history, not judged)" % len(older)
+    evidence = {"xid_lines": [line for _, _, line, _ in current][-20:],
+                "older_xid_lines": [line for _, _, line, _ in older][-20:],
+                "window_s": window_s, "uptime_s": uptime_s, "driver_loaded_at_s": loaded_at}
+    return _result("health.xid", seen, ok, {"xids": len(current), "xids_older": len(older)}, evidence,
                    remedy="a drain/reset Xid: drain the host and reset or reboot; repeated ones: RMA. "
                           + HEALTH_REMEDY)
 
@@ -602,13 +662,33 @@ def kernel_log():
     status, text = run_tool(["dmesg"], timeout=20)
     if status == 0:
         return status, text, "dmesg"
-    j_status, j_text = run_tool(["journalctl", "-k", "-b", "-q", "--no-pager"], timeout=20)
+    # short-monotonic stamps lines as dmesg does (seconds since boot), so one parser ages both.
+    j_status, j_text = run_tool(["journalctl", "-k", "-b", "-q", "--no-pager", "-o", "short-monotonic"], timeout=20)
     if j_status == 0:
         return j_status, j_text, "journalctl -k -b"
     return status, text, "dmesg"
 
 
-def nvidia_checks(smi, limits, rows, accelerator):
+def read_uptime():
+    """Seconds since boot (``/proc/uptime``, under ``ACCELSTACK_SIM_ROOT`` in tests), None when unreadable."""
+    path = os.environ.get("ACCELSTACK_SIM_ROOT", "").rstrip("/") + "/proc/uptime"
+    try:
+        with open(path) as handle:
+            return parse_uptime(handle.read())
+    except (IOError, OSError):
+        return None
+
+
+def xid_window(limits):
+    """The ``xid_window_s`` limit in seconds; 0 or less judges every Xid since boot."""
+    value = limits.get("xid_window_s")
+    if value is None:
+        return XID_WINDOW_S
+    value = float(value)
+    return value if value > 0 else None
+
+
+def nvidia_checks(smi, limits, rows, accelerator, window_s=XID_WINDOW_S):
     status, text = run_tool([smi, "-q", "-x"], timeout=60, hang_note="a GPU that hangs the driver")
     if status != 0:
         return [record("health", "error", "nvidia-smi -q -x failed (exit %d): %s" % (status, text.strip()[-200:]),
@@ -629,7 +709,7 @@ def nvidia_checks(smi, limits, rows, accelerator):
     log_exit, log_text, log_command = kernel_log()
     checks = [judge_ecc(gpus), judge_remapped_rows(gpus), judge_retired_pages(gpus, limits),
               judge_throttle(gpus, limits), judge_gpu_temperature(gpus, limits), judge_persistence(gpus),
-              judge_nvlink(gpus, row, link_text, link_exit), judge_xids(log_text, log_exit, log_command)]
+              judge_nvlink(gpus, row, link_text, link_exit), judge_xids(log_text, log_exit, log_command, read_uptime(), window_s)]
     for check in checks:
         check["evidence"].setdefault("sku", row.get("sku") if row else None)
     return checks
@@ -681,7 +761,8 @@ def main(config):
         if not smi:
             return [record("health", "error", "nvidia-smi not found on PATH", remedy="install the NVIDIA driver "
                            "(inv provision --limit <host>)")]
-        return nvidia_checks(smi, limits, config.get("device_rows"), config.get("accelerator") or "")
+        return nvidia_checks(smi, limits, config.get("device_rows"), config.get("accelerator") or "",
+                             xid_window(limits))
     if vendor == "ascend":
         if not npu_smi:
             return [record("health", "error", "npu-smi not found on PATH or in /usr/local/bin",
