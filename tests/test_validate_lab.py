@@ -161,7 +161,7 @@ def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(healthy_lab: 
     healthy_lab.fault("lab4", "link-slow")  # type: ignore[attr-defined]
     try:
         records = validate(lab_inventory(healthy_lab, tmp_path, stack_python=python, **ONE_RANK_ONE_SIZE),
-                                     only={"multinode"})
+                           only={"multinode"})
     finally:
         healthy_lab.heal("lab4")  # type: ignore[attr-defined]
     multi = by_host(records, "multinode")
