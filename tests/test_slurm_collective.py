@@ -275,3 +275,18 @@ def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> Non
     assert contexts["lab1"].host.name == "rack1-a" and contexts["lab2"].host.name == "lab2"
     with pytest.raises(ConfigError, match=r"Slurm node\(s\) lab9 match no host of .*fleet.yml"):
         inventory_contexts(str(path), ["lab1", "lab9"])
+
+
+def test_a_node_whose_every_isolation_run_failed_is_not_warned_as_good_beside_a_lost_node() -> None:
+    class LostAndEveryRunSlow(SimulatedFleet):
+        def step(self, nodes: Any, *, deadline_s: float, pair: bool = False) -> StepResult:
+            result = super().step(nodes, deadline_s=deadline_s, pair=pair)
+            if self.lost not in nodes:
+                for outcome in result.outcomes.values():
+                    outcome.checks[0]["metrics"]["busbw_gbps"] = 0.0001
+            return result
+
+    records = {r.host: r for r in multinode_slurm(NODES, LostAndEveryRunSlow(lost="lab4"), deadline_s=60)}
+    assert records["lab4"].status == "error"
+    for name in ("lab1", "lab2", "lab3"):  # every run they were in was under the floor: never "passed its other runs"
+        assert records[name].status != "warn" and "passed its other runs" not in records[name].summary, name

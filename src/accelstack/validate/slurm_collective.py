@@ -382,7 +382,7 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
                               f"link explains them); multi-node run: {record.summary}")
             record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port), NIC and firewall, then "
                              f"inv validate --engine slurm --nodes {name},<a known-good node> --only multinode")
-        elif at_fault or links:
+        elif (at_fault or links) and name in isolation.good:  # a node no run showed good keeps its verdict
             record.status = "warn"
             record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this node passed its other runs"
             record.remedy = f"fix {blame}, then re-run inv validate --engine slurm --only multinode"
