@@ -290,3 +290,23 @@ def test_a_node_whose_every_isolation_run_failed_is_not_warned_as_good_beside_a_
     assert records["lab4"].status == "error"
     for name in ("lab1", "lab2", "lab3"):  # every run they were in was under the floor: never "passed its other runs"
         assert records[name].status != "warn" and "passed its other runs" not in records[name].summary, name
+
+
+def test_an_isolation_step_slurm_could_not_allocate_blames_no_node() -> None:
+    class BusyAfterTheFleetStep(SimulatedFleet):
+        """lab3 is slow; once the fleet step ran, another job holds lab1: srun --immediate cannot allocate it."""
+
+        def step(self, nodes: Any, *, deadline_s: float, pair: bool = False) -> StepResult:
+            result = super().step(nodes, deadline_s=deadline_s, pair=pair)
+            if len(self.groups) > 1 and "lab1" in nodes:
+                result.stderr = "srun: error: Unable to allocate resources: Requested nodes are busy\n"
+                result.returncode = 1
+                for outcome in result.outcomes.values():
+                    outcome.checks, outcome.info = [], {}
+            return result
+
+    records = {r.host: r for r in multinode_slurm(NODES, BusyAfterTheFleetStep(slow="lab3"), deadline_s=60)}
+    assert records["lab1"].status == "fail" and "at fault" not in records["lab1"].summary  # the measured floor fail
+    assert all("Requested nodes are busy" in r.summary for r in records.values())
+    assert all(r.metrics["at_fault"] == [] for r in records.values())
+    assert records["lab1"].evidence["isolation"]["stopped"].startswith("the step over lab1")
