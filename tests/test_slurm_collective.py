@@ -310,3 +310,16 @@ def test_an_isolation_step_slurm_could_not_allocate_blames_no_node() -> None:
     assert all("Requested nodes are busy" in r.summary for r in records.values())
     assert all(r.metrics["at_fault"] == [] for r in records.values())
     assert records["lab1"].evidence["isolation"]["stopped"].startswith("the step over lab1")
+
+
+def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_input() -> None:
+    from accelstack.errors import ConfigError
+
+    def no_controller(names: Any) -> set[str]:
+        raise ConfigError("sinfo exited 1: sinfo: error: Unable to contact slurm controller (connect failure)")
+
+    fleet = SimulatedFleet(slow="lab3")
+    fleet.usable = no_controller
+    records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
+    assert sorted(records) == NODES and len(fleet.groups) == 1  # the step's records, and no isolation
+    assert all(r.status == "fail" and "Unable to contact slurm controller" in r.summary for r in records.values())

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import AccelstackError
 from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
 from .isolate import Group, Isolation, bisect
@@ -382,7 +383,13 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
         return list(records.values())
     lost = set(step.failed_nodes())
     if run.usable is not None:
-        lost |= set(nodes) - run.usable(nodes)
+        try:
+            lost |= set(nodes) - run.usable(nodes)
+        except AccelstackError as err:  # sinfo failing now (no controller) is no bad input: the records stand
+            for record in records.values():
+                record.summary = (f"{record.summary}; not isolated: Slurm could not say which nodes it can still "
+                                  f"run on ({' '.join(str(err).split())})")
+            return list(records.values())
     live = [n for n in nodes if n not in lost]
     if len(live) < 2 or (statuses == {"error"} and not lost):
         return list(records.values())  # nobody left to run with, or nothing measured anywhere: no isolation
