@@ -275,3 +275,51 @@ def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> Non
     assert contexts["lab1"].host.name == "rack1-a" and contexts["lab2"].host.name == "lab2"
     with pytest.raises(ConfigError, match=r"Slurm node\(s\) lab9 match no host of .*fleet.yml"):
         inventory_contexts(str(path), ["lab1", "lab9"])
+
+
+def test_a_node_whose_every_isolation_run_failed_is_not_warned_as_good_beside_a_lost_node() -> None:
+    class LostAndEveryRunSlow(SimulatedFleet):
+        def step(self, nodes: Any, *, deadline_s: float, pair: bool = False) -> StepResult:
+            result = super().step(nodes, deadline_s=deadline_s, pair=pair)
+            if self.lost not in nodes:
+                for outcome in result.outcomes.values():
+                    outcome.checks[0]["metrics"]["busbw_gbps"] = 0.0001
+            return result
+
+    records = {r.host: r for r in multinode_slurm(NODES, LostAndEveryRunSlow(lost="lab4"), deadline_s=60)}
+    assert records["lab4"].status == "error"
+    for name in ("lab1", "lab2", "lab3"):  # every run they were in was under the floor: never "passed its other runs"
+        assert records[name].status != "warn" and "passed its other runs" not in records[name].summary, name
+
+
+def test_an_isolation_step_slurm_could_not_allocate_blames_no_node() -> None:
+    class BusyAfterTheFleetStep(SimulatedFleet):
+        """lab3 is slow; once the fleet step ran, another job holds lab1: srun --immediate cannot allocate it."""
+
+        def step(self, nodes: Any, *, deadline_s: float, pair: bool = False) -> StepResult:
+            result = super().step(nodes, deadline_s=deadline_s, pair=pair)
+            if len(self.groups) > 1 and "lab1" in nodes:
+                result.stderr = "srun: error: Unable to allocate resources: Requested nodes are busy\n"
+                result.returncode = 1
+                for outcome in result.outcomes.values():
+                    outcome.checks, outcome.info = [], {}
+            return result
+
+    records = {r.host: r for r in multinode_slurm(NODES, BusyAfterTheFleetStep(slow="lab3"), deadline_s=60)}
+    assert records["lab1"].status == "fail" and "at fault" not in records["lab1"].summary  # the measured floor fail
+    assert all("Requested nodes are busy" in r.summary for r in records.values())
+    assert all(r.metrics["at_fault"] == [] for r in records.values())
+    assert records["lab1"].evidence["isolation"]["stopped"].startswith("the step over lab1")
+
+
+def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_input() -> None:
+    from accelstack.errors import ConfigError
+
+    def no_controller(names: Any) -> set[str]:
+        raise ConfigError("sinfo exited 1: sinfo: error: Unable to contact slurm controller (connect failure)")
+
+    fleet = SimulatedFleet(slow="lab3")
+    fleet.usable = no_controller
+    records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
+    assert sorted(records) == NODES and len(fleet.groups) == 1  # the step's records, and no isolation
+    assert all(r.status == "fail" and "Unable to contact slurm controller" in r.summary for r in records.values())

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import AccelstackError
 from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
 from .isolate import Group, Isolation, bisect
@@ -300,6 +301,26 @@ def judge_step(step: StepResult, *, accelerator: str | None, thresholds: Thresho
 Step = Callable[..., StepResult]
 
 
+class IsolationStopped(Exception):
+    """An isolation step that Slurm did not run on its nodes (no allocation: nodes busy with another job, no
+    controller; a node it could not launch on). It measured nothing, so it is no evidence against its nodes:
+    the isolation stops rather than blame them."""
+
+
+def not_launched(step: StepResult) -> str | None:
+    """Why Slurm did not run ``step`` on its nodes, or ``None`` when it ran (a step that ran past its deadline
+    ran: a hang is a finding). Pure."""
+    if step.timed_out:
+        return None
+    lost = step.failed_nodes()
+    if lost:
+        return no_result_summary(step, lost[0])
+    if step.returncode != 0 and not any(o.info or o.checks for o in step.outcomes.values()):
+        first = next((ln.strip() for ln in step.stderr.splitlines() if ln.strip()), "no output")
+        return f"srun exited {step.returncode} before any node started: {first}"
+    return None
+
+
 @dataclass
 class SlurmCollective:
     """How this run's steps are launched: the ranks per node, the partition, each node's address (for the
@@ -329,6 +350,10 @@ def bisect_steps(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: floa
     def run_round(groups: Sequence[Group]) -> list[bool]:
         with ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="accelstack-slurm-isolate") as pool:
             steps = list(pool.map(lambda g: run.step(list(g), deadline_s=deadline_s, pair=True), groups))
+        for group, step in zip(groups, steps, strict=True):
+            why = not_launched(step)
+            if why is not None:
+                raise IsolationStopped(f"the step over {','.join(group)} did not run: {why}")
         bests.extend((len(g), s.busbw or 0.0) for g, s in zip(groups, steps, strict=True) if s.passed)
         outcomes = []
         for group, step in zip(groups, steps, strict=True):
@@ -358,12 +383,23 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
         return list(records.values())
     lost = set(step.failed_nodes())
     if run.usable is not None:
-        lost |= set(nodes) - run.usable(nodes)
+        try:
+            lost |= set(nodes) - run.usable(nodes)
+        except AccelstackError as err:  # sinfo failing now (no controller) is no bad input: the records stand
+            for record in records.values():
+                record.summary = (f"{record.summary}; not isolated: Slurm could not say which nodes it can still "
+                                  f"run on ({' '.join(str(err).split())})")
+            return list(records.values())
     live = [n for n in nodes if n not in lost]
     if len(live) < 2 or (statuses == {"error"} and not lost):
         return list(records.values())  # nobody left to run with, or nothing measured anywhere: no isolation
-    isolation, evidence = bisect_steps(live, run, deadline_s=min(deadline_s, 60.0),
-                                       fleet_passed=None if lost else False)
+    not_isolated = "every smaller group passed or every run failed"
+    try:
+        isolation, evidence = bisect_steps(live, run, deadline_s=min(deadline_s, 60.0),
+                                           fleet_passed=None if lost else False)
+    except IsolationStopped as stopped:
+        # Nothing is blamed on a step Slurm never ran: every node keeps the verdict the measured step gave it.
+        isolation, evidence, not_isolated = Isolation(), {"engine": "slurm", "stopped": str(stopped)}, str(stopped)
     at_fault = sorted(lost) + [n for n in nodes if n in isolation.nodes]
     links = isolation.links
     blame = ", ".join(at_fault + [f"link {a}<->{b}" for a, b in links]) or "not isolated"
@@ -382,12 +418,12 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
                               f"link explains them); multi-node run: {record.summary}")
             record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port), NIC and firewall, then "
                              f"inv validate --engine slurm --nodes {name},<a known-good node> --only multinode")
-        elif at_fault or links:
+        elif (at_fault or links) and name in isolation.good:  # a node no run showed good keeps its verdict
             record.status = "warn"
             record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this node passed its other runs"
             record.remedy = f"fix {blame}, then re-run inv validate --engine slurm --only multinode"
         else:
-            record.summary = f"{record.summary}; not isolated: every smaller group passed or every run failed"
+            record.summary = f"{record.summary}; not isolated: {not_isolated}"
             record.remedy = ("the fault is shared or shows only at scale: check the switch, the socket interface "
                              "settings and the first node's ports")
     return list(records.values())
