@@ -47,6 +47,7 @@ from accelstack.validate.registry import (
 )
 from accelstack.validate.remote import command_for
 from accelstack.validate.results import (
+    judge_multinode_bandwidth,
     judge_single_node_bandwidth,
     parse_document,
     refine,
@@ -130,8 +131,9 @@ def test_judges_come_from_the_declarations() -> None:
     assert judge_for(REGISTRY, "devices") is refine_devices
     assert judge_for(REGISTRY, "memory.devices") is refine_memory and judge_for(REGISTRY, "memory.shm") is refine_memory
     assert judge_for(REGISTRY, "allreduce") is judge_for(REGISTRY, "allgather") is judge_single_node_bandwidth
-    # multinode is judged multi-node by the cluster phase; these checks judge themselves on the host.
-    assert judge_for(REGISTRY, "multinode") is None and judge_for(REGISTRY, "health.ecc") is None
+    # multinode's runner judges each node's record with its declared judge, against the multi-node allreduce rows;
+    # these checks judge themselves on the host.
+    assert judge_for(REGISTRY, "multinode") is judge_multinode_bandwidth and judge_for(REGISTRY, "health.ecc") is None
     assert judge_for(REGISTRY, "no_such_check") is None
     below = Record(host="n1", check="allgather", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
     judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
@@ -139,6 +141,16 @@ def test_judges_come_from_the_declarations() -> None:
     below = Record(host="n1", check="allreduce", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
     judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
     assert judged.status == "fail" and "460" in judged.summary
+    # A multi-node record is named multinode and judged as the allreduce it ran, at multi-node scope.
+    thresholds = load_thresholds()
+    row = next(r for r in thresholds.rows if r.scope == "multi-node" and r.accelerator == "A100")
+    assert row.collective == "allreduce" and row.min_busbw_gbps
+    across = Record(host="n1", check="multinode", status="pass", summary="ok",
+                    metrics={"busbw_gbps": row.min_busbw_gbps / 10, "ranks": 16})
+    judge = judge_for(REGISTRY, "multinode")
+    assert judge is not None
+    judged = judge(across, {"accelerator": "A100"}, thresholds)
+    assert judged.status == "fail" and judged.evidence["threshold"] == row.describe(), judged.summary
 
 
 # ----- diagnosis: causes and the checks that confirm them -----
@@ -232,8 +244,18 @@ def test_a_wrong_declaration_is_refused_before_any_host_is_touched(tmp_path: Pat
     refused("CHECKS = (Check(('x',), 'quick', help='x', script='nope.py'),)\n", r"x\.py: check x names script nope")
     refused("CHECKS = (Check(('x',), 'quick', help='x', confirms='rdma'),)\n", "confirms must be a tuple")
     refused("CHECKS = (Check(('x',), 'quick', help='two\\nlines'),)\n", "help must be one line")
-    refused("CHECKS = (Check(('x',), 'quick', help='x'), Check(('y', 'x'), 'full', help='y'))\n",
-            r"declared twice: x")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py'), "
+            "Check(('y', 'x'), 'full', help='y', script='env.py'))\n", r"declared twice: x")
+    # A check runs its script, or its declared runner: one with neither would measure nothing.
+    refused("CHECKS = (Check(('x',), 'quick', help='x'),)\n", "needs a runner")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', scope='cluster', script='ports.py'),)\n", "needs a runner")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', runner='no dots here'),)\n", "is not module:function")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', runner='accelstack.validate.cluster:no_such'),)\n",
+            r"x\.py: check x: runner 'accelstack.validate.cluster:no_such' does not resolve")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', runner='accelstack.validate.cluster:run_clock'),)"
+            "\n", "a runner is for cluster checks")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', engines=('k8s',)),)\n", "not one of ssh, slurm")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', needs_peers=True),)\n", "for cluster checks")
     refused("CHECK = Check(('x',), 'quick', help='x')\n", r"CHECKS = \(Check")
     refused("raise RuntimeError('broken')\n", "does not load: RuntimeError: broken")
 
@@ -318,6 +340,154 @@ def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> 
 
     # The shipped registry is untouched: nothing but the two copies changed.
     assert "pcie_bandwidth" not in all_checks(load_registry())
+
+
+CLUSTER_SCRIPT = '''#!/usr/bin/env python3
+# Declared in accelstack/validate/checks/peer_names.py, whose runner starts it on every joined host.
+"""A contributor's new cluster check: every host resolves every peer's address."""
+
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import main_entry, record
+
+
+def main(config):
+    peers = config.get("peers") or []
+    bad = []
+    for peer in peers:
+        try:
+            socket.getaddrinfo(peer, None)
+        except socket.gaierror as err:
+            bad.append(peer + " (" + str(err) + ")")
+    if bad:
+        return [record("peer_names", "fail", "does not resolve: " + ", ".join(bad))]
+    return [record("peer_names", "pass", "%d peer address(es) resolve" % len(peers), metrics={"peers": len(peers)})]
+
+
+if __name__ == "__main__":
+    main_entry("peer_names", main)
+'''
+CLUSTER_DECLARATION = '''"""Declares hostside/validators/peer_names.py, a cluster check: its runner runs it on every joined host with
+the addresses of all of them (and of the inventory's `peer_names_also`)."""
+
+import json
+import shlex
+
+from ..remote import SYSTEM_PYTHON
+from ..results import parse_document, to_record
+from . import Check
+
+
+def run_peer_names(check, run):
+    peers = [m.ctx.host.address for m in run.members] + list(run.vars.get("peer_names_also") or [])
+    records = []
+    for member in run.members:
+        config = json.dumps({"host": member.name, "peers": peers})
+        command = " ".join([SYSTEM_PYTHON, shlex.quote(member.remote + "/" + check.script), shlex.quote(config)])
+        result = member.transport.run(command, timeout=check.timeout)
+        records += [to_record(member.name, item, command=command) for item in parse_document(result.stdout)]
+    return records
+
+
+CHECKS = (
+    Check(("peer_names",), "standard", script="peer_names.py", scope="cluster", timeout=30, engines=("ssh",),
+          help="every host resolves every peer's address", runner=run_peer_names),
+)
+'''
+
+
+def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_path: Path) -> None:
+    """A cluster check declares its runner: the run's cluster phase runs it from the declaration, with the joined
+    hosts, beside the shipped cluster checks and in the order of their declared timeouts."""
+    from accelstack.transport.fanout import FanoutOptions, Fleet
+    from accelstack.validate.run import validate_hosts
+
+    validators = tmp_path / "validators"
+    declarations = tmp_path / "checks"
+    shutil.copytree(validators_dir(), validators, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(declarations_dir(), declarations, ignore=shutil.ignore_patterns("__pycache__"))
+    (validators / "peer_names.py").write_text(CLUSTER_SCRIPT)
+    (declarations / "peer_names.py").write_text(CLUSTER_DECLARATION)
+    registry = load_registry(validators, declarations)
+    selected = select(registry, "quick", {"peer_names", "clock"})
+    assert [v.name for v in selected] == ["clock", "peer_names"]
+    assert "peer_names" in tier_help(registry).partition("standard (")[2] and "peer_names" in only_help(registry)
+
+    local = load_inventory("local")
+    for also, status in (([], "pass"), (["no-such-host.invalid"], "fail")):
+        contexts = resolve_contexts(local.select(), overrides={"peer_names_also": also})
+        sink = _Records()
+        with Fleet(FanoutOptions(forks=2)) as fleet:
+            records = validate_hosts(fleet, contexts, selected, tier="standard", reporter=sink, folder=validators)
+        host = local.select()[0].name
+        # Its 30 s timeout is below clock's 60 s: it runs first.
+        assert [(r.host, r.check) for r in records] == [(host, "peer_names"), (host, "clock")], records
+        assert records[0].status == status and records[1].status == "pass", records
+        assert sink.begun == sink.ended == [(host, "peer_names"), (host, "clock")]
+        assert sink.records == records
+    assert "no-such-host.invalid" in records[0].summary
+    assert "peer_names" not in all_checks(load_registry())
+
+    # What made this possible: the run and the host phase name no check; the declarations do (a runner, such as
+    # host.versions_records, names its own records).
+    import inspect
+
+    from accelstack.validate import host, run
+
+    for code in (run, host.run_host, host.run_validator, host.run_script, host._below_floor):
+        text = inspect.getsource(code)
+        named = sorted(c for c in all_checks(REGISTRY) if re.search(rf"[\"']{c}[\"'.]", text))
+        assert not named, f"{code.__name__} names check(s) {named}: declare what it needs instead"
+
+
+class _Records:
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.begun: list[tuple[str, str]] = []
+        self.ended: list[tuple[str, str]] = []
+
+    def add_all(self, records: list[Record]) -> None:
+        self.records.extend(records)
+
+    def begin(self, host: str, check: str) -> None:
+        self.begun.append((host, check))
+
+    def end(self, host: str, check: str) -> None:
+        self.ended.append((host, check))
+
+
+def test_what_the_slurm_engine_runs_is_declared() -> None:
+    from accelstack.validate.slurm import slurm_validators
+
+    # Every host check, and the cluster checks declaring the slurm engine (multinode); clock and ports are SSH's.
+    ran = slurm_validators("slurm", "standard", None)
+    assert [v for v in select(REGISTRY, "standard") if "slurm" in v.engines] == ran
+    assert {c for v in ran if v.scope == "cluster" for c in v.checks} == {"multinode"}
+    assert {v.name for v in select(REGISTRY, "standard") if v.scope == "host"} <= {v.name for v in ran}
+    with pytest.raises(ConfigError, match="runs the host checks and multinode; clock, ports need --engine ssh"):
+        slurm_validators("slurm", "standard", {"ports", "clock", "env"})
+
+
+def test_the_check_confirming_an_unknown_ascend_code_is_the_declared_one() -> None:
+    from accelstack.diagnose import diagnose_lines
+    from accelstack.diagnose.engine import confirming_check
+
+    assert confirming_check("unknown-error-code") == confirming_checks(["unknown-error-code"], REGISTRY)[0]
+    assert confirming_check("unknown-error-code") == "devices"
+    [finding] = diagnose_lines(["[ERROR] RUNTIME(1234,python):2026-11-24-08:00:00 EZ9999: something unknown"]).findings
+    assert finding.cause == "unknown-error-code" and finding.confirm_with == "devices"
+    with pytest.raises(LookupError, match="no check declares"):
+        confirming_check("no-such-cause")
+
+
+def test_only_the_bandwidth_sweeps_are_rerun_below_their_floor() -> None:
+    assert {v.name for v in REGISTRY if v.rerun_below_floor} == {"allreduce,allgather"}
+    assert {v.name for v in REGISTRY if v.needs_peers} == {"multinode", "ports"}
+    assert [v.name for v in REGISTRY if v.owns_join_errors] == ["multinode"]
+    assert {v.name for v in REGISTRY if v.runner is not None} == {"clock", "multinode", "ports", "versions"}
 
 
 def test_tiers_are_the_three_documented() -> None:

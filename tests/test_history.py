@@ -307,7 +307,6 @@ def test_the_busbw_plot_takes_the_sweeps_best_and_no_figure_of_one_rank(tmp_path
     write_run(base, records)
     with History(base) as history:
         assert [(p.host, p.busbw_gbps) for p in busbw_history(history)] == [("h1", 120.0)]
-        assert history.busbw_history() == busbw_history(history)  # what fleetcheck.py still calls
         assert [p.host for p in history.metric_history("busbw_gbps")] == ["h2"]
 
 

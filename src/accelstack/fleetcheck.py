@@ -42,6 +42,7 @@ from .results.baseline import (
     needs_rerun,
     save_baseline,
 )
+from .results.figures import busbw_history
 from .results.records import Record, RunWriter, error_record, utc_now
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
@@ -392,7 +393,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
 
         progress.step("writing reports")
         with History(runs_base) as history:
-            points = history.busbw_history()
+            points = busbw_history(history)
         data = ReportData(run_id=writer.run_id, records=records, meta=read_meta(writer.path),
                           regressions=regressions, baseline_run=baseline.describe() if baseline else None,
                           busbw_history=points, extra=extra)

@@ -400,7 +400,8 @@ class Scanner:
                 "here; the lines are shown so nothing is dropped.",
                 "Look the code up in the CANN error code reference for your CANN version (and the plog under "
                 "~/ascend/log for that PID); add it to ascend_codes in signatures.yml with its cause.",
-                "devices", 35, "reference/ascend.md §6 (error code format)", merged, {"codes": codes}))
+                confirming_check("unknown-error-code"), 35, "reference/ascend.md §6 (error code format)", merged,
+                {"codes": codes}))
         return out
 
     def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str,
@@ -456,6 +457,19 @@ class Scanner:
             files=list(hits.files),
             hosts=list(hits.hosts),
         )
+
+
+@functools.cache
+def confirming_check(cause: str) -> str:
+    """The first check declared to confirm ``cause`` (``confirms`` in ``accelstack/validate/checks/``), for a
+    finding the engine makes itself rather than the catalog. Imported only when such a finding is made: a log is
+    read without the validation machinery."""
+    from ..validate.registry import load_declarations
+
+    found = [c.checks[0] for c in load_declarations() if cause in c.confirms]
+    if not found:  # tests/test_checks.py holds every cause to a declared check: this is a broken checkout
+        raise LookupError(f"no check declares that it confirms {cause!r} (accelstack/validate/checks/)")
+    return found[0]
 
 
 def _earlier(a: Finding, b: Finding) -> bool:

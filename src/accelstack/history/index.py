@@ -15,7 +15,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from ..results.records import Record, read_run, runs_dir
@@ -30,9 +30,6 @@ from .queries import (
     query_records,
     query_series,
 )
-
-if TYPE_CHECKING:
-    from ..results.figures import BusbwPoint
 
 HISTORY_FILE = "history.sqlite"
 # Bump when the tables change: an index of another version is thrown away and rebuilt from the files.
@@ -386,14 +383,6 @@ class History:
                check: str | None = None, since: datetime | None = None) -> list[SeriesPoint]:
         """A metric's per-size values, by run (oldest first), host, check and size."""
         return query_series(self._conn, name, run_id=run_id, host=host, check=check, since=since)
-
-    def busbw_history(self, *, host: str | None = None, check: str | None = None,
-                      since: datetime | None = None) -> list[BusbwPoint]:
-        """Kept for callers not yet moved to :func:`accelstack.results.figures.busbw_history` (fleetcheck.py);
-        history itself follows no one metric."""
-        from ..results.figures import busbw_history
-
-        return busbw_history(self, host=host, check=check, since=since)
 
     def drains(self, *, host: str | None = None, since: datetime | None = None) -> list[DrainEntry]:
         """Every drain the fleet check ran, oldest first."""

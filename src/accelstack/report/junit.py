@@ -14,10 +14,9 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from ..results.figures import scalar_metrics
+from ..results.figures import one_rank, scalar_metrics
 from ..results.records import Record
 from .model import ReportData, cells
-from .prom import one_rank
 
 # XML 1.0 cannot carry most control characters, even escaped; tool output sometimes has them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -87,7 +86,7 @@ def render_junit(data: ReportData) -> str:
             out = [_details(record)]
             # One rank has no bus bandwidth: an old record's figure is left out, as Prometheus and history do.
             metrics = {k: v for k, v in record.metrics.items()
-                       if k != "sizes" and not (k == "busbw_gbps" and one_rank(record.metrics))}
+                       if k != "sizes" and not (k == "busbw_gbps" and one_rank(record))}
             if metrics:
                 out.append("metrics: " + _clean(json.dumps(metrics, sort_keys=True, default=str)))
             ET.SubElement(case, "system-out").text = "\n".join(out)

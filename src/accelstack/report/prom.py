@@ -43,20 +43,15 @@ _METRICS = {
 }
 
 
-def one_rank(metrics: dict[str, object]) -> bool:
-    """A one-rank result has no bus bandwidth; a record written before that rule may still carry one (an H100
-    wrote ``accelstack_busbw_gbps{check="allreduce"} 181631``), and it is no figure to alert on."""
-    ranks = metrics.get("ranks")
-    return isinstance(ranks, int) and not isinstance(ranks, bool) and ranks == 1
-
-
 def render_prom(data: ReportData) -> str:
     samples: dict[str, list[str]] = {name: [] for name in _METRICS}
     for record in sorted(cells(data.records).values(), key=lambda r: (r.host, r.check)):
         labels = _labels(host=record.host, check=record.check)
         samples["accelstack_check_status"].append(f"{labels} {SEVERITY[record.status]}")
+        # None for one rank (results.figures.one_rank): a record written before that rule may still carry a busbw
+        # (an H100 wrote accelstack_busbw_gbps{check="allreduce"} 181631), and it is no figure to alert on.
         busbw = peak_busbw(record)
-        if busbw is not None and not one_rank(record.metrics):
+        if busbw is not None:
             samples["accelstack_busbw_gbps"].append(f"{labels} {_value(busbw)}")
     for host, status in sorted(host_status(data.records).items()):
         samples["accelstack_host_status"].append(f"{_labels(host=host)} {SEVERITY[status]}")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AccelstackError
 from ..results.records import Record, Status
@@ -27,14 +27,18 @@ from ..transport.connection import CommandResult, Transport
 from ..transport.context import HostContext
 from .isolate import Group, Isolation, bisect
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
-from .results import judge_bandwidth, log_lines, parse_document, tail
+from .results import MULTINODE_ROWS, Judge, judge_multinode_bandwidth, log_lines, parse_document, tail
 from .thresholds import Thresholds, judge
+
+if TYPE_CHECKING:
+    from .checks import Check
 
 CPU_CLUSTER_SWEEP = {"sizes": [1 << 16, 1 << 20, 1 << 22], "iters": 10, "warmup": 1, "size_budget_s": 3.0}
 ACCEL_CLUSTER_SWEEP = {"sizes": [1 << 20, 1 << 26, 1 << 30], "iters": 20, "warmup": 2, "size_budget_s": 10.0}
 PAIR_SWEEP_CPU = {"sizes": [1 << 22], "iters": 5, "warmup": 1, "size_budget_s": 3.0}
 PAIR_SWEEP_ACCEL = {"sizes": [1 << 28], "iters": 10, "warmup": 2, "size_budget_s": 10.0}
 DEFAULT_DEADLINE = 120.0
+DEFAULT_RENDEZVOUS_PORT = 29500
 KILL_GRACE = 3.0
 # A pair this far below the best pair is slow even when it clears the floor: one bad link among good ones.
 SLOW_PAIR_FRACTION = 0.5
@@ -273,7 +277,7 @@ def pairwise(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: f
             pair.status, pair.why = "fail", next((n.reason() for n in pair.run.nodes if not n.passed), "failed")
             continue
         value = pair.run.busbw or 0.0
-        row = thresholds.lookup(accelerator, "multi-node", "allreduce", 2 * int(
+        row = thresholds.lookup(accelerator, *MULTINODE_ROWS, 2 * int(
             members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1))
         status, why = judge(value, row, thresholds.margin)
         if status == "fail":
@@ -291,7 +295,7 @@ def judge_group(run: RunResult, members: Sequence[Member], thresholds: Threshold
         return "fail", next((n.reason() for n in run.nodes if not n.passed), "failed")
     value = run.busbw or 0.0
     nproc = int(members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1)
-    row = thresholds.lookup(members[0].config.get("accelerator"), "multi-node", "allreduce", len(members) * nproc)
+    row = thresholds.lookup(members[0].config.get("accelerator"), *MULTINODE_ROWS, len(members) * nproc)
     status, why = judge(value, row, thresholds.margin)
     if status == "fail":
         return "fail", f"{value:.4f} GB/s, {why}"
@@ -332,8 +336,9 @@ def bisect_members(members: Sequence[Member], thresholds: Thresholds, *, deadlin
 
 
 def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float = DEFAULT_DEADLINE,
-              port: int | None = None) -> list[Record]:
-    """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then bisection)."""
+              port: int | None = None, judge: Judge = judge_multinode_bandwidth) -> list[Record]:
+    """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then bisection).
+    ``judge``: the check's declared judge of each node's passing record."""
     names = [m.name for m in members]
     if len(members) < 2:
         return [Record(host=m.name, check="multinode", status="skip",
@@ -341,7 +346,7 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
     run = run_collective(members, deadline_s=deadline_s, port=port)
     records: dict[str, Record] = {}
     for node in run.nodes:
-        records[node.member.name] = node_record(node, run, thresholds)
+        records[node.member.name] = node_record(node, run, thresholds, judge)
     bad = [r for r in records.values() if r.status == "fail"]
     if not bad and run.passed:
         return list(records.values())
@@ -395,7 +400,8 @@ def not_isolated(isolation: Isolation, live: Sequence[Member]) -> str:
     return "suspects " + ", ".join(suspects) if suspects else "no node or link explains the failure"
 
 
-def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Record:
+def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds,
+                judge: Judge = judge_multinode_bandwidth) -> Record:
     name = node.member.name
     evidence: dict[str, Any] = {"command": node.command, "run_tag": run.tag, "node_rank": node.node_rank,
                                 "deadline_s": run.deadline_s, "wall_s": run.wall_s}
@@ -410,8 +416,7 @@ def node_record(node: NodeResult, run: RunResult, thresholds: Thresholds) -> Rec
                         metrics=dict(check.get("metrics") or {}), evidence={**evidence, **(check.get("evidence") or {})},
                         duration_s=node.duration_s)
         record.metrics["wall_s"] = run.wall_s
-        return judge_bandwidth(record, accelerator=node.member.config.get("accelerator"), scope="multi-node",
-                               thresholds=thresholds)
+        return judge(record, node.member.config, thresholds)
     timed_out = node.error is not None and isinstance(node.error, TimeoutError) or (
         node.result is not None and node.result.exit_status in (124, 137))
     summary = (f"no result within the {run.deadline_s:.0f} s deadline" if timed_out else node.reason())
@@ -556,3 +561,47 @@ def prepare_members(contexts: Sequence[HostContext], connect: Connect, folder: P
                                  summary=f"cannot take part in the cluster checks: {err.message}",
                                  remedy=err.hint))
     return members, errors
+
+
+# ----- the cluster phase's runners (declared as each cluster check's ``runner``) -----
+
+@dataclass
+class ClusterRun:
+    """What a cluster check's runner gets: the hosts that joined the cluster phase (connected, validators
+    uploaded), the run's thresholds (``base``) and each host's (its inventory's overrides), the first joined host's
+    inventory vars (the rendezvous host's) and the run's ``--deadline`` (None: the inventory's or the default)."""
+
+    members: list[Member]
+    thresholds: Thresholds
+    per_host: dict[str, Thresholds]
+    vars: dict[str, Any]
+    deadline_s: float | None = None
+
+    @property
+    def rendezvous_port(self) -> int:
+        return int(self.vars.get("rendezvous_port") or DEFAULT_RENDEZVOUS_PORT)
+
+
+# A cluster check's runner: ``runner(check, run)`` -> its records, for the joined hosts.
+ClusterRunner = Callable[["Check", ClusterRun], list[Record]]
+
+
+def run_clock(check: Check, run: ClusterRun) -> list[Record]:
+    return clock_records(run.members, run.thresholds)
+
+
+def run_ports(check: Check, run: ClusterRun) -> list[Record]:
+    return ports_records(run.members, rendezvous_port=run.rendezvous_port)
+
+
+def run_multinode(check: Check, run: ClusterRun) -> list[Record]:
+    """The multi-node allreduce, judged by the check's declared judge against the rendezvous host's thresholds,
+    within ``--deadline``, else the inventory's ``multinode_deadline_s``, else :data:`DEFAULT_DEADLINE`."""
+    deadline = float(run.deadline_s or run.vars.get("multinode_deadline_s") or DEFAULT_DEADLINE)
+    started = time.monotonic()
+    port = int(run.vars["rendezvous_port"]) if run.vars.get("rendezvous_port") else None
+    batch = multinode(run.members, run.per_host[run.members[0].name], deadline_s=deadline, port=port,
+                      judge=check.judge or judge_multinode_bandwidth)
+    for record in batch:
+        record.duration_s = record.duration_s or round(time.monotonic() - started, 3)
+    return batch

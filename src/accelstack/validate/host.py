@@ -22,7 +22,6 @@ from .results import dmesg_lines, parse_document, refine, to_record, unparsable_
 from .thresholds import Thresholds
 
 DMESG_COMMAND = "dmesg -T 2>/dev/null | tail -n 3000 || dmesg 2>/dev/null | tail -n 3000"
-RERUN_CHECKS = frozenset({"allreduce", "allgather"})
 
 
 def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
@@ -66,16 +65,17 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
     return [refine(record, config, thresholds, validator.judge_for(record.check)) for record in records]
 
 
-def _below_floor(records: list[Record]) -> bool:
-    return any(r.check in RERUN_CHECKS and r.status == "fail" and "below the" in r.summary for r in records)
+def _below_floor(validator: Validator, records: list[Record]) -> bool:
+    return validator.rerun_below_floor and any(
+        validator.owns(r.check) and r.status == "fail" and "below the" in r.summary for r in records)
 
 
 def run_validator(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
                   config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
-    """Run once; a bandwidth result below its floor is run again before it fails the host (healthy nodes
-    fluctuate: Azure NHC's repeat-until-pass, anchors.md 3)."""
+    """Run once; for a check declared ``rerun_below_floor``, a bandwidth result below its floor is run again
+    before it fails the host (healthy nodes fluctuate: Azure NHC's repeat-until-pass, anchors.md 3)."""
     records = run_script(transport, validator, ctx, remote, config, thresholds)
-    if not _below_floor(records):
+    if not _below_floor(validator, records):
         return records
     first = {r.check: r for r in records}
     again = run_script(transport, validator, ctx, remote, config, thresholds)
@@ -89,7 +89,7 @@ def run_validator(transport: Transport, validator: Validator, ctx: HostContext, 
             record.status = "warn"
             record.summary = (f"flaky: first run {before.metrics.get('busbw_gbps')} GB/s was below the floor, the "
                               f"re-run passed; {record.summary}")
-            record.remedy = "watch this host: re-run inv validate --only allreduce on it when idle"
+            record.remedy = f"watch this host: re-run inv validate --only {record.check} on it when idle"
         elif record.status == "fail":
             record.summary = f"below the floor twice (first {before.metrics.get('busbw_gbps')} GB/s); " + \
                 record.summary
@@ -103,7 +103,8 @@ OnDone = Callable[[Validator, list[Record]], None]
 def run_host(transport: Transport, ctx: HostContext, validators: list[Validator], folder: Path,
              thresholds: Thresholds, *, tier: str, config: dict[str, Any], on_start: OnStart | None = None,
              on_done: OnDone | None = None, stop: Callable[[], bool] | None = None) -> list[Record]:
-    """Every selected host-scope validator on one host; one outcome, never an exception for a check.
+    """Every selected host-scope validator on one host; one outcome, never an exception for a check. A check
+    with a script runs it on the host; one without (``versions``) runs its declared ``runner(transport, ctx)``.
 
     ``on_start``/``on_done`` are called as each validator starts and ends (its records judged and complete);
     once ``stop()`` is true (Ctrl-C) no further validator starts."""
@@ -127,11 +128,11 @@ def run_host(transport: Transport, ctx: HostContext, validators: list[Validator]
             break
         if on_start is not None:
             on_start(validator)
-        if validator.name == "versions":
+        if validator.script is None:  # computed on this side (versions): its declared runner
             try:
-                batch = versions_records(transport, ctx)
+                batch = validator.run_function()(transport, ctx)
             except AccelstackError as err:
-                batch = [error_record(ctx.host.name, "versions", err)]
+                batch = [error_record(ctx.host.name, check, err) for check in validator.checks]
         else:
             batch = run_validator(transport, validator, ctx, remote, config, thresholds)
         if not (stop is not None and stop()):

@@ -4,7 +4,7 @@ it.
 
 A declaration module holds a tuple ``CHECKS`` of :class:`~accelstack.validate.checks.Check`; this module loads
 every one (a module whose name starts with ``_`` is not a declaration), refuses a declaration that is wrong (an
-unknown tier, a script that is not there, a check declared twice: exit 3, naming the module) and sorts them by
+unknown tier, a script or runner that is not there, a check declared twice: exit 3, naming the module) and sorts them by
 tier, then name. Both folders ship inside the package, so a wheel runs as a checkout does.
 """
 
@@ -100,6 +100,11 @@ def load_registry(folder: Path | None = None, declarations: Path | None = None) 
             if not path.is_file():
                 raise ConfigError(f"check {check.name} names script {check.script}, which is not in {folder}",
                                   where=check.declared_in)
+        if check.runner is not None:
+            try:
+                check.run_function()
+            except ValueError as err:
+                raise ConfigError(f"check {check.name}: {err}", where=check.declared_in) from err
         found.append(dataclasses.replace(check, path=path))
     names = [c for v in found for c in v.checks]
     duplicates = sorted({c for c in names if names.count(c) > 1})

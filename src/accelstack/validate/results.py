@@ -281,11 +281,17 @@ def refine_memory(record: Record, config: Mapping[str, Any], thresholds: Thresho
     return record
 
 
-def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thresholds: Thresholds) -> Record:
-    """Turn a passing sweep into pass/warn/fail against the floor for its accelerator, scope and ranks."""
+# The rows of data/thresholds.yml the multi-node check is judged against: it runs one allreduce across the hosts.
+MULTINODE_ROWS = ("multi-node", "allreduce")
+
+
+def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thresholds: Thresholds,
+                    collective: str | None = None) -> Record:
+    """Turn a passing sweep into pass/warn/fail against the floor for its accelerator, scope, collective (default:
+    the record's own check, ``allreduce``) and ranks."""
     if record.status != "pass" or record.metrics.get("busbw_gbps") is None:
         return record
-    collective = "allreduce" if record.check == "multinode" else record.check
+    collective = collective or record.check
     ranks = int(record.metrics.get("ranks") or 0)
     row = thresholds.lookup(accelerator, scope, collective, ranks)
     status, why = judge(float(record.metrics["busbw_gbps"]), row, thresholds.margin)
@@ -309,6 +315,14 @@ def judge_bandwidth(record: Record, *, accelerator: str | None, scope: str, thre
 def judge_single_node_bandwidth(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
     """A single-node sweep's record against the single-node floor for the host's accelerator."""
     return judge_bandwidth(record, accelerator=config.get("accelerator"), scope="single-node", thresholds=thresholds)
+
+
+def judge_multinode_bandwidth(record: Record, config: Mapping[str, Any], thresholds: Thresholds) -> Record:
+    """A multi-node run's record (one per node) against the multi-node allreduce floor for its accelerator and
+    the run's ranks (:data:`MULTINODE_ROWS`)."""
+    scope, collective = MULTINODE_ROWS
+    return judge_bandwidth(record, accelerator=config.get("accelerator"), scope=scope, thresholds=thresholds,
+                           collective=collective)
 
 
 def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds, judge: Judge | None = None) -> Record:

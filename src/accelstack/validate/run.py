@@ -11,8 +11,7 @@ import contextlib
 import os
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,15 @@ from ..results.records import Record, RecordSink, RunWriter
 from ..transport.connection import Transport
 from ..transport.context import HostContext, resolve_contexts
 from ..transport.fanout import FanoutOptions, Fleet, RunInterrupted
-from .cluster import DEFAULT_DEADLINE, clock_records, multinode, ports_records, prepare_members
+from .cluster import DEFAULT_RENDEZVOUS_PORT, ClusterRun, prepare_members
 from .config import host_config
 from .host import run_host
 from .registry import Validator, load_registry, select, validators_dir
 from .results import host_error_record
 from .thresholds import Thresholds, load_thresholds
 
-DEFAULT_RENDEZVOUS_PORT = 29500
+__all__ = ["DEFAULT_RENDEZVOUS_PORT", "interrupt_guard", "thresholds_for", "validate_hosts", "validate_inventory"]
+
 KILL_WAIT_S = 15.0  # after Ctrl-C: how long the workers get to notice their commands were killed
 SECOND_INTERRUPT_GRACE_S = 1.0
 
@@ -90,7 +90,7 @@ class _Collector:
                     continue
                 for validator in validators:
                     for check in validator.checks:
-                        if self.done(name, check) or (check == "ports" and len(contexts) < 2):
+                        if self.done(name, check) or (validator.needs_peers and len(contexts) < 2):
                             continue
                         summary = ("interrupted (Ctrl-C) before it finished: not measured" if (name, check) in cut
                                    else "not run: the run was interrupted (Ctrl-C)")
@@ -165,7 +165,8 @@ def _validate(fleet: Fleet, contexts: dict[str, HostContext], validators: list[V
                 emit([record])
     if fleet.cancelled.is_set():
         raise KeyboardInterrupt
-    cluster = [v for v in validators if v.scope == "cluster"]
+    # Cheapest first (the declared timeout), so a long collective does not hold back the quick checks.
+    cluster = sorted((v for v in validators if v.scope == "cluster"), key=lambda v: v.timeout)
     if not cluster:
         return
     records = collector.records
@@ -173,52 +174,36 @@ def _validate(fleet: Fleet, contexts: dict[str, HostContext], validators: list[V
     down = {r.host for r in records if r.status == "error" and "Unreachable" in str(r.evidence.get("error"))}
     ordered = [ctx for ctx in contexts.values() if ctx.host.name not in down]
     members, errors = prepare_members(ordered, lambda ctx: fleet.connect(ctx.host), folder, configs)
-    if any("multinode" in v.checks for v in cluster):
-        # The multi-node check could not run on it (unreachable, upload refused): `error`, not `fail`. An
+    owner = next((v for v in cluster if v.owns_join_errors), None)
+    if owner is not None:
+        # A check that measures what the host could not join for (multinode) records it: `error`, not `fail`. An
         # unreachable node is no evidence of a bad node, and a `fail` here would have the fleet check drain it.
         for record in errors:
-            record.check = "multinode"
+            record.check = owner.checks[0]
     emit(errors)
-    first = ordered[0].vars if ordered else {}
-    rendezvous = int(first.get("rendezvous_port") or DEFAULT_RENDEZVOUS_PORT)
-    names = {c for v in cluster for c in v.checks}
-
-    def cluster_check(check: str, run: Callable[[], list[Record]]) -> None:
-        for member in members:
-            collector.begin(member.name, check)
-        batch = run()
-        emit(batch)
-        for member in members:
-            collector.end(member.name, check)
-        if fleet.cancelled.is_set():
-            raise KeyboardInterrupt
-
-    if "clock" in names and members:
-        cluster_check("clock", lambda: clock_records(members, base))
+    run = ClusterRun(members, base, per_host, dict(ordered[0].vars) if ordered else {}, deadline_s)
     # Selected hosts that cannot join (unreachable, upload refused): a survivor left alone measured nothing.
     lost = sorted(set(contexts) - {m.name for m in members})
-    for check in ("ports", "multinode"):
-        if check in names and len(members) == 1 and lost:
-            names = names - {check}
+    for validator in cluster:
+        if not members:
+            break
+        if validator.needs_peers and len(members) == 1 and lost:
             emit([Record(host=members[0].name, check=check, status="error",
                          summary=f"no peer to run with: {', '.join(lost)} could not be reached, so nothing was "
                                  "measured between nodes",
                          evidence={"unreachable_peers": lost},
-                         remedy=f"reach {', '.join(lost)} again, then inv validate --only {check}")])
-    if "ports" in names and members:
-        cluster_check("ports", lambda: ports_records(members, rendezvous_port=rendezvous))
-    if "multinode" in names and members:
-        deadline = float(deadline_s or first.get("multinode_deadline_s") or DEFAULT_DEADLINE)
-
-        def run_multinode() -> list[Record]:
-            started = time.monotonic()
-            batch = multinode(members, per_host[members[0].name], deadline_s=deadline,
-                              port=int(first["rendezvous_port"]) if first.get("rendezvous_port") else None)
-            for record in batch:
-                record.duration_s = record.duration_s or round(time.monotonic() - started, 3)
-            return batch
-
-        cluster_check("multinode", run_multinode)
+                         remedy=f"reach {', '.join(lost)} again, then inv validate --only {check}")
+                  for check in validator.checks])
+            continue
+        for member in members:
+            for check in validator.checks:
+                collector.begin(member.name, check)
+        emit(validator.run_function()(validator, run))
+        for member in members:
+            for check in validator.checks:
+                collector.end(member.name, check)
+        if fleet.cancelled.is_set():
+            raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

@@ -420,25 +420,24 @@ def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: 
     return reporter.finish()
 
 
-SLURM_CLUSTER_CHECKS = ("multinode",)
-
-
 def slurm_validators(engine: str, tier: str, only: set[str] | None) -> list[Validator]:
-    """What ``--engine slurm`` runs of the selection: the host checks (node-check's tiers) and the multi-node
-    step. Asking by name for a cluster check Slurm does not run (clock, ports) is exit 3."""
+    """What ``--engine slurm`` runs of the selection: the checks declared for it (``engines``): the host checks
+    (node-check's tiers) and the multi-node step. Asking by name for a check Slurm does not run (clock, ports) is
+    exit 3."""
     from ..nodecheck import check_tier
     from .registry import load_registry, select
 
     if engine != "slurm":
         raise ConfigError(f"--engine {engine!r} is not one of ssh, slurm")
     check_tier(tier)  # what node-check runs on a node
-    validators = select(load_registry(), tier, only)
-    cluster = sorted(c for v in validators if v.scope == "cluster" for c in v.checks
-                     if only and c in only and c not in SLURM_CLUSTER_CHECKS)
-    if cluster:
-        raise ConfigError(f"--engine slurm runs the host checks and multinode; {', '.join(cluster)} "
+    registry = load_registry()
+    validators = select(registry, tier, only)
+    ssh_only = sorted(c for v in validators if "slurm" not in v.engines for c in v.checks if only and c in only)
+    if ssh_only:
+        cluster = [c for v in registry if v.scope == "cluster" and "slurm" in v.engines for c in v.checks]
+        raise ConfigError(f"--engine slurm runs the host checks and {', '.join(cluster)}; {', '.join(ssh_only)} "
                           "need --engine ssh")
-    return [v for v in validators if v.scope == "host" or set(v.checks) & set(SLURM_CLUSTER_CHECKS)]
+    return [v for v in validators if "slurm" in v.engines]
 
 
 # ----- the nightly fleet check through Slurm ----------------------------------------------------------------

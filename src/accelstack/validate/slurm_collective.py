@@ -33,7 +33,7 @@ from ..errors import AccelstackError
 from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
 from .isolate import Group, Isolation, bisect
-from .results import judge_bandwidth, log_lines, tail
+from .results import judge_multinode_bandwidth, log_lines, tail
 from .thresholds import Thresholds, judge
 
 ALLOCATION_WAIT_S = 60
@@ -266,7 +266,7 @@ def node_record(step: StepResult, name: str, *, accelerator: str | None, thresho
                         metrics=dict(check.get("metrics") or {}), evidence={**evidence, **(check.get("evidence") or {})},
                         duration_s=duration)
         record.metrics["wall_s"] = step.wall_s
-        return judge_bandwidth(record, accelerator=accelerator, scope="multi-node", thresholds=thresholds)
+        return judge_multinode_bandwidth(record, {"accelerator": accelerator}, thresholds)
     if outcome.checks:
         check = outcome.checks[0]
         evidence.update(check.get("evidence") or {})

@@ -8,13 +8,16 @@ help of ``inv validate``, the README's table of checks (``python -m accelstack.v
 control-side judgement of a check's records, and the checks ``inv diagnose --host`` runs to confirm a cause.
 
 Adding a check is three files: the script (``hostside/validators/x.py``), its declaration (``checks/x.py``) and its
-outcome cases (``tests/data/outcomes/x/``); then regenerate the README table.
+outcome cases (``tests/data/outcomes/x/``); then regenerate the README table. A cluster check (``scope="cluster"``)
+declares its ``runner`` too, the control-side function that orchestrates it across the hosts
+(:data:`accelstack.validate.cluster.ClusterRunner`); the run iterates over the declarations and names no check.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from ..results import Judge
 TIERS = ("quick", "standard", "full")
 PYTHONS = ("system", "stack")
 SCOPES = ("host", "cluster")
+ENGINES = ("ssh", "slurm")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # What the run adds to the host config for every script it runs (accelstack.validate.host.run_script): a script
 # may declare these beside the host config's keys.
@@ -48,6 +52,17 @@ class Check:
     :func:`accelstack.validate.results.never_pass_a_failed_tool`. ``thresholds``: the sections of
     ``data/thresholds.yml`` it is judged against. ``confirms``: the diagnosis causes
     (:data:`accelstack.diagnose.catalog.CAUSES`) it confirms on a host: ``inv diagnose --host`` runs it for them.
+
+    ``runner``: the control-side function that computes its records, as ``"module:function"`` (resolved when the
+    run needs it, so a declaration stays plain data) or the function itself. Every cluster check has one, called
+    ``runner(check, run)`` with a :class:`accelstack.validate.cluster.ClusterRun` (the joined hosts, thresholds,
+    the run's vars and deadline); a host check without a script has one too, called ``runner(transport, ctx)``
+    (``versions``). ``engines``: the engines that run it (``--engine ssh``, ``--engine slurm``: Slurm runs the
+    host checks through node-check and the cluster checks that declare ``slurm``). ``rerun_below_floor``: a
+    bandwidth record below its floor is run once more before it fails the host (healthy nodes fluctuate).
+    ``needs_peers``: a cluster check that measures between hosts: one host left alone measured nothing.
+    ``owns_join_errors``: a host that cannot join the cluster phase (unreachable, upload refused) gets its
+    ``error`` record under this cluster check rather than ``cluster`` (the first such check selected).
     """
 
     checks: tuple[str, ...]
@@ -62,6 +77,11 @@ class Check:
     judge: Judge | None = None
     thresholds: tuple[str, ...] = ()
     confirms: tuple[str, ...] = ()
+    runner: str | Callable[..., list] | None = None
+    engines: tuple[str, ...] = ENGINES
+    rerun_below_floor: bool = False
+    needs_peers: bool = False
+    owns_join_errors: bool = False
     # Filled by the registry: the script's path in the validators folder it was loaded against.
     path: Path | None = field(default=None, compare=False, repr=False)
     # Filled by the registry: the declaration module it came from (errors and tests name it).
@@ -82,6 +102,21 @@ class Check:
         """The control-side judge of one of this check's records; ``None`` for a record it does not own."""
         return self.judge if self.owns(record_check) else None
 
+    def run_function(self) -> Callable[..., list]:
+        """The declared ``runner``, imported now if it is named by its dotted path; ValueError when it cannot be."""
+        if callable(self.runner):
+            return self.runner
+        if not isinstance(self.runner, str):
+            raise ValueError(f"check {self.name} declares no runner")
+        module, _, attr = self.runner.partition(":")
+        try:
+            function = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise ValueError(f"runner {self.runner!r} does not resolve: {type(err).__name__}: {err}") from err
+        if not callable(function):
+            raise ValueError(f"runner {self.runner!r} is not a function")
+        return function
+
     def problems(self) -> list[str]:
         """What is wrong with this declaration, one line each (the registry refuses it, naming its module)."""
         out = []
@@ -98,8 +133,18 @@ class Check:
             out.append("help must be one line of text, without an unescaped |")
         if self.script is not None and not (self.script.endswith(".py") and "/" not in self.script):
             out.append(f"script={self.script!r} is not a file name in the validators folder")
+        if isinstance(self.runner, str) and not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", self.runner):
+            out.append(f"runner={self.runner!r} is not module:function")
+        if self.runner is None and (self.scope == "cluster" or self.script is None):
+            out.append("a cluster check, or a check without a script, needs a runner (the function computing it)")
+        if self.runner is not None and self.scope == "host" and self.script is not None:
+            out.append("a host check runs its script: a runner is for cluster checks and checks without a script")
+        out += [f"engines: {e!r} is not one of {', '.join(ENGINES)}" for e in self.engines if e not in ENGINES] \
+            if isinstance(self.engines, tuple) else []
+        if (self.needs_peers or self.owns_join_errors) and self.scope != "cluster":
+            out.append("needs_peers and owns_join_errors are for cluster checks")
         named = {"checks": self.checks, "config": self.config, "thresholds": self.thresholds,
-                 "confirms": self.confirms}
+                 "confirms": self.confirms, "engines": self.engines}
         # ("x") is a string, not a tuple: its letters would be read as names.
         out += [f"{key} must be a tuple of names" for key, names in named.items() if not isinstance(names, tuple)]
         return out

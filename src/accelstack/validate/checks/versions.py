@@ -1,9 +1,10 @@
-"""Declares ``versions``: computed on the control side from the host's facts (``validate.host.versions_records``),
-no script of its own."""
+"""Declares ``versions``: computed on the control side from the host's facts by its runner
+(``validate.host.versions_records``), no script of its own."""
 
 from . import Check
 
 CHECKS = (
     Check(("versions",), "quick", help="drift against the stack",
+          runner="accelstack.validate.host:versions_records",
           confirms=("cann-mismatch", "driver-library-mismatch", "driver-too-old", "torch-build-mismatch")),
 )
