@@ -34,6 +34,7 @@ from accelstack.validate.checks import (
     tier_help,
     with_readme_table,
 )
+from accelstack.validate.checks import __main__ as checks_main_module
 from accelstack.validate.checks.__main__ import main as checks_main
 from accelstack.validate.config import host_config
 from accelstack.validate.registry import (
@@ -219,14 +220,18 @@ def test_the_readme_table_is_what_the_declarations_give() -> None:
         assert f"| {check.tier} | {check.help} |" in text
 
 
-def test_the_readme_generator_rewrites_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_generator_rewrites_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{README_BEGIN}\n| old |\n<!-- checks:end -->\n\nafter\n")
     assert checks_main(["--readme", str(readme), "--check"]) == 1
+    # `--check` alone checks the project's README (it once printed the table and passed, whatever the README said).
+    monkeypatch.setattr(checks_main_module, "project_root", lambda: tmp_path)  # the project's README is `readme`
+    assert checks_main(["--check"]) == 1
     assert "python -m accelstack.validate.checks --readme" in capsys.readouterr().err
     assert checks_main(["--readme", str(readme)]) == 0
     assert readme.read_text() == f"# x\n\n{README_BEGIN}\n{readme_table(REGISTRY)}<!-- checks:end -->\n\nafter\n"
-    assert checks_main(["--readme", str(readme), "--check"]) == 0
+    assert checks_main(["--readme", str(readme), "--check"]) == 0 and checks_main(["--check"]) == 0
     readme.write_text("no markers\n")
     assert checks_main(["--readme", str(readme)]) == 3 and "checks:begin" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="markers"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -208,3 +209,46 @@ def test_pack_rounds_and_split() -> None:
     assert pack_rounds([("a", "b"), ("c", "d"), ("a", "c"), ("b", "d")]) == [[0, 1], [2, 3]]
     assert pack_rounds([("a", "b"), ("a", "c"), ("d", "e")]) == [[0, 2], [1]]
     assert split(("a", "b", "c")) == (("a", "b"), ("c",))
+
+
+# ----- the verdicts after isolation (both engines word them through blame_records) -------------------------
+
+def _blame_words() -> Any:
+    from accelstack.validate.isolate import Blame
+
+    return Blame(lost_summary=lambda n: f"lost {n}", lost_remedy=lambda n: f"bring {n} back",
+                 again=lambda n: f"recheck {n}", again_all="recheck all", shared_hint="look at the switch")
+
+
+def _fleet(statuses: dict[str, str]) -> dict[str, Any]:
+    from accelstack.results.records import Record
+
+    return {n: Record(host=n, check="multinode", status=s, summary="busbw 1.0 GB/s") for n, s in statuses.items()}
+
+
+def test_a_named_node_fails_a_lost_one_is_error_and_only_nodes_shown_good_are_warned() -> None:
+    from accelstack.validate.isolate import Isolation, Trial, blame_records
+
+    records = _fleet({"n1": "fail", "n2": "fail", "n3": "fail", "n4": "error", "n5": "fail"})
+    # n1+n2 passed together; n3 is named; n5 was in no passing run; n4 was lost during the run.
+    isolation = Isolation(nodes=["n3"], trials=[Trial(("n1", "n2", "n3", "n5"), False, 0),
+                                                Trial(("n1", "n2"), True, 1), Trial(("n3", "n5"), False, 1)])
+    out = {r.host: r for r in blame_records(records, isolation, {"runs": []}, {"n4"}, "unused", _blame_words())}
+    assert out["n3"].status == "fail" and out["n3"].summary.startswith("at fault: n3")
+    assert out["n4"].status == "error" and out["n4"].summary.startswith("lost n4")  # not measured: never drained
+    assert out["n1"].status == out["n2"].status == "warn" and "passed its other runs" in out["n1"].summary
+    assert out["n5"].status == "fail" and "passed its other runs" not in out["n5"].summary
+    assert out["n1"].evidence["at_fault"] == {"nodes": ["n4", "n3"], "links": []}
+    assert out["n1"].metrics["at_fault"] == ["n3"]
+
+
+def test_nothing_isolated_fails_what_the_failed_run_measured_and_keeps_an_unmeasured_node_error() -> None:
+    from accelstack.validate.isolate import Isolation, Trial, blame_records
+
+    records = _fleet({"n1": "pass", "n2": "warn", "n3": "fail", "n4": "error"})
+    isolation = Isolation(trials=[Trial(("n1", "n2", "n3", "n4"), False, 0), Trial(("n1", "n2"), True, 1),
+                                  Trial(("n3", "n4"), True, 1)])
+    out = {r.host: r for r in blame_records(records, isolation, {}, set(), "shows only at scale", _blame_words())}
+    assert [out[n].status for n in ("n1", "n2", "n3", "n4")] == ["fail", "fail", "fail", "error"]
+    assert all("not isolated: shows only at scale" in r.summary for r in out.values())
+    assert out["n1"].remedy == "the fault is shared or shows only at scale: look at the switch"

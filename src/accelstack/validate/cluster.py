@@ -25,7 +25,7 @@ from ..errors import AccelstackError
 from ..results.records import Record, Status
 from ..transport.connection import CommandResult, Transport
 from ..transport.context import HostContext
-from .isolate import Group, Isolation, bisect
+from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 from .results import MULTINODE_ROWS, Judge, judge_multinode_bandwidth, log_lines, parse_document, tail
 from .thresholds import Thresholds, judge
@@ -339,7 +339,6 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
               port: int | None = None, judge: Judge = judge_multinode_bandwidth) -> list[Record]:
     """The whole fleet in one torchrun job; on failure or low busbw, isolation (reachability, then bisection).
     ``judge``: the check's declared judge of each node's passing record."""
-    names = [m.name for m in members]
     if len(members) < 2:
         return [Record(host=m.name, check="multinode", status="skip",
                        summary="one host selected: nothing to run across nodes") for m in members]
@@ -358,35 +357,14 @@ def multinode(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: 
     # The live nodes ran together only when none was lost; otherwise the first round runs them without the lost.
     isolation, isolation_evidence = bisect_members(live, thresholds, deadline_s=min(deadline_s, 60.0),
                                                    fleet_passed=None if unreachable else False)
-    nodes_at_fault = sorted(unreachable) + [n for n in names if n in isolation.nodes]
-    links_at_fault = isolation.links
-    blame = ", ".join(nodes_at_fault + [f"link {a}<->{b}" for a, b in links_at_fault]) or "not isolated"
-    for name, record in records.items():
-        record.evidence["isolation"] = isolation_evidence
-        record.evidence["at_fault"] = {"nodes": nodes_at_fault, "links": [list(p) for p in links_at_fault]}
-        # A node lost during the run is named, but it could not be measured: error, which never drains.
-        record.metrics["at_fault"] = [n for n in nodes_at_fault if n not in unreachable]
-        if name in unreachable:
-            record.status = "error"
-            record.summary = f"unreachable after the run: {name} could not be checked; multi-node run: {record.summary}"
-            record.remedy = (f"reach {name} again (ssh, its link: ip link, cabling, switch port), then inv validate "
-                             f"--limit {name} --only multinode with a known-good peer")
-        elif name in nodes_at_fault:
-            record.status = "fail"
-            record.summary = (f"at fault: {name} (every isolation run that failed or was slow held it, and no "
-                              f"link explains them); multi-node run: {record.summary}")
-            record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
-                             f"firewall, then inv validate --limit {name} --only multinode with a known-good peer")
-        elif nodes_at_fault or links_at_fault:
-            record.status = "warn"
-            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this host passed its other runs"
-            record.remedy = f"fix {blame}, then re-run inv validate --only multinode"
-        else:
-            record.status = "fail"
-            record.summary = f"{record.summary}; not isolated: {not_isolated(isolation, live)}"
-            record.remedy = ("the fault is shared or shows only at scale: check the switch, the socket interface "
-                             "settings and the rendezvous host's ports on every node")
-    return list(records.values())
+    words = Blame(
+        lost_summary=lambda name: f"unreachable after the run: {name} could not be checked",
+        lost_remedy=lambda name: (f"reach {name} again (ssh, its link: ip link, cabling, switch port), then inv "
+                                  f"validate --limit {name} --only multinode with a known-good peer"),
+        again=lambda name: f"inv validate --limit {name} --only multinode with a known-good peer",
+        again_all="re-run inv validate --only multinode",
+        shared_hint="check the switch, the socket interface settings and the rendezvous host's ports on every node")
+    return blame_records(records, isolation, isolation_evidence, unreachable, not_isolated(isolation, live), words)
 
 
 def not_isolated(isolation: Isolation, live: Sequence[Member]) -> str:

@@ -429,3 +429,57 @@ def _suspects(state: _State, group: Group) -> Search:
 
 def pool_outside(state: _State, members: set[str]) -> bool:
     return any(n not in members and n not in state.named for n in state.nodes)
+
+
+# ----- verdicts after isolation: one wording of the blame for both engines ----------------------------------
+
+@dataclass(frozen=True)
+class Blame:
+    """How an engine words what isolation found: a lost node's summary and remedy, the command that re-checks a
+    node beside a known-good peer, and where to look when nothing was isolated."""
+
+    lost_summary: Callable[[str], str]
+    lost_remedy: Callable[[str], str]
+    again: Callable[[str], str]
+    again_all: str
+    shared_hint: str
+
+
+def blame_records(records: dict[str, Any], isolation: Isolation, evidence: dict[str, Any], lost: set[str],
+                  why_not_isolated: str, words: Blame) -> list[Any]:
+    """The fleet run's records (host -> Record) once isolation has run. A node lost during the run is ``error``
+    (it could not be measured, so it never drains); a node isolation names is ``fail``; beside a named fault, a
+    node some isolation run showed good is ``warn``, and one no run showed good keeps its own verdict. When nothing
+    was isolated the fleet's run failed with every node in it: pass and warn become ``fail`` (the breaker of the
+    fleet check keeps a fleet-wide fail from draining), an ``error`` stays one (that node was not measured)."""
+    at_fault = sorted(lost) + [n for n in records if n in isolation.nodes and n not in lost]
+    links = isolation.links
+    blame = ", ".join(at_fault + [f"link {a}<->{b}" for a, b in links]) or "not isolated"
+    for name, record in records.items():
+        record.evidence["isolation"] = evidence
+        record.evidence["at_fault"] = {"nodes": at_fault, "links": [list(p) for p in links]}
+        record.metrics["at_fault"] = [n for n in at_fault if n not in lost]
+        if name in lost:
+            record.status = "error"
+            record.summary = f"{words.lost_summary(name)}; multi-node run: {record.summary}"
+            record.remedy = words.lost_remedy(name)
+        elif name in at_fault:
+            record.status = "fail"
+            record.summary = (f"at fault: {name} (every isolation run that failed or was slow held it, and no "
+                              f"link explains them); multi-node run: {record.summary}")
+            record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port, tc/netem), NIC and "
+                             f"firewall, then {words.again(name)}")
+        elif at_fault or links:
+            if name in isolation.good:
+                record.status = "warn"
+                record.summary = (f"multi-node run failed or was slow; fault isolated to {blame}; this node passed "
+                                  f"its other runs")
+                record.remedy = f"fix {blame}, then {words.again_all}"
+            else:  # no run showed it good: it keeps what the fleet's run measured of it
+                record.summary = f"{record.summary}; fault isolated to {blame}; no isolation run showed this node good"
+        else:
+            if record.status in ("pass", "warn"):
+                record.status = "fail"
+            record.summary = f"{record.summary}; not isolated: {why_not_isolated}"
+            record.remedy = f"the fault is shared or shows only at scale: {words.shared_hint}"
+    return list(records.values())

@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import AccelstackError
 from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
-from .isolate import Group, Isolation, bisect
+from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .results import judge_multinode_bandwidth, log_lines, tail
 from .thresholds import Thresholds, judge
 
@@ -400,33 +400,14 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
     except IsolationStopped as stopped:
         # Nothing is blamed on a step Slurm never ran: every node keeps the verdict the measured step gave it.
         isolation, evidence, not_isolated = Isolation(), {"engine": "slurm", "stopped": str(stopped)}, str(stopped)
-    at_fault = sorted(lost) + [n for n in nodes if n in isolation.nodes]
-    links = isolation.links
-    blame = ", ".join(at_fault + [f"link {a}<->{b}" for a, b in links]) or "not isolated"
-    for name, record in records.items():
-        record.evidence["isolation"] = evidence
-        record.evidence["at_fault"] = {"nodes": at_fault, "links": [list(p) for p in links]}
-        record.metrics["at_fault"] = [n for n in at_fault if n not in lost]
-        if name in lost:
-            record.status = "error"
-            record.summary = f"lost under Slurm: {name} could not run the step; multi-node run: {record.summary}"
-            record.remedy = (f"scontrol show node {name} (down, not responding?); bring it back, then inv validate "
-                             f"--engine slurm --nodes {name},<a known-good node> --only multinode")
-        elif name in at_fault:
-            record.status = "fail"
-            record.summary = (f"at fault: {name} (every isolation run that failed or was slow held it, and no "
-                              f"link explains them); multi-node run: {record.summary}")
-            record.remedy = (f"drain {name}: check its link (ip link, cabling, switch port), NIC and firewall, then "
-                             f"inv validate --engine slurm --nodes {name},<a known-good node> --only multinode")
-        elif (at_fault or links) and name in isolation.good:  # a node no run showed good keeps its verdict
-            record.status = "warn"
-            record.summary = f"multi-node run failed or was slow; fault isolated to {blame}; this node passed its other runs"
-            record.remedy = f"fix {blame}, then re-run inv validate --engine slurm --only multinode"
-        else:
-            record.summary = f"{record.summary}; not isolated: {not_isolated}"
-            record.remedy = ("the fault is shared or shows only at scale: check the switch, the socket interface "
-                             "settings and the first node's ports")
-    return list(records.values())
+    words = Blame(
+        lost_summary=lambda name: f"lost under Slurm: {name} could not run the step",
+        lost_remedy=lambda name: (f"scontrol show node {name} (down, not responding?); bring it back, then inv "
+                                  f"validate --engine slurm --nodes {name},<a known-good node> --only multinode"),
+        again=lambda name: f"inv validate --engine slurm --nodes {name},<a known-good node> --only multinode",
+        again_all="re-run inv validate --engine slurm --only multinode",
+        shared_hint="check the switch, the socket interface settings and the first node's ports")
+    return blame_records(records, isolation, evidence, lost, not_isolated, words)
 
 
 # ----- the node side: `accelstack node-collective` ----------------------------------------------------------

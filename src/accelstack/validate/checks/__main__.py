@@ -1,6 +1,6 @@
 """``python -m accelstack.validate.checks --readme [README.md]``: write the README's table of checks from the
 declarations (between its ``checks:begin``/``checks:end`` markers); ``--check`` only says whether it is current
-(exit 1 when not). Without the flags: print the table."""
+(exit 1 when not; alone it checks the project's README.md). Without the flags: print the table."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m accelstack.validate.checks", description=__doc__)
     parser.add_argument("--readme", nargs="?", const="", metavar="README",
                         help="rewrite the table in this README (default: the project's README.md)")
-    parser.add_argument("--check", action="store_true", help="with --readme: exit 1 if the table is not current")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the README's table is not current (the project's README.md unless --readme "
+                             "names one); writes nothing")
     args = parser.parse_args(argv)
     try:
         table = readme_table(load_registry())
-        if args.readme is None:
+        if args.readme is None and not args.check:
             sys.stdout.write(table)
             return 0
         path = Path(args.readme) if args.readme else project_root() / "README.md"
