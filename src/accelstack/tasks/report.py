@@ -263,7 +263,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     connect_s = setting(c, "connect_timeout", connect_timeout)
     overrides = extra_vars(set or [])
     if engine != "ssh":
-        from ..validate.slurm import fleet_check_slurm_task
+        from ._slurm import fleet_check_slurm_task
 
         reports = writable_dir(Path(reports_dir), "--reports-dir")
         check_runs_folder()

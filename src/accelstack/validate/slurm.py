@@ -21,7 +21,7 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from ..results.records import Record, RecordSink
 from .registry import Validator
 
 if TYPE_CHECKING:
-    from ..fleetcheck import FleetResult
+    from ..inventory import Host, Inventory
     from ..nodecheck import NodeFile
     from ..transport.context import HostContext
 
@@ -124,19 +124,17 @@ def map_node_names(slurm_names: Iterable[str], hosts: dict[str, tuple[str, str |
     return found
 
 
-def inventory_contexts(inventory: str, slurm_names: list[str],
+def inventory_contexts(inventory: Inventory, hosts: Sequence[Host], slurm_names: list[str],
                        overrides: dict[str, Any] | None = None) -> dict[str, HostContext]:
-    """The inventory host's context for each Slurm node; a node no host matches is exit 3, before any srun."""
-    from ..inventory import load_inventory
+    """The context of the host (of ``hosts``, from the loaded ``inventory``) that each Slurm node is; a node no
+    host matches is a ConfigError (exit 3), before any srun."""
     from ..transport.context import resolve_contexts
 
-    inv = load_inventory(inventory)
-    hosts = inv.select(None)
     mapping = map_node_names(slurm_names, {h.name: (h.address, str(h.vars["slurm_node"]) if h.vars.get("slurm_node")
                                                     else None) for h in hosts})
     missing = [n for n in slurm_names if n not in mapping]
     if missing:
-        raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inv.path}",
+        raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inventory.path}",
                           hint="name the host as the node, give it `slurm_node: NAME`, or narrow --nodes")
     wanted = [h for h in hosts if h.name in set(mapping.values())]
     contexts = resolve_contexts(wanted, overrides=overrides)
@@ -203,15 +201,17 @@ def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, par
 
 def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | None = None,
                    partition: str | None = None, nodes: str | None = None,
-                   reporter: RecordSink | None = None, command: str | None = None, inventory: str | None = None,
+                   reporter: RecordSink | None = None, command: str | None = None,
+                   inventory: Inventory | None = None, hosts: Sequence[Host] = (),
                    overrides: dict[str, Any] | None = None, deadline_s: float | None = None) -> list[Record]:
     """Validate the partition's nodes (or ``nodes``, a Slurm hostlist) through one srun, then the multi-node
-    allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. Bad input (a node
-    the partition lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures
-    are error records, never exceptions."""
+    allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. With the loaded
+    ``inventory`` (and its ``hosts``), each node is checked with its host's vars. Bad input (a node the partition
+    lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures are error
+    records, never exceptions."""
     found = select_nodes(partition, nodes)
     names = [n.name for n in found]
-    contexts = inventory_contexts(inventory, names, overrides) if inventory else {}
+    contexts = inventory_contexts(inventory, hosts, names, overrides) if inventory is not None else {}
     per_node = {n: dict(contexts[n].vars) if n in contexts else dict(overrides or {}) for n in names}
     env = {NODE_VARS_ENV: encode_node_vars(per_node)} if any(per_node.values()) else {}
     host_validators = [v for v in validators if v.scope == "host"]
@@ -396,30 +396,6 @@ def _run(argv: list[str], *, timeout: float, strip_runs: bool = False,
         return _Failed(f"{argv[0]} gave no answer within {timeout:.0f} s")
 
 
-def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: bool, partition: str | None,
-                        nodes: str | None, inventory: str | None = None, overrides: dict[str, Any] | None = None,
-                        deadline_s: float | None = None) -> int:
-    """The body of ``inv validate --engine slurm``: checks the flags, runs, reports; returns the exit code."""
-    from ..results.output import Reporter
-    from ..results.records import RunWriter
-
-    validators = slurm_validators(engine, tier, only)
-    # Bad input is exit 3 before a run folder exists: a node the partition lacks, a node no inventory host matches.
-    selected = select_nodes(partition, nodes)
-    if inventory:
-        inventory_contexts(inventory, [n.name for n in selected], overrides)
-    writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
-                                         "inventory": inventory, "only": sorted(only) if only else None})
-    reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
-    try:
-        validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter,
-                       inventory=inventory, overrides=overrides, deadline_s=deadline_s)
-    except BaseException:
-        writer.close()
-        raise
-    return reporter.finish()
-
-
 SLURM_CLUSTER_CHECKS = ("multinode",)
 
 
@@ -452,47 +428,3 @@ def scontrol_drain(host: str, reason: str) -> Any:
     outcome = drain_node(host, reason)
     status = 0 if outcome.ok else (127 if "not on PATH" in outcome.message else 1)
     return DrainResult(host, reason, shlex.join(outcome.command), status, outcome.message, ts=utc_now())
-
-
-def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | None, drain_cmd: str | None,
-                           drain: bool, max_drain: str | None, reports_dir: Any, busbw_drop_pct: float, tier: str,
-                           only: set[str] | None, partition: str | None, nodes: str | None,
-                           overrides: dict[str, Any] | None, progress: Any) -> FleetResult:
-    """The body of ``inv fleet-check --engine slurm``: validation through Slurm (host checks with one srun, the
-    multi-node step), then the fleet check's own baseline, regression, report and drain steps. ``--drain`` drains
-    through scontrol; the breaker (``--max-drain``) and ``drains.jsonl`` are the fleet check's."""
-    from ..fleetcheck import fleet_check
-
-    validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
-    if limit:
-        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
-    if len(inventories) > 1:
-        raise ConfigError("--engine slurm takes one --inventory (it maps Slurm node names to its hosts)")
-    if drain and drain_cmd:
-        raise ConfigError("--drain (scontrol) and --drain-cmd both given: choose one")
-    inventory = inventories[0] if inventories else None
-    label = f"slurm:{partition or 'default'}" + (f":{nodes}" if nodes else "")
-    selected = select_nodes(partition, nodes)  # a node the partition lacks: exit 3 now
-    if inventory:
-        inventory_contexts(inventory, [n.name for n in selected], overrides)  # an unmapped node: exit 3 now
-    checked: list[str] = []
-
-    def validate(_name: str, _skip: frozenset[str]) -> list[Record]:
-        records = validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes,
-                                 reporter=progress, inventory=inventory, overrides=overrides)
-        checked.extend(sorted({r.host for r in records}))
-        return records
-
-    def rerun(_name: str, hosts: list[str], check: str) -> list[Record]:
-        family = check.split(".", 1)[0]
-        chosen = [v for v in validators if family in v.checks or family == v.name]
-        if not chosen:
-            return []
-        # The multi-node check measures the nodes together: it runs across them again, as it first ran.
-        again = ",".join(checked) if family == "multinode" else ",".join(hosts)
-        return validate_slurm(chosen, tier=tier, only={family}, partition=partition, nodes=again,
-                              inventory=inventory, overrides=overrides)
-
-    return fleet_check([label], validate=validate, drain_cmd=drain_cmd, reports_dir=reports_dir,
-                       busbw_drop_pct=busbw_drop_pct, progress=progress, rerun=rerun, max_drain=max_drain,
-                       drain=scontrol_drain if drain else None)
