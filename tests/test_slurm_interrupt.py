@@ -28,7 +28,9 @@ def _slurm_bin(folder: Path) -> Path:
                  f"echo \"$@\" > {folder}/srun.args\n"
                  f"printf '0: %s\\n0: %s\\n' '{json.dumps(RECORD)[:30]}' '{json.dumps(RECORD)[30:]}'\n"
                  f"echo $$ > {folder}/srun.pid\n"
-                 "exec sleep 60\n"),
+                 "[ -n \"$FAKE_SRUN_ENDS\" ] || exec sleep 60\n"
+                 f"echo '1: {json.dumps({**RECORD, 'host': 'node2'})}'\n"
+                 "echo 'srun: a line on stderr' >&2\n"),
         "scancel": f"#!/bin/sh\necho \"$@\" >> {folder}/scancel.log\n",
         "scontrol": "#!/bin/sh\nexit 1\n",
     }
@@ -82,6 +84,19 @@ def test_sigint_under_slurm_keeps_finished_records_marks_the_rest_cancels_the_st
     assert f"--name={job.split('=', 1)[1]}" in (slurm / "scancel.log").read_text().split()
     assert job.startswith("--job-name=accelstack-validate-") and job != "--job-name=accelstack-validate-"
     assert not _alive(srun_pid)
+
+
+def test_a_step_that_ends_gives_every_record_and_no_interrupt(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}", "FAKE_SRUN_ENDS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sorted((r["host"], r["check"], r["status"]) for r in records) == [
+        ("node1", "devices", "pass"), ("node2", "devices", "pass")]
+    assert not (slurm / "scancel.log").exists()
 
 
 def test_interrupted_records_mark_only_what_has_no_record() -> None:

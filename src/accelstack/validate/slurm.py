@@ -393,8 +393,8 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
     lines: queue.Queue[str | None] = queue.Queue()
     errors: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None
-    readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True),
-               threading.Thread(target=_pump, args=(proc.stderr, errors.append), daemon=True)]
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr, errors.append, False), daemon=True)]
     for reader in readers:
         reader.start()
     parser = StepOutput()
@@ -425,10 +425,11 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
     return (124 if timed_out else code), stderr, parser.finish()
 
 
-def _pump(stream: Any, put: Callable[[str | None], None]) -> None:
+def _pump(stream: Any, put: Callable[[Any], None], mark_end: bool) -> None:
     for line in stream:
         put(line)
-    put(None)
+    if mark_end:
+        put(None)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
