@@ -4,6 +4,10 @@ A module may import rich or call print only if it is a task (``tasks/``), a comm
 ``__main__.py``), the record reporters (``results/output.py``), the reports (``report/``), the lab, or a package's renderer
 (``<package>/render.py``). Host-side scripts print their one JSON document by design and are not control-side
 code. Anything else that wants to show something returns it, and a renderer draws it.
+
+Drawing (tables, panels, styled text, live displays: any rich module but ``rich.console``'s ``Console``) is
+narrower still: only a renderer, the reports and the record reporters draw. A task parses its flags, calls the
+package, and prints what a renderer returned with a ``Console``.
 """
 
 from __future__ import annotations
@@ -16,11 +20,31 @@ import accelstack
 PACKAGE = Path(accelstack.__file__).parent
 ALLOWED_FOLDERS = ("tasks", "report", "lab", "hostside")
 ALLOWED_FILES = ("cli.py", "results/output.py")
+DRAWING_FOLDERS = ("report",)
+DRAWING_FILES = ("results/output.py",)
 
 
 def allowed(relative: Path) -> bool:
     return (relative.parts[0] in ALLOWED_FOLDERS or relative.as_posix() in ALLOWED_FILES
             or relative.name in ("render.py", "__main__.py"))
+
+
+def draws(relative: Path) -> bool:
+    return (relative.parts[0] in DRAWING_FOLDERS or relative.as_posix() in DRAWING_FILES
+            or relative.name == "render.py")
+
+
+def drawing_imports(tree: ast.AST) -> list[str]:
+    """Where a module imports anything of rich but ``from rich.console import Console``, as ``line: what``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "rich"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "rich":
+            names = [a.name for a in node.names]
+            if node.module != "rich.console" or names != ["Console"] * len(names):
+                found.append(f"{node.lineno}: from {node.module} import {', '.join(names)}")
+    return found
 
 
 def output_calls(tree: ast.AST) -> list[str]:
@@ -56,3 +80,24 @@ def test_only_tasks_and_renderers_print_or_import_rich() -> None:
         if found:
             offenders[relative.as_posix()] = found
     assert offenders == {}, "return values and draw them in <package>/render.py (or the task): " + repr(offenders)
+
+
+def test_the_check_sees_drawing_imports() -> None:
+    source = ("from rich.console import Console\nfrom rich.table import Table\nfrom rich.console import Group\n"
+              "import rich.panel\nfrom rich.text import Text\nfrom .render import table\n")
+    assert drawing_imports(ast.parse(source)) == ["2: from rich.table import Table", "3: from rich.console import Group",
+                                                  "4: import rich.panel", "5: from rich.text import Text"]
+    assert draws(Path("history/render.py")) and draws(Path("report/console.py")) and draws(Path("results/output.py"))
+    assert not draws(Path("tasks/report.py")) and not draws(Path("lab/__init__.py")) and not draws(Path("cli.py"))
+
+
+def test_only_renderers_reports_and_reporters_draw() -> None:
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if draws(relative):
+            continue
+        found = drawing_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        if found:
+            offenders[relative.as_posix()] = found
+    assert offenders == {}, "build tables in <package>/render.py; a task prints what it returns: " + repr(offenders)

@@ -266,15 +266,17 @@ def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Pa
 
 def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> None:
     from accelstack.errors import ConfigError
+    from accelstack.inventory import load_inventory
     from accelstack.validate.slurm import inventory_contexts
 
     path = tmp_path / "fleet.yml"
     path.write_text("vars: {stack: cpu}\nhosts:\n  rack1-a: {address: 10.0.0.1, slurm_node: lab1}\n"
                     "  lab2: {address: 10.0.0.2}\n")
-    contexts = inventory_contexts(str(path), ["lab1", "lab2"])
+    inv = load_inventory(str(path))
+    contexts = inventory_contexts(inv, inv.select(None), ["lab1", "lab2"])
     assert contexts["lab1"].host.name == "rack1-a" and contexts["lab2"].host.name == "lab2"
     with pytest.raises(ConfigError, match=r"Slurm node\(s\) lab9 match no host of .*fleet.yml"):
-        inventory_contexts(str(path), ["lab1", "lab9"])
+        inventory_contexts(inv, inv.select(None), ["lab1", "lab9"])
 
 
 def test_a_node_whose_every_isolation_run_failed_is_not_warned_as_good_beside_a_lost_node() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from invoke import Collection
 from rich.console import Console
-from rich.table import Table
 
 from ..lab import FAULT_KINDS, Lab
+from ..lab.render import status_table
 from .common import boundary, task
 
 
@@ -67,12 +67,7 @@ def status(c, json=False):
         for row in rows:
             print(jsonlib.dumps(row))
         return 0
-    table = Table(title="lab")
-    for column in ("host", "address", "netns", "anchor", "sshd", "link", "faults"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(", ".join(v) if isinstance(v, list) else str(v) for v in row.values()))
-    Console().print(table)
+    Console().print(status_table(rows))
     return 0 if all(r["netns"] and r["anchor"] for r in rows) else 2
 
 

@@ -12,30 +12,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 
 from ..errors import ConfigError
 from ..fleetcheck import FleetReporter
 from ..fleetcheck import fleet_check as run_fleet_check
 from ..history import History, parse_since
+from ..history.render import drains_table, history_table
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
 from ..report.fleet import FleetConsole
 from ..report.model import RERUN_FILE
 from ..results.baseline import (
-    DEFAULT_BUSBW_DROP_PCT,
     DEFAULT_KEEP,
-    MIN_SIZE_SAMPLES,
     VALIDATION_KINDS,
-    Baseline,
     baseline_from_records,
     baseline_from_runs,
     baseline_path,
     load_baseline,
     save_baseline,
 )
-from ..results.figures import peak_busbw
-from ..results.output import status_text
 from ..results.records import Record, read_run
+from ..results.render import baseline_table
 from .common import (
     HELP_COMMON,
     boundary,
@@ -140,30 +136,6 @@ def _reruns(folder: Path) -> list[Record]:
     return read_run(rerun) if rerun.is_file() else []
 
 
-def baseline_table(held: Baseline) -> Table:
-    """Each held bandwidth figure: how many runs, the median it is compared with, the range, the noise (how far
-    the worst held run fell below the best) and the drop that would count at the default percentage."""
-    table = Table(title=f"baseline ({held.describe()}; keeps {held.keep} healthy run(s) per figure)",
-                  title_justify="left")
-    for column in ("host", "check", "figure", "runs", "median GB/s", "min..max", "noise", "counts past"):
-        table.add_column(column, overflow="fold")
-    status_only = 0
-    for host, checks in sorted(held.hosts.items()):
-        for check, entry in sorted(checks.items()):
-            figures = [("peak", entry.peak)] + [(f"{size} B", fig) for size, fig in sorted(entry.sizes.items())]
-            figures = [(label, figure) for label, figure in figures if figure.samples]
-            status_only += not figures
-            for label, figure in figures:
-                judged = label == "peak" or len(figure.samples) >= MIN_SIZE_SAMPLES
-                table.add_row(host, check, label, str(len(figure.samples)), f"{figure.median:.4g}",
-                              f"{figure.low:.4g}..{figure.high:.4g}", f"{figure.noise_pct:.1f}%",
-                              f"-{figure.threshold_pct(DEFAULT_BUSBW_DROP_PCT):.1f}%" if judged
-                              else f"(from {MIN_SIZE_SAMPLES} runs)")
-    table.caption = (f"and {status_only} host/check pair(s) with a status and versions but no bandwidth"
-                     if status_only else None)
-    return table
-
-
 HELP_HISTORY = {
     "host": "only this host",
     "check": "only this check (devices, allreduce.single, ...)",
@@ -194,15 +166,7 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
         for entry in entries:
             sys.stdout.write(jsonlib.dumps(entry.to_dict(), default=str) + "\n")
         return 0
-    table = Table(title=f"history ({len(entries)} record(s))", title_justify="left")
-    for column in ("time", "run", "host", "check", "status", "busbw GB/s", "summary"):
-        table.add_column(column, overflow="fold")
-    for entry in entries:
-        record = entry.record
-        busbw = peak_busbw(record)
-        table.add_row(record.ts, entry.run_id, record.host, record.check, status_text(record.status),
-                      "" if busbw is None else f"{busbw:g}", record.summary)
-    Console().print(table)
+    Console().print(history_table(entries))
     return 0
 
 
@@ -213,13 +177,7 @@ def _drain_history(host: str | None, since: Any, json: bool) -> int:
         for entry in entries:
             sys.stdout.write(jsonlib.dumps(entry.to_dict()) + "\n")
         return 0
-    table = Table(title=f"drains ({len(entries)})", title_justify="left")
-    for column in ("time", "run", "host", "reason", "command", "exit"):
-        table.add_column(column, overflow="fold")
-    for entry in entries:
-        table.add_row(entry.ts, entry.run_id, entry.host, entry.reason, entry.command,
-                      "timed out" if entry.exit_status is None else str(entry.exit_status))
-    Console().print(table)
+    Console().print(drains_table(entries))
     return 0
 
 
@@ -305,7 +263,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     connect_s = setting(c, "connect_timeout", connect_timeout)
     overrides = extra_vars(set or [])
     if engine != "ssh":
-        from ..validate.slurm import fleet_check_slurm_task
+        from ._slurm import fleet_check_slurm_task
 
         reports = writable_dir(Path(reports_dir), "--reports-dir")
         check_runs_folder()

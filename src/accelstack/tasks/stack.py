@@ -9,15 +9,11 @@ from invoke.collection import Collection
 from invoke.context import Context
 from invoke.tasks import Task
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, StackError
 from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight
-from ..stacks.model import Stack
+from ..stacks.render import stacks_table
 from .common import boundary, task
-
-_KEY_COMPONENTS = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "cuda", "nvidia_driver", "nccl", "python")
 
 
 @task(positional=["name"], help={"name": "stack name (stacks/NAME.yml) or path to a stack file"})
@@ -49,28 +45,14 @@ def check(c: Context, name: str) -> int:
     return EXIT_BAD_INPUT if naming is not None else EXIT_OK
 
 
-def _summary(stack: Stack) -> str:
-    pins = stack.components
-    return ", ".join(f"{key} {pins[key]}" for key in _KEY_COMPONENTS if key in pins)
-
-
 @task
 @boundary
 def list_(c: Context) -> int:
     """List the shipped stacks with their key pins and preflight verdict (exit 3 if any is refused)."""
-    table = Table(title="stacks")
-    table.add_column("name", no_wrap=True)
-    for column in ("vendor", "backend", "pins", "preflight", "description"):
-        table.add_column(column, overflow="fold")
     matrix = load_matrix()
-    refused = 0
-    for stack in list_stacks():
-        errors = [v for v in check_stack(stack, matrix) if v.severity == "error"]
-        refused += bool(errors)
-        verdict = Text("OK", style="green") if not errors else Text(
-            "refused: " + ", ".join(sorted({v.rule for v in errors})), style="bold red")
-        table.add_row(stack.name, stack.vendor, stack.backend, _summary(stack), verdict, stack.description)
-    Console().print(table)
+    verdicts = [(stack, [v for v in check_stack(stack, matrix) if v.severity == "error"]) for stack in list_stacks()]
+    Console().print(stacks_table(verdicts))
+    refused = sum(bool(errors) for _stack, errors in verdicts)
     if refused:
         # A shipped stack that fails its own matrix is a configuration error, whichever stack it is.
         raise StackError(f"{refused} shipped stack(s) break the compatibility matrices",

@@ -55,7 +55,7 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     if engine != "ssh":
-        from ..validate.slurm import validate_slurm_task
+        from ._slurm import validate_slurm_task
         return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes,
                                    inventory=inventory, overrides=overrides or None, deadline_s=deadline)
     inv, hosts = inventory_hosts(inventory, limit, overrides)

@@ -14,25 +14,31 @@ accelerator, expect_devices, socket interfaces, thresholds...) are sent to the n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import queue
 import re
 import shlex
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
 from ..results.records import Record, RecordSink
+from ..transport.fanout import RunInterrupted
+from .cluster import new_tag
 from .registry import Validator
 
 if TYPE_CHECKING:
-    from ..fleetcheck import FleetResult
+    from ..inventory import Host, Inventory
     from ..nodecheck import NodeFile
     from ..transport.context import HostContext
+    from ..transport.fanout import Fleet
 
 # sinfo's long states a node can take a task in; anything else, or a trailing `*` (not responding), is not.
 USABLE_STATES = ("idle", "mixed", "allocated", "completing")
@@ -62,33 +68,46 @@ def parse_sinfo_nodes(text: str) -> list[SlurmNode]:
     return list(seen.values())
 
 
-def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
-    """The step's labelled output (``srun --label``): the JSON records, and every other line (for evidence).
+class StepOutput:
+    """The step's labelled output (``srun --label``) fed a line at a time: the JSON records as each is whole, and
+    every other line (for evidence).
 
     srun forwards a task's output in chunks and labels each chunk as a line of its own, so a long record arrives
     cut in pieces (``1: {..."stor`` then ``1: age"...}``): a task's chunks are joined until they parse. Pure."""
-    found: list[dict] = []
-    other: list[str] = []
-    pending: dict[str, str] = {}
-    for line in text.splitlines():
+
+    def __init__(self) -> None:
+        self.other: list[str] = []
+        self._pending: dict[str, str] = {}
+
+    def feed(self, line: str) -> list[dict]:
+        """The records this line completes (none or one)."""
         match = LABEL.match(line)
         task, body = (match.group(1), match.group(2)) if match else ("", line)
-        if task not in pending and not body.startswith("{"):
+        if task not in self._pending and not body.startswith("{"):
             if line.strip():
-                other.append(line)
-            continue
-        joined = pending.pop(task, "") + body
+                self.other.append(line)
+            return []
+        joined = self._pending.pop(task, "") + body
         try:
             item = json.loads(joined)
         except ValueError:
-            pending[task] = joined
-            continue
+            self._pending[task] = joined
+            return []
         if isinstance(item, dict) and {"host", "check", "status"} <= set(item):
-            found.append(item)
-        else:
-            other.append(f"{task}: {joined}" if task else joined)
-    other += [f"{task}: {rest}" if task else rest for task, rest in pending.items()]
-    return found, other
+            return [item]
+        self.other.append(f"{task}: {joined}" if task else joined)
+        return []
+
+    def finish(self) -> list[str]:
+        """Every line that was not a record, with the pieces of a record that never became whole."""
+        return self.other + [f"{task}: {rest}" if task else rest for task, rest in self._pending.items()]
+
+
+def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
+    """The step's whole labelled output: the JSON records, and every other line (for evidence). Pure."""
+    parser = StepOutput()
+    found = [item for line in text.splitlines() for item in parser.feed(line)]
+    return found, parser.finish()
 
 
 # ----- names and vars from an inventory -------------------------------------------------------------------
@@ -124,19 +143,17 @@ def map_node_names(slurm_names: Iterable[str], hosts: dict[str, tuple[str, str |
     return found
 
 
-def inventory_contexts(inventory: str, slurm_names: list[str],
+def inventory_contexts(inventory: Inventory, hosts: Sequence[Host], slurm_names: list[str],
                        overrides: dict[str, Any] | None = None) -> dict[str, HostContext]:
-    """The inventory host's context for each Slurm node; a node no host matches is exit 3, before any srun."""
-    from ..inventory import load_inventory
+    """The context of the host (of ``hosts``, from the loaded ``inventory``) that each Slurm node is; a node no
+    host matches is a ConfigError (exit 3), before any srun."""
     from ..transport.context import resolve_contexts
 
-    inv = load_inventory(inventory)
-    hosts = inv.select(None)
     mapping = map_node_names(slurm_names, {h.name: (h.address, str(h.vars["slurm_node"]) if h.vars.get("slurm_node")
                                                     else None) for h in hosts})
     missing = [n for n in slurm_names if n not in mapping]
     if missing:
-        raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inv.path}",
+        raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inventory.path}",
                           hint="name the host as the node, give it `slurm_node: NAME`, or narrow --nodes")
     wanted = [h for h in hosts if h.name in set(mapping.values())]
     contexts = resolve_contexts(wanted, overrides=overrides)
@@ -187,12 +204,13 @@ def _node_error(node: str, check: str, summary: str, evidence: dict, remedy: str
 
 
 def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, partition: str | None,
-                 time_limit_min: int, command: str = "accelstack") -> list[str]:
+                 time_limit_min: int, command: str = "accelstack",
+                 job_name: str = "accelstack-validate") -> list[str]:
     """One srun: one task per node, each running this node's checks; labelled lines, a time limit, and a bounded
     wait for the allocation (a drained node would otherwise queue the step for ever)."""
     argv = ["srun", f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}",
             f"--immediate={ALLOCATION_WAIT_S}", f"--time={time_limit_min}", "--label", "--chdir=/",
-            "--job-name=accelstack-validate", "--kill-on-bad-exit=0"]
+            f"--job-name={job_name}", "--kill-on-bad-exit=0"]
     if partition:
         argv.append(f"--partition={partition}")
     argv += [*shlex.split(command), "node-check", "--json", "--tier", tier]
@@ -203,15 +221,17 @@ def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, par
 
 def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | None = None,
                    partition: str | None = None, nodes: str | None = None,
-                   reporter: RecordSink | None = None, command: str | None = None, inventory: str | None = None,
+                   reporter: RecordSink | None = None, command: str | None = None,
+                   inventory: Inventory | None = None, hosts: Sequence[Host] = (),
                    overrides: dict[str, Any] | None = None, deadline_s: float | None = None) -> list[Record]:
     """Validate the partition's nodes (or ``nodes``, a Slurm hostlist) through one srun, then the multi-node
-    allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. Bad input (a node
-    the partition lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures
-    are error records, never exceptions."""
+    allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. With the loaded
+    ``inventory`` (and its ``hosts``), each node is checked with its host's vars. Bad input (a node the partition
+    lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures are error
+    records, never exceptions."""
     found = select_nodes(partition, nodes)
     names = [n.name for n in found]
-    contexts = inventory_contexts(inventory, names, overrides) if inventory else {}
+    contexts = inventory_contexts(inventory, hosts, names, overrides) if inventory is not None else {}
     per_node = {n: dict(contexts[n].vars) if n in contexts else dict(overrides or {}) for n in names}
     env = {NODE_VARS_ENV: encode_node_vars(per_node)} if any(per_node.values()) else {}
     host_validators = [v for v in validators if v.scope == "host"]
@@ -219,12 +239,36 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
     # Each node file names its own stack, so the record names come from the nodes; these are for errors only.
     error_checks = [v.name for v in host_validators] + (["multinode"] if multinode else [])
     records: list[Record] = []
+    steps = _Steps()
 
     def emit(batch: list[Record]) -> None:
         records.extend(batch)
         if reporter is not None:
             reporter.add_all(batch)
 
+    from .run import interrupt_guard
+
+    try:
+        # interrupt_guard only calls cancel() on the first Ctrl-C: here it scancels the step under way.
+        with interrupt_guard(cast("Fleet", steps)):
+            _validate_nodes(found, host_validators, multinode, error_checks, contexts, overrides or {}, tier=tier,
+                            only=only, partition=partition, command=command, env=env, deadline_s=deadline_s,
+                            emit=emit, steps=steps)
+    except KeyboardInterrupt:
+        # A node Slurm could not use already has its error records; the others get one per check left.
+        missing = interrupted_records(records, [n.name for n in found if n.usable], host_validators,
+                                      multinode=multinode)
+        emit(missing)
+        raise RunInterrupted(f"interrupted: {len(records) - len(missing)} finished record(s) kept, {len(missing)} "
+                             "check(s) marked not run; the Slurm step was cancelled") from None
+    return records
+
+
+def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], multinode: bool,
+                    error_checks: list[str], contexts: dict[str, HostContext], overrides: dict[str, Any], *,
+                    tier: str, only: set[str] | None, partition: str | None, command: str | None,
+                    env: dict[str, str], deadline_s: float | None, emit: Callable[[list[Record]], None],
+                    steps: _Steps) -> None:
     for node in found:
         if not node.usable:
             info = _node_reason(node.name)
@@ -235,20 +279,35 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
                               "state=resume) once fixed") for check in error_checks])
     usable = [n.name for n in found if n.usable]
     if not usable:
-        return records
+        return
     silent: list[str] = []
     if host_validators:
         silent = _host_step(host_validators, usable, tier=tier, only=only, partition=partition, command=command,
-                            env=env, emit=emit)
+                            env=env, emit=emit, steps=steps)
     if multinode:
         members = [n for n in usable if n not in silent]
         emit([_node_error(name, "multinode", f"not run: {name} gave no host records through Slurm",
                           {"slurm_step": "host checks"}, f"scontrol show node {name}; run accelstack node-check on it")
               for name in silent])
         if members:
-            emit(_multinode(members, contexts, overrides or {}, partition=partition, env=env, command=command,
+            emit(_multinode(members, contexts, overrides, partition=partition, env=env, command=command,
                             deadline_s=deadline_s))
-    return records
+
+
+def interrupted_records(records: list[Record], nodes: list[str], validators: list[Validator], *,
+                        multinode: bool) -> list[Record]:
+    """After Ctrl-C: an ``error`` record for each node and selected check that has no record yet (it could not be
+    measured), as the SSH engine writes them. Pure."""
+    def done(node: str, check: str, name: str) -> bool:
+        # An error for the whole validator (a node the step missed) carries the validator's name.
+        return any(r.host == node and (r.check in (check, name) or r.check.startswith(check + "."))
+                   for r in records)
+
+    checks = [(c, v.name) for v in validators for c in v.checks] + ([("multinode", "multinode")] if multinode else [])
+    return [Record(host=node, check=check, status="error", summary="not run: the run was interrupted (Ctrl-C)",
+                   evidence={"error": "interrupted"},
+                   remedy=f"re-run: inv validate --engine slurm --nodes {node} --only {check}")
+            for node in nodes for check, name in checks if not done(node, check, name)]
 
 
 def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
@@ -281,37 +340,137 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
 
 def _host_step(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
                partition: str | None, command: str | None, env: dict[str, str],
-               emit: Callable[[list[Record]], None]) -> list[str]:
-    """The host checks, one srun over the usable nodes; returns the nodes that gave no record."""
+               emit: Callable[[list[Record]], None], steps: _Steps) -> list[str]:
+    """The host checks, one srun over the usable nodes, each record handed on as it arrives; returns the nodes that
+    gave no record. Ctrl-C cancels the step (scancel by its job name) and keeps what already arrived."""
     error_checks = [v.name for v in validators]
     total = sum(v.timeout for v in validators) + 30
     host_only = {c for c in only if any(c in v.checks or c == v.name for v in validators)} if only else None
+    job_name = new_tag().replace("accelstack-run-", "accelstack-validate-")  # this step's alone, for scancel
     argv = step_command(usable, tier=tier, only=host_only, partition=partition,
                         time_limit_min=max(1, math.ceil(total / 60)),
-                        command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"))
-    started = time.monotonic()
-    step = _run(argv, timeout=ALLOCATION_WAIT_S + total + 30, strip_runs=True, env=env)
-    duration = round(time.monotonic() - started, 3)
-    items, other = parse_step_output(step.stdout)
+                        command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
+                        job_name=job_name)
     answered: set[str] = set()
-    batch = []
-    for item in items:
+
+    def arrived(item: dict) -> None:
         if item.get("host") not in usable:
-            continue
+            return
         record = Record.from_dict(item)
         record.run_id = ""
         answered.add(record.host)
-        batch.append(record)
-    emit(batch)
+        emit([record])
+
+    started = time.monotonic()
+    with steps.running(job_name):
+        code, stderr, other = _stream(argv, timeout=ALLOCATION_WAIT_S + total + 30, env=env, on_record=arrived)
+    duration = round(time.monotonic() - started, 3)
     silent = [n for n in usable if n not in answered]
     if silent:
-        tail = (step.stderr.strip().splitlines() + other)[-20:]
+        tail = (stderr.strip().splitlines() + other)[-20:]
         emit([_node_error(name, check, f"the Slurm step gave no records from {name} (srun exited "
-                                       f"{step.returncode})", {"command": shlex.join(argv), "stderr_tail": tail,
-                                                                 "slurm_step_s": duration},
+                                       f"{code})", {"command": shlex.join(argv), "stderr_tail": tail,
+                                                    "slurm_step_s": duration},
                           f"scontrol show node {name}; run accelstack node-check on it by hand")
               for name in silent for check in error_checks])
     return silent
+
+
+def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
+            on_record: Callable[[dict], None]) -> tuple[int, str, list[str]]:
+    """Run srun, handing each record of its labelled output to ``on_record`` as it is whole; returns srun's exit
+    status (124 when it gave no end within ``timeout`` and was killed), its stderr and the other stdout lines.
+    On KeyboardInterrupt srun is stopped (the step itself is the caller's to scancel) and nothing more is read."""
+    full_env = {**os.environ, **env}
+    # The nodes keep their own copy in their node file's runs_dir; this run's folder is the control side's.
+    full_env.pop("ACCELSTACK_RUNS", None)
+    try:
+        proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise ConfigError(f"{argv[0]} is not on PATH: --engine slurm needs Slurm's client commands",
+                          hint="apt-get install slurm-client, or run where sinfo and srun work") from None
+    lines: queue.Queue[str | None] = queue.Queue()
+    errors: list[str] = []
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr, errors.append, False), daemon=True)]
+    for reader in readers:
+        reader.start()
+    parser = StepOutput()
+    end = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            try:
+                line = lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            for item in parser.feed(line.rstrip("\n")):
+                on_record(item)
+    except BaseException:
+        _stop(proc)
+        raise
+    if timed_out:
+        _stop(proc)
+    code = proc.wait()
+    readers[1].join(5)
+    stderr = "".join(errors) + (f"\naccelstack: {argv[0]} gave no answer within {timeout:.0f} s" if timed_out else "")
+    return (124 if timed_out else code), stderr, parser.finish()
+
+
+def _pump(stream: Any, put: Callable[[Any], None], mark_end: bool) -> None:
+    for line in stream:
+        put(line)
+    if mark_end:
+        put(None)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """srun ends: SIGTERM (it signals the tasks and exits), SIGKILL after a few seconds."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _Steps:
+    """The Slurm steps this run has under way, by job name: what the first Ctrl-C cancels (``cancel()``, called
+    by :func:`accelstack.validate.run.interrupt_guard` in a thread of its own, as it cancels the SSH fleet)."""
+
+    def __init__(self) -> None:
+        self._names: set[str] = set()
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def running(self, name: str) -> Iterator[None]:
+        with self._lock:
+            self._names.add(name)
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+        finally:
+            with self._lock:
+                self._names.discard(name)
+
+    def cancel(self) -> None:
+        with self._lock:
+            names = sorted(self._names)
+        for name in names:
+            with contextlib.suppress(ConfigError):  # no scancel: srun's own end and the time limit stop the step
+                _run(["scancel", f"--name={name}"], timeout=15)
 
 
 def parse_gres_count(gres: str) -> int:
@@ -396,28 +555,6 @@ def _run(argv: list[str], *, timeout: float, strip_runs: bool = False,
         return _Failed(f"{argv[0]} gave no answer within {timeout:.0f} s")
 
 
-def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: bool, partition: str | None,
-                        nodes: str | None, inventory: str | None = None, overrides: dict[str, Any] | None = None,
-                        deadline_s: float | None = None) -> int:
-    """The body of ``inv validate --engine slurm``: checks the flags, runs, reports; returns the exit code."""
-    from ..results.output import Reporter
-    from ..results.records import RunWriter
-
-    validators = slurm_validators(engine, tier, only)
-    # Bad input is exit 3 before a run folder exists: a node the partition lacks, a node no inventory host matches.
-    selected = select_nodes(partition, nodes)
-    if inventory:
-        inventory_contexts(inventory, [n.name for n in selected], overrides)
-    writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
-                                         "inventory": inventory, "only": sorted(only) if only else None})
-    reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
-    try:
-        validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter,
-                       inventory=inventory, overrides=overrides, deadline_s=deadline_s)
-    except BaseException:
-        writer.close()
-        raise
-    return reporter.finish()
 
 
 def slurm_validators(engine: str, tier: str, only: set[str] | None) -> list[Validator]:
@@ -451,47 +588,3 @@ def scontrol_drain(host: str, reason: str) -> Any:
     outcome = drain_node(host, reason)
     status = 0 if outcome.ok else (127 if "not on PATH" in outcome.message else 1)
     return DrainResult(host, reason, shlex.join(outcome.command), status, outcome.message, ts=utc_now())
-
-
-def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | None, drain_cmd: str | None,
-                           drain: bool, max_drain: str | None, reports_dir: Any, busbw_drop_pct: float, tier: str,
-                           only: set[str] | None, partition: str | None, nodes: str | None,
-                           overrides: dict[str, Any] | None, progress: Any) -> FleetResult:
-    """The body of ``inv fleet-check --engine slurm``: validation through Slurm (host checks with one srun, the
-    multi-node step), then the fleet check's own baseline, regression, report and drain steps. ``--drain`` drains
-    through scontrol; the breaker (``--max-drain``) and ``drains.jsonl`` are the fleet check's."""
-    from ..fleetcheck import fleet_check
-
-    validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
-    if limit:
-        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
-    if len(inventories) > 1:
-        raise ConfigError("--engine slurm takes one --inventory (it maps Slurm node names to its hosts)")
-    if drain and drain_cmd:
-        raise ConfigError("--drain (scontrol) and --drain-cmd both given: choose one")
-    inventory = inventories[0] if inventories else None
-    label = f"slurm:{partition or 'default'}" + (f":{nodes}" if nodes else "")
-    selected = select_nodes(partition, nodes)  # a node the partition lacks: exit 3 now
-    if inventory:
-        inventory_contexts(inventory, [n.name for n in selected], overrides)  # an unmapped node: exit 3 now
-    checked: list[str] = []
-
-    def validate(_name: str, _skip: frozenset[str]) -> list[Record]:
-        records = validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes,
-                                 reporter=progress, inventory=inventory, overrides=overrides)
-        checked.extend(sorted({r.host for r in records}))
-        return records
-
-    def rerun(_name: str, hosts: list[str], check: str) -> list[Record]:
-        family = check.split(".", 1)[0]
-        chosen = [v for v in validators if family in v.checks or family == v.name]
-        if not chosen:
-            return []
-        # The multi-node check measures the nodes together: it runs across them again, as it first ran.
-        again = ",".join(checked) if family == "multinode" else ",".join(hosts)
-        return validate_slurm(chosen, tier=tier, only={family}, partition=partition, nodes=again,
-                              inventory=inventory, overrides=overrides)
-
-    return fleet_check([label], validate=validate, drain_cmd=drain_cmd, reports_dir=reports_dir,
-                       busbw_drop_pct=busbw_drop_pct, progress=progress, rerun=rerun, max_drain=max_drain,
-                       drain=scontrol_drain if drain else None)

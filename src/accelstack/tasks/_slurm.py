@@ -1,0 +1,105 @@
+"""The ``--engine slurm`` branches of ``inv validate`` and ``inv fleet-check``: their flags checked, the inventory
+loaded once, then :mod:`accelstack.validate.slurm` (which returns records) and the run's reporting."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..results.records import Record
+from ..transport.fanout import RunInterrupted
+from ..validate.slurm import (
+    inventory_contexts,
+    scontrol_drain,
+    select_nodes,
+    slurm_validators,
+    validate_slurm,
+)
+from .common import inventory_hosts
+
+if TYPE_CHECKING:
+    from ..fleetcheck import FleetResult
+    from ..inventory import Host, Inventory
+
+
+def _inventory(name: str | None, partition: str | None, nodes: str | None,
+               overrides: dict[str, Any] | None) -> tuple[Inventory | None, list[Host]]:
+    """The inventory (loaded once, every host of it) that maps Slurm nodes to hosts, or none. Bad input is exit 3
+    before a run folder exists: a node the partition lacks, a node no inventory host matches."""
+    selected = select_nodes(partition, nodes)
+    if not name:
+        return None, []
+    inv, hosts = inventory_hosts(name, None, overrides)
+    inventory_contexts(inv, hosts, [n.name for n in selected], overrides)
+    return inv, hosts
+
+
+def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: bool, partition: str | None,
+                        nodes: str | None, inventory: str | None = None, overrides: dict[str, Any] | None = None,
+                        deadline_s: float | None = None) -> int:
+    """The body of ``inv validate --engine slurm``: checks the flags, runs, reports; returns the exit code. Ctrl-C
+    keeps every finished record, marks the rest ``error`` "interrupted" and is exit 130, as over SSH."""
+    from ..results.output import Reporter
+    from ..results.records import RunWriter
+
+    validators = slurm_validators(engine, tier, only)
+    inv, hosts = _inventory(inventory, partition, nodes, overrides)
+    writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
+                                         "inventory": inventory, "only": sorted(only) if only else None})
+    reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
+    try:
+        validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter,
+                       inventory=inv, hosts=hosts, overrides=overrides, deadline_s=deadline_s)
+    except BaseException as stop:
+        # The live panel off; on Ctrl-C the run folder is closed as interrupted, with every finished record.
+        reporter.abort(interrupted=isinstance(stop, KeyboardInterrupt))
+        if isinstance(stop, RunInterrupted):
+            print(f"accelstack: {stop} (run {writer.path})", file=sys.stderr)
+            return 130
+        if not isinstance(stop, KeyboardInterrupt):
+            writer.close()
+        raise
+    return reporter.finish()
+
+
+def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | None, drain_cmd: str | None,
+                           drain: bool, max_drain: str | None, reports_dir: Any, busbw_drop_pct: float, tier: str,
+                           only: set[str] | None, partition: str | None, nodes: str | None,
+                           overrides: dict[str, Any] | None, progress: Any) -> FleetResult:
+    """The body of ``inv fleet-check --engine slurm``: validation through Slurm (host checks with one srun, the
+    multi-node step), then the fleet check's own baseline, regression, report and drain steps. ``--drain`` drains
+    through scontrol; the breaker (``--max-drain``) and ``drains.jsonl`` are the fleet check's."""
+    from ..fleetcheck import fleet_check
+
+    validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
+    if limit:
+        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
+    if len(inventories) > 1:
+        raise ConfigError("--engine slurm takes one --inventory (it maps Slurm node names to its hosts)")
+    if drain and drain_cmd:
+        raise ConfigError("--drain (scontrol) and --drain-cmd both given: choose one")
+    label = f"slurm:{partition or 'default'}" + (f":{nodes}" if nodes else "")
+    # A node the partition lacks, or one no inventory host matches: exit 3 now.
+    inv, hosts = _inventory(inventories[0] if inventories else None, partition, nodes, overrides)
+    checked: list[str] = []
+
+    def validate(_name: str, _skip: frozenset[str]) -> list[Record]:
+        records = validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes,
+                                 reporter=progress, inventory=inv, hosts=hosts, overrides=overrides)
+        checked.extend(sorted({r.host for r in records}))
+        return records
+
+    def rerun(_name: str, names: list[str], check: str) -> list[Record]:
+        family = check.split(".", 1)[0]
+        chosen = [v for v in validators if family in v.checks or family == v.name]
+        if not chosen:
+            return []
+        # The multi-node check measures the nodes together: it runs across them again, as it first ran.
+        again = ",".join(checked) if family == "multinode" else ",".join(names)
+        return validate_slurm(chosen, tier=tier, only={family}, partition=partition, nodes=again,
+                              inventory=inv, hosts=hosts, overrides=overrides)
+
+    return fleet_check([label], validate=validate, drain_cmd=drain_cmd, reports_dir=reports_dir,
+                       busbw_drop_pct=busbw_drop_pct, progress=progress, rerun=rerun, max_drain=max_drain,
+                       drain=scontrol_drain if drain else None)

@@ -1,0 +1,113 @@
+"""Ctrl-C under ``--engine slurm`` keeps the SSH engine's contract: every finished record stays, each check left
+gets an ``error`` "interrupted" record, the step is cancelled (scancel by its own job name), exit 130 with one
+line. Slurm's client commands are stand-ins on PATH (scripts): what is tested is our side of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from accelstack.results.records import read_run
+
+from .conftest import REPO
+
+RECORD = {"host": "node1", "check": "devices", "status": "pass", "summary": "8 device(s) healthy"}
+
+
+def _slurm_bin(folder: Path) -> Path:
+    folder.mkdir()
+    scripts = {
+        "sinfo": "#!/bin/sh\nprintf 'node1 idle\\nnode2 idle\\n'\n",
+        # One record from node1, cut in two chunks as srun forwards them, then the step hangs.
+        "srun": ("#!/bin/sh\n"
+                 f"echo \"$@\" > {folder}/srun.args\n"
+                 f"printf '0: %s\\n0: %s\\n' '{json.dumps(RECORD)[:30]}' '{json.dumps(RECORD)[30:]}'\n"
+                 f"echo $$ > {folder}/srun.pid\n"
+                 "[ -n \"$FAKE_SRUN_ENDS\" ] || exec sleep 60\n"
+                 f"echo '1: {json.dumps({**RECORD, 'host': 'node2'})}'\n"
+                 "echo 'srun: a line on stderr' >&2\n"),
+        "scancel": f"#!/bin/sh\necho \"$@\" >> {folder}/scancel.log\n",
+        "scontrol": "#!/bin/sh\nexit 1\n",
+    }
+    for name, text in scripts.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
+    return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigint_under_slurm_keeps_finished_records_marks_the_rest_cancels_the_step_and_exits_130(
+        tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only",
+                             "devices,env,multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        results: list[Path] = []
+        while time.monotonic() < end and not results:
+            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
+            time.sleep(0.05)
+        assert results, "node1's record was not written as it arrived"
+        srun_pid = int((slurm / "srun.pid").read_text())
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted: 1 finished record"), err
+    records = {(r.host, r.check): r for r in read_run(results[0].parent)}
+    assert records[("node1", "devices")].status == "pass"  # finished before Ctrl-C: kept as it was
+    cut = {key: r for key, r in records.items() if key != ("node1", "devices")}
+    assert set(cut) == {("node1", "env"), ("node1", "multinode"), ("node2", "devices"), ("node2", "env"),
+                        ("node2", "multinode")}
+    assert all(r.status == "error" and "interrupted" in r.summary for r in cut.values())
+    assert json.loads((results[0].parent / "meta.json").read_text())["exit_code"] == 130
+    assert len([line for line in out.splitlines() if line.startswith("{")]) == len(records)
+    # The step was cancelled by its own job name, the one srun was given, and srun did not outlive the run.
+    job = next(a for a in (slurm / "srun.args").read_text().split() if a.startswith("--job-name="))
+    assert f"--name={job.split('=', 1)[1]}" in (slurm / "scancel.log").read_text().split()
+    assert job.startswith("--job-name=accelstack-validate-") and job != "--job-name=accelstack-validate-"
+    assert not _alive(srun_pid)
+
+
+def test_a_step_that_ends_gives_every_record_and_no_interrupt(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}", "FAKE_SRUN_ENDS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sorted((r["host"], r["check"], r["status"]) for r in records) == [
+        ("node1", "devices", "pass"), ("node2", "devices", "pass")]
+    assert not (slurm / "scancel.log").exists()
+
+
+def test_interrupted_records_mark_only_what_has_no_record() -> None:
+    from accelstack.results.records import Record
+    from accelstack.validate.registry import load_registry
+    from accelstack.validate.slurm import interrupted_records
+
+    validators = [v for v in load_registry() if v.name in ("devices", "allreduce,allgather")]
+    have = [Record(host="n1", check="allreduce.single", status="pass", summary="ok"),
+            Record(host="n2", check="allreduce,allgather", status="error", summary="the step gave no records")]
+    missing = interrupted_records(have, ["n1", "n2"], validators, multinode=True)
+    assert sorted((r.host, r.check) for r in missing) == [
+        ("n1", "allgather"), ("n1", "devices"), ("n1", "multinode"), ("n2", "devices"), ("n2", "multinode")]
+    assert all(r.status == "error" and r.evidence == {"error": "interrupted"} for r in missing)
