@@ -5,6 +5,7 @@ line; and a killed upload's tmp file is gone once the next run reaches the host.
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -123,15 +124,27 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
 
 
 def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
-    with cli_process("validate", "--only", "allreduce", runs=tmp_path / "runs") as proc:
-        end = time.monotonic() + 60
-        while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
-                                                 _descendants(proc.pid)):
-            time.sleep(0.05)
-        running = _descendants(proc.pid)
-        assert running
-        _out, err = interrupt(proc, timeout=60, times=2)
-    assert_interrupted(proc, err)
+    # Two SIGINTs close together reach the process as one (the kernel keeps one pending SIGINT, Python one tripped
+    # flag until its handler runs), and one sent late finds it already gone: the second is sent once the first has
+    # visibly been handled (the validator it started killing is gone), and the scenario is tried again when the
+    # process still got only one. What is asserted is what the second one does.
+    for attempt in range(3):
+        with cli_process("validate", "--only", "allreduce", runs=tmp_path / f"runs{attempt}") as proc:
+            end = time.monotonic() + 60
+            while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
+                                                     _descendants(proc.pid)):
+                time.sleep(0.05)
+            running = _descendants(proc.pid)
+            assert running
+            workers = [pid for pid in running if "allreduce" in " ".join(_cmdline(pid))]
+            proc.send_signal(signal.SIGINT)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and all(_alive(pid) for pid in workers):
+                time.sleep(0.002)
+            _out, err = interrupt(proc, timeout=60)
+        assert_interrupted(proc, err)
+        if "interrupted again" in err:
+            break
     assert err == "accelstack: interrupted again: exiting now\n"  # no traceback
     assert [pid for pid in running if _alive(pid)] == []  # and the validator did not outlive it
 
