@@ -63,6 +63,43 @@ def test_facts_imports_no_provisioning_report_diagnosis_or_lab_code() -> None:
     assert not [m for m in modules if m.startswith(heavy)], modules
 
 
+def test_facts_json_and_plain_reporting_import_no_rich_nor_jinja2(tmp_path: Path) -> None:
+    # A real `facts --json` on this machine (the local inventory: no SSH), then a plain-text Reporter on a stream
+    # that is no terminal: neither draws anything, so neither may pay for rich's (or jinja2's) import.
+    probe = ("import io, sys\nfrom accelstack.cli import main\ncode = 0\n"
+             "try:\n    main(['accelstack', 'facts', '--json', '--inventory', 'inventories/local.yml'])\n"
+             "except SystemExit as exc:\n    code = exc.code\n"
+             "from accelstack.results.output import Reporter\nfrom accelstack.results.records import Record, RunWriter\n"
+             "from pathlib import Path\nplain = Reporter(RunWriter('validate', base=Path(sys.argv[1])), stdout=io.StringIO())\n"
+             "plain.add(Record('h1', 'env', 'pass', 'ok'))\nplain.finish()\n"
+             "print('exit', code, plain.terminal, ' '.join(sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('rich', 'jinja2'))))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=REPO,
+                          env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin",
+                               "ACCELSTACK_RUNS": str(tmp_path / "runs")}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [(r["host"], r["check"]) for r in records] == [("localhost", "facts")]
+    last = proc.stdout.splitlines()[-1].split()
+    assert last[0] == "exit" and last[2:] == ["False"], last  # no rich or jinja2 module after the word False
+
+
+def test_a_terminal_reporter_still_draws_with_rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    out = io.StringIO()
+    reporter = Reporter(RunWriter("validate", base=tmp_path), stdout=out, terminal=True)
+    assert reporter.interactive and reporter.console.is_terminal
+    reporter.add(Record("h1", "env", "fail", "bad"))
+    assert "FAIL" in out.getvalue() and "\x1b[" in out.getvalue()  # drawn by rich, in colour
+    plain = Reporter(RunWriter("validate", base=tmp_path), stdout=io.StringIO())
+    assert not plain.terminal  # a StringIO is no tty, and no variable says otherwise
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert Reporter(RunWriter("validate", base=tmp_path), stdout=io.StringIO()).terminal  # as rich decides it
+
+
 def test_connections_share_one_fabric_configuration_and_never_write_to_it() -> None:
     config = shared_fabric_config()
     before = json.dumps(config._modifications, sort_keys=True, default=str)
