@@ -129,6 +129,31 @@ def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(
     assert record.evidence == {"facts": {"nics": [{"name": "eth0"}]}}
 
 
+def test_records_arriving_together_share_an_fsync_and_none_waits_past_the_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from accelstack.results import records as records_module
+
+    synced: list[float] = []
+    real_fsync = records_module.os.fsync
+    monkeypatch.setattr(records_module.os, "fsync", lambda fd: (synced.append(time.monotonic()), real_fsync(fd)))
+    monkeypatch.setattr(RunWriter, "SYNC_INTERVAL_S", 0.2)
+    writer = RunWriter("facts", base=tmp_path)
+    written = time.monotonic()
+    for index in range(50):
+        writer.write(Record(f"h{index}", "facts", "pass", "ok"))
+    assert len(synced) == 1  # the first record at once; the other 49 wait for the burst's tail
+    assert len((writer.path / "results.jsonl").read_text().splitlines()) == 50  # flushed, each as it came
+    deadline = time.monotonic() + 5
+    while len(synced) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(synced) == 2 and synced[1] - written < 2.0  # the timer synced the tail, nothing else wrote
+    writer.write(Record("late", "facts", "pass", "ok"))
+    writer.close()  # syncs what the timer has not
+    assert len(synced) >= 3 and len(writer.records) == 51
+
+
 def test_the_wakeup_is_set_while_stdout_or_stderr_holds_data_or_has_ended() -> None:
     class Channel:
         in_buffer = BufferedPipe()
