@@ -112,6 +112,26 @@ def test_connections_share_one_fabric_configuration_and_never_write_to_it() -> N
     assert transports[0].connection.connect_kwargs["key_filename"] == ["/nonexistent/key"]
 
 
+def test_connections_prefer_aes_gcm_and_keep_every_other_cipher_paramiko_offers() -> None:
+    import socket
+
+    import paramiko
+
+    transport = SSHTransport(Host("h1", "10.99.0.1", key_file="/nonexistent/key"))
+    factory = transport.connection.connect_kwargs["transport_factory"]
+    ours, theirs = socket.socketpair()
+    try:
+        made = factory(ours)
+        assert isinstance(made, paramiko.Transport)
+        offered = list(made.preferred_ciphers)
+        assert offered[:2] == ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
+        assert sorted(offered) == sorted(paramiko.Transport._preferred_ciphers)  # a server without GCM gets ctr
+        made.close()
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(tmp_path: Path) -> None:
     import io
 
