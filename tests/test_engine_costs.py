@@ -63,6 +63,43 @@ def test_facts_imports_no_provisioning_report_diagnosis_or_lab_code() -> None:
     assert not [m for m in modules if m.startswith(heavy)], modules
 
 
+def test_facts_json_and_plain_reporting_import_no_rich_nor_jinja2(tmp_path: Path) -> None:
+    # A real `facts --json` on this machine (the local inventory: no SSH), then a plain-text Reporter on a stream
+    # that is no terminal: neither draws anything, so neither may pay for rich's (or jinja2's) import.
+    probe = ("import io, sys\nfrom accelstack.cli import main\ncode = 0\n"
+             "try:\n    main(['accelstack', 'facts', '--json', '--inventory', 'inventories/local.yml'])\n"
+             "except SystemExit as exc:\n    code = exc.code\n"
+             "from accelstack.results.output import Reporter\nfrom accelstack.results.records import Record, RunWriter\n"
+             "from pathlib import Path\nplain = Reporter(RunWriter('validate', base=Path(sys.argv[1])), stdout=io.StringIO())\n"
+             "plain.add(Record('h1', 'env', 'pass', 'ok'))\nplain.finish()\n"
+             "print('exit', code, plain.terminal, ' '.join(sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('rich', 'jinja2'))))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=REPO,
+                          env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin",
+                               "ACCELSTACK_RUNS": str(tmp_path / "runs")}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [(r["host"], r["check"]) for r in records] == [("localhost", "facts")]
+    last = proc.stdout.splitlines()[-1].split()
+    assert last[0] == "exit" and last[2:] == ["False"], last  # no rich or jinja2 module after the word False
+
+
+def test_a_terminal_reporter_still_draws_with_rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    out = io.StringIO()
+    reporter = Reporter(RunWriter("validate", base=tmp_path), stdout=out, terminal=True)
+    assert reporter.interactive and reporter.console.is_terminal
+    reporter.add(Record("h1", "env", "fail", "bad"))
+    assert "FAIL" in out.getvalue() and "\x1b[" in out.getvalue()  # drawn by rich, in colour
+    plain = Reporter(RunWriter("validate", base=tmp_path), stdout=io.StringIO())
+    assert not plain.terminal  # a StringIO is no tty, and no variable says otherwise
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert Reporter(RunWriter("validate", base=tmp_path), stdout=io.StringIO()).terminal  # as rich decides it
+
+
 def test_connections_share_one_fabric_configuration_and_never_write_to_it() -> None:
     config = shared_fabric_config()
     before = json.dumps(config._modifications, sort_keys=True, default=str)
@@ -73,6 +110,26 @@ def test_connections_share_one_fabric_configuration_and_never_write_to_it() -> N
     assert [t.connection.host for t in transports] == ["10.99.0.1", "10.99.0.2", "10.99.0.3"]
     assert all(t.connection.inline_ssh_env == config.inline_ssh_env for t in transports)
     assert transports[0].connection.connect_kwargs["key_filename"] == ["/nonexistent/key"]
+
+
+def test_connections_prefer_aes_gcm_and_keep_every_other_cipher_paramiko_offers() -> None:
+    import socket
+
+    import paramiko
+
+    transport = SSHTransport(Host("h1", "10.99.0.1", key_file="/nonexistent/key"))
+    factory = transport.connection.connect_kwargs["transport_factory"]
+    ours, theirs = socket.socketpair()
+    try:
+        made = factory(ours)
+        assert isinstance(made, paramiko.Transport)
+        offered = list(made.preferred_ciphers)
+        assert offered[:2] == ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"]
+        assert sorted(offered) == sorted(paramiko.Transport._preferred_ciphers)  # a server without GCM gets ctr
+        made.close()
+    finally:
+        ours.close()
+        theirs.close()
 
 
 def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(tmp_path: Path) -> None:
@@ -90,6 +147,31 @@ def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(
     # to_dict still hands out a copy: changing it leaves the record as it was.
     record.to_dict()["evidence"]["facts"]["nics"].append("x")
     assert record.evidence == {"facts": {"nics": [{"name": "eth0"}]}}
+
+
+def test_records_arriving_together_share_an_fsync_and_none_waits_past_the_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from accelstack.results import records as records_module
+
+    synced: list[float] = []
+    real_fsync = records_module.os.fsync
+    monkeypatch.setattr(records_module.os, "fsync", lambda fd: (synced.append(time.monotonic()), real_fsync(fd)))
+    monkeypatch.setattr(RunWriter, "SYNC_INTERVAL_S", 0.2)
+    writer = RunWriter("facts", base=tmp_path)
+    written = time.monotonic()
+    for index in range(50):
+        writer.write(Record(f"h{index}", "facts", "pass", "ok"))
+    assert len(synced) == 1  # the first record at once; the other 49 wait for the burst's tail
+    assert len((writer.path / "results.jsonl").read_text().splitlines()) == 50  # flushed, each as it came
+    deadline = time.monotonic() + 5
+    while len(synced) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(synced) == 2 and synced[1] - written < 2.0  # the timer synced the tail, nothing else wrote
+    writer.write(Record("late", "facts", "pass", "ok"))
+    writer.close()  # syncs what the timer has not
+    assert len(synced) >= 3 and len(writer.records) == 51
 
 
 def test_the_wakeup_is_set_while_stdout_or_stderr_holds_data_or_has_ended() -> None:

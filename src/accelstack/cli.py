@@ -46,10 +46,13 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> None:
     from .tasks import build_collection, modules_for
-    from .tasks.diagnose import spread_positional_logs
 
-    # invoke has no variadic positionals (pyinvoke/invoke#378): `accelstack diagnose a.log b.log` is rewritten to
-    # repeated --log flags here. Under plain `inv`, pass `-l a.log -l b.log`.
-    args = spread_positional_logs(sys.argv if argv is None else argv)
+    args = list(sys.argv if argv is None else argv)
+    if "diagnose" in args:  # the diagnose task module (and rich with it) is imported only when it is named
+        from .tasks.diagnose import spread_positional_logs
+
+        # invoke has no variadic positionals (pyinvoke/invoke#378): `accelstack diagnose a.log b.log` is rewritten
+        # to repeated --log flags here. Under plain `inv`, pass `-l a.log -l b.log`.
+        args = spread_positional_logs(args)
     # Only the task modules this command line names are imported (all of them for --list or bare help).
     program_for(build_collection(modules_for(args))).run(argv=args)

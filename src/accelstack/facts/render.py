@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from .model import Facts
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _gib(value: int | None, unit: int) -> str:
@@ -59,6 +62,8 @@ def facts_rows(facts: Facts) -> list[tuple[str, str]]:
 
 
 def facts_table(name: str, facts: Facts) -> Table:
+    from rich.table import Table  # only a person's view draws tables: --json never imports rich
+
     table = Table(title=name, show_header=False, title_justify="left")
     table.add_column("subject", style="bold")
     table.add_column("value", overflow="fold")

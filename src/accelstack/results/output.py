@@ -6,22 +6,27 @@ record as it arrives, a live panel of what runs now on each host and for how lon
 Without a terminal (cron, CI logs): plain text, one line per record as it arrives, then the totals; no table
 (at 80 columns a table wraps each cell over several lines). Tests render to a string with
 :func:`render_to_text`.
+
+rich is imported only where something is drawn with it: JSON Lines and plain text never import it (start-up
+CPU that a fleet-wide ``--json`` run pays for nothing; tests/test_engine_costs.py checks).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+    from rich.table import Table
+    from rich.text import Text
 
 from .records import SEVERITY, Record, RunWriter, exit_code_for
 
@@ -29,11 +34,15 @@ STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "error": 
 
 
 def status_text(status: str) -> Text:
+    from rich.text import Text
+
     return Text(status.upper(), style=STATUS_STYLE.get(status, ""))
 
 
 def records_table(records: Iterable[Record], *, title: str | None = None) -> Table:
     """Hosts x checks, worst first, with the remedy where there is one."""
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False, expand=False)
     table.add_column("host", style="bold")
     table.add_column("check")
@@ -98,6 +107,8 @@ class RunningPanel:
                     del self.running[host]
 
     def render(self, now: float | None = None) -> Text:
+        from rich.text import Text
+
         now = time.monotonic() if now is None else now
         with self.lock:
             rows = sorted(self.running.items())
@@ -112,10 +123,14 @@ class RunningPanel:
         return Text("\n").join(lines)
 
     def __rich__(self) -> RenderableType:
+        from rich.console import Group
+
         return Group(self.render())
 
 
 def totals_line(records: list[Record]) -> Text:
+    from rich.text import Text
+
     counts = Counter(record.status for record in records)
     hosts = len({record.host for record in records})
     parts = [Text(f"{hosts} host(s): ")]
@@ -126,6 +141,8 @@ def totals_line(records: list[Record]) -> Text:
 
 
 def render_to_text(renderable: RenderableType, width: int = 160) -> str:
+    from rich.console import Console
+
     console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined]
@@ -141,8 +158,9 @@ class Reporter:
         self.writer = writer
         self.json_lines = json_lines
         self.stdout = stdout or sys.stdout
-        self.console = Console(file=self.stdout, force_terminal=terminal)
-        self.terminal = self.console.is_terminal if terminal is None else terminal
+        self._force_terminal = terminal
+        self._console: Console | None = None
+        self._terminal = terminal
         self.total_hosts = total_hosts
         self.title = title
         self.panel = RunningPanel(total_hosts)
@@ -150,8 +168,31 @@ class Reporter:
         self._lock = threading.Lock()
 
     @property
+    def console(self) -> Console:
+        """The rich console on stdout, made (and rich imported) when something is first drawn."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stdout, force_terminal=self._force_terminal)
+        return self._console
+
+    @property
+    def terminal(self) -> bool:
+        """Whether stdout is a terminal, as rich decides it; a stream that is no tty, with neither of the
+        variables that rich lets override that, is decided without importing rich."""
+        if self._terminal is None:
+            isatty = getattr(self.stdout, "isatty", None)
+            try:
+                plain = isatty is None or not isatty()
+            except ValueError:  # a closed stream
+                plain = True
+            overridden = "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ
+            self._terminal = False if plain and not overridden else self.console.is_terminal
+        return self._terminal
+
+    @property
     def interactive(self) -> bool:
-        return self.terminal and not self.json_lines
+        return not self.json_lines and self.terminal
 
     def begin(self, host: str, check: str) -> None:
         if not self.interactive:
@@ -159,6 +200,8 @@ class Reporter:
         self.panel.begin(host, check)
         with self._lock:
             if self._live is None:
+                from rich.live import Live
+
                 self._live = Live(self.panel, console=self.console, refresh_per_second=2, transient=True)
                 self._live.start()
 
@@ -174,6 +217,8 @@ class Reporter:
                 self.stdout.write(line + "\n")
                 self.stdout.flush()
             elif self.interactive:
+                from rich.text import Text
+
                 self.console.print(Text.assemble(status_text(record.status), f" {record.host} {record.check}: ",
                                                  _one_line(record.summary)), highlight=False, overflow="ellipsis",
                                    no_wrap=True)
@@ -207,6 +252,8 @@ class Reporter:
             self.console.print(extra)
         run_line = f"run {self.writer.run_id}: {self.writer.path}/results.jsonl"
         if self.interactive:
+            from rich.text import Text
+
             self.console.print(records_table(records, title=self.title or None))
             self.console.print(totals_line(records))
             self.console.print(Text(run_line, style="dim"))
@@ -217,6 +264,8 @@ class Reporter:
 
 
 def dict_table(title: str, data: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")
