@@ -111,3 +111,29 @@ def test_interrupted_records_mark_only_what_has_no_record() -> None:
     assert sorted((r.host, r.check) for r in missing) == [
         ("n1", "allgather"), ("n1", "devices"), ("n1", "multinode"), ("n2", "devices"), ("n2", "multinode")]
     assert all(r.status == "error" and r.evidence == {"error": "interrupted"} for r in missing)
+
+
+def test_a_step_cut_off_after_some_records_marks_every_check_a_node_never_reported_error(tmp_path: Path) -> None:
+    # Each node reports env, then the step is killed (time limit, OOM, reboot): srun exits 137.
+    slurm = _slurm_bin(tmp_path / "bin")
+    env_record = {"host": "node1", "check": "env", "status": "pass", "summary": "env ok"}
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"echo '0: {json.dumps(env_record)}'\n"
+        f"echo '1: {json.dumps({**env_record, 'host': 'node2'})}'\n"
+        "echo 'srun: error: node1: task 0: Killed' >&2\nexit 137\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--tier", "quick",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    from accelstack.validate.registry import load_registry, select
+
+    quick = [v for v in select(load_registry(), "quick", None) if v.scope == "host" and "slurm" in v.engines]
+    assert len(quick) > 1
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    cut = [r for r in records if r["check"] != "env"]
+    assert proc.returncode != 0, proc.stdout
+    assert sorted((r["host"], r["check"]) for r in cut) == sorted(
+        (host, v.name) for host in ("node1", "node2") for v in quick if "env" not in v.checks)
+    assert all(r["status"] == "error" and "srun exited 137" in r["summary"] for r in cut)
+    assert [r["status"] for r in records if r["check"] == "env"] == ["pass", "pass"]

@@ -351,29 +351,45 @@ def _host_step(validators: list[Validator], usable: list[str], *, tier: str, onl
                         time_limit_min=max(1, math.ceil(total / 60)),
                         command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
                         job_name=job_name)
-    answered: set[str] = set()
+    reported: dict[str, list[str]] = {}
 
     def arrived(item: dict) -> None:
         if item.get("host") not in usable:
             return
         record = Record.from_dict(item)
         record.run_id = ""
-        answered.add(record.host)
+        reported.setdefault(record.host, []).append(record.check)
         emit([record])
 
     started = time.monotonic()
     with steps.running(job_name):
         code, stderr, other = _stream(argv, timeout=ALLOCATION_WAIT_S + total + 30, env=env, on_record=arrived)
     duration = round(time.monotonic() - started, 3)
-    silent = [n for n in usable if n not in answered]
+    silent = [n for n in usable if n not in reported]
+    tail = (stderr.strip().splitlines() + other)[-20:]
+    # A node that answered, then was cut off (time limit, OOM, reboot): each check it never reported is error.
+    emit(unreported_records(reported, validators, code=code,
+                            evidence={"command": shlex.join(argv), "stderr_tail": tail, "slurm_step_s": duration}))
     if silent:
-        tail = (stderr.strip().splitlines() + other)[-20:]
         emit([_node_error(name, check, f"the Slurm step gave no records from {name} (srun exited "
                                        f"{code})", {"command": shlex.join(argv), "stderr_tail": tail,
                                                     "slurm_step_s": duration},
                           f"scontrol show node {name}; run accelstack node-check on it by hand")
               for name in silent for check in error_checks])
     return silent
+
+
+def unreported_records(reported: dict[str, list[str]], validators: list[Validator], *, code: int,
+                       evidence: dict[str, Any]) -> list[Record]:
+    """For each node that gave some records (``reported``: node -> its record checks), an ``error`` record for
+    each selected validator that gave none there: the step ended before the node reported it, so it was not
+    measured, as the SSH engine marks a check that did not finish. Pure."""
+    return [_node_error(node, v.name, f"the Slurm step ended (srun exited {code}) before it reported {v.name} "
+                        f"on {node}", {**evidence, "exit_status": code},
+                        f"scontrol show node {node}; sacct for the step; re-run: inv validate --engine slurm "
+                        f"--nodes {node} --only {v.checks[0]}")
+            for node, checks in reported.items() for v in validators
+            if not any(v.owns(c) or c == v.name for c in checks)]
 
 
 def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
