@@ -15,11 +15,14 @@ import pytest
 
 from accelstack.fleetcheck import drain_targets
 from accelstack.validate.slurm import (
+    common_gres,
     decode_node_vars,
     encode_node_vars,
+    gres_request,
     map_node_names,
     parse_gres_count,
     short_name,
+    step_command,
 )
 from accelstack.validate.slurm_collective import (
     SlurmCollective,
@@ -139,6 +142,30 @@ def test_the_step_command_is_one_srun_with_a_time_limit_and_the_ranks_per_node()
     assert argv[-4:-1] == ["/opt/accelstack/bin/accelstack", "node-collective", "--spec"]
     assert json.loads(argv[-1]) == {"deadline_s": 90}
     assert step_time_limit(30) == "1:00" and step_time_limit(150.2) == "2:31"
+
+
+def test_both_steps_take_their_nodes_whole_and_ask_for_the_nodes_devices_only_when_slurm_manages_some() -> None:
+    # Under ConstrainDevices=yes a step that asks for no GRES sees no device; without --exclusive a user job shares
+    # the node with the bandwidth checks.
+    plain = collective_command(NODES, ntasks_per_node=2, spec={}, partition=None, time_limit_s=60, tag="t")
+    host = step_command(NODES, tier="quick", only=None, partition=None, time_limit_min=2)
+    for argv in (plain, host):
+        assert "--exclusive" in argv and not any(a.startswith(("--gres", "--gpus")) for a in argv)
+        assert argv.index("--exclusive") < argv.index("accelstack")  # srun's option, not node-check's
+    gpus = collective_command(NODES, ntasks_per_node=8, spec={}, partition=None, time_limit_s=60, tag="t",
+                              gres="gpu:h100:8")
+    npus = step_command(NODES, tier="quick", only=None, partition=None, time_limit_min=2, gres="npu:8")
+    assert "--gres=gpu:h100:8" in gpus and gpus.index("--gres=gpu:h100:8") < gpus.index("accelstack")
+    assert "--gres=npu:8" in npus and "--exclusive" in gpus and "--exclusive" in npus
+
+
+def test_the_gres_a_step_asks_for_is_the_nodes_devices_as_slurm_reports_them() -> None:
+    assert gres_request("gpu:h100:8(S:0-1)") == "gpu:h100:8" and gres_request("npu:8") == "npu:8"
+    assert gres_request("gpu:8(S:0),shard:4") == "gpu:8" and gres_request("(null)") is None
+    assert gres_request("") is None and gres_request("shard:4") is None
+    assert common_gres(["gpu:h100:8(S:0-1)", "gpu:h100:8(S:0-1)"]) == "gpu:h100:8"
+    assert common_gres(["gpu:h100:8", "gpu:a100:4"]) == "gpu:4"  # every node can give four
+    assert common_gres(["gpu:8", "(null)"]) is None and common_gres([]) is None
 
 
 def test_the_node_config_keeps_the_node_settings_and_takes_the_step_deadline_and_sweep() -> None:

@@ -137,3 +137,34 @@ def test_a_step_cut_off_after_some_records_marks_every_check_a_node_never_report
         (host, v.name) for host in ("node1", "node2") for v in quick if "env" not in v.checks)
     assert all(r["status"] == "error" and "srun exited 137" in r["summary"] for r in cut)
     assert [r["status"] for r in records if r["check"] == "env"] == ["pass", "pass"]
+
+
+def test_the_host_step_asks_each_node_for_its_devices_and_takes_it_whole(tmp_path: Path) -> None:
+    # node1 and node2 have GPUs Slurm manages, node3 none: one srun per device set, each --exclusive.
+    slurm = _slurm_bin(tmp_path / "bin")
+    (slurm / "sinfo").write_text("#!/bin/sh\nprintf 'node1 idle\\nnode2 idle\\nnode3 idle\\n'\n")
+    (slurm / "scontrol").write_text(
+        "#!/bin/sh\n[ \"$*\" = '-o show node' ] || exit 1\n"
+        "echo 'NodeName=node1 Arch=x86_64 Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.1 State=IDLE'\n"
+        "echo 'NodeName=node2 Arch=x86_64 Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.2 State=IDLE'\n"
+        "echo 'NodeName=node3 Arch=x86_64 Gres=(null) NodeAddr=10.0.0.3 State=IDLE'\n")
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"echo \"$@\" >> {slurm}/srun.log\n"
+        "for a in \"$@\"; do case $a in --nodelist=*) list=${a#--nodelist=};; esac; done\n"
+        "i=0; for n in $(echo $list | tr , ' '); do\n"
+        "  echo \"$i: {\\\"host\\\": \\\"$n\\\", \\\"check\\\": \\\"devices\\\", "
+        "\\\"status\\\": \\\"pass\\\", \\\"summary\\\": \\\"ok\\\"}\"; i=$((i+1)); done\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    calls = sorted(line.split() for line in (slurm / "srun.log").read_text().splitlines())
+    assert len(calls) == 2 and all("--exclusive" in argv for argv in calls)
+    by_nodes = {next(a for a in argv if a.startswith("--nodelist=")): argv for argv in calls}
+    assert "--gres=gpu:h100:8" in by_nodes["--nodelist=node1,node2"]
+    assert not any(a.startswith("--gres") for a in by_nodes["--nodelist=node3"])
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sorted((r["host"], r["status"]) for r in records) == [("node1", "pass"), ("node2", "pass"),
+                                                                  ("node3", "pass")]

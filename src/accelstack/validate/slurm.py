@@ -204,13 +204,17 @@ def _node_error(node: str, check: str, summary: str, evidence: dict, remedy: str
 
 
 def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, partition: str | None,
-                 time_limit_min: int, command: str = "accelstack",
-                 job_name: str = "accelstack-validate") -> list[str]:
+                 time_limit_min: int, command: str = "accelstack", job_name: str = "accelstack-validate",
+                 gres: str | None = None) -> list[str]:
     """One srun: one task per node, each running this node's checks; labelled lines, a time limit, and a bounded
-    wait for the allocation (a drained node would otherwise queue the step for ever)."""
+    wait for the allocation (a drained node would otherwise queue the step for ever). The nodes whole
+    (``--exclusive``: no user job beside the bandwidth checks) with their devices (``gres``, the nodes' own
+    :func:`gres_request`: under ``ConstrainDevices=yes`` a step that asks for none sees none)."""
     argv = ["srun", f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}",
             f"--immediate={ALLOCATION_WAIT_S}", f"--time={time_limit_min}", "--label", "--chdir=/",
-            f"--job-name={job_name}", "--kill-on-bad-exit=0"]
+            f"--job-name={job_name}", "--kill-on-bad-exit=0", "--exclusive"]
+    if gres:
+        argv.append(f"--gres={gres}")
     if partition:
         argv.append(f"--partition={partition}")
     argv += [*shlex.split(command), "node-check", "--json", "--tier", tier]
@@ -280,10 +284,12 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
     usable = [n.name for n in found if n.usable]
     if not usable:
         return
+    table = _node_table()
     silent: list[str] = []
     if host_validators:
         silent = _host_step(host_validators, usable, tier=tier, only=only, partition=partition, command=command,
-                            env=env, emit=emit, steps=steps)
+                            env=env, emit=emit, steps=steps,
+                            gres={n: gres_request(table.get(n, {}).get("Gres", "")) for n in usable})
     if multinode:
         members = [n for n in usable if n not in silent]
         emit([_node_error(name, "multinode", f"not run: {name} gave no host records through Slurm",
@@ -291,7 +297,7 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
               for name in silent])
         if members:
             emit(_multinode(members, contexts, overrides, partition=partition, env=env, command=command,
-                            deadline_s=deadline_s))
+                            deadline_s=deadline_s, info=table))
 
 
 def interrupted_records(records: list[Record], nodes: list[str], validators: list[Validator], *,
@@ -340,9 +346,24 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
 
 def _host_step(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
                partition: str | None, command: str | None, env: dict[str, str],
-               emit: Callable[[list[Record]], None], steps: _Steps) -> list[str]:
-    """The host checks, one srun over the usable nodes, each record handed on as it arrives; returns the nodes that
-    gave no record. Ctrl-C cancels the step (scancel by its job name) and keeps what already arrived."""
+               emit: Callable[[list[Record]], None], steps: _Steps,
+               gres: dict[str, str | None] | None = None) -> list[str]:
+    """The host checks, one srun over the usable nodes (one per distinct device set, ``gres``: node -> its
+    :func:`gres_request`, so each node is given all its devices), each record handed on as it arrives; returns the
+    nodes that gave no record. Ctrl-C cancels the step (scancel by its job name) and keeps what already arrived."""
+    groups: dict[str | None, list[str]] = {}
+    for name in usable:
+        groups.setdefault((gres or {}).get(name), []).append(name)
+    silent: list[str] = []
+    for request, group in groups.items():
+        silent += _host_group(validators, group, tier=tier, only=only, partition=partition, command=command,
+                              env=env, emit=emit, steps=steps, gres=request)
+    return silent
+
+
+def _host_group(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
+                partition: str | None, command: str | None, env: dict[str, str],
+                emit: Callable[[list[Record]], None], steps: _Steps, gres: str | None) -> list[str]:
     error_checks = [v.name for v in validators]
     total = sum(v.timeout for v in validators) + 30
     host_only = {c for c in only if any(c in v.checks or c == v.name for v in validators)} if only else None
@@ -350,7 +371,7 @@ def _host_step(validators: list[Validator], usable: list[str], *, tier: str, onl
     argv = step_command(usable, tier=tier, only=host_only, partition=partition,
                         time_limit_min=max(1, math.ceil(total / 60)),
                         command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
-                        job_name=job_name)
+                        job_name=job_name, gres=gres)
     reported: dict[str, list[str]] = {}
 
     def arrived(item: dict) -> None:
@@ -489,6 +510,27 @@ class _Steps:
                 _run(["scancel", f"--name={name}"], timeout=15)
 
 
+def gres_request(gres: str) -> str | None:
+    """What a step asks for to see all of a node's devices: the device-like items of its ``Gres`` as Slurm reports
+    them, socket bindings left out (``gpu:h100:8(S:0-1),shard:4`` -> ``gpu:h100:8``); ``None`` for a node with
+    none (``(null)``). Pure."""
+    items = [item.split("(")[0] for item in (gres or "").split(",")]
+    wanted = [item for item in items if item.split(":")[0] in ("gpu", "npu") and parse_gres_count(item)]
+    return ",".join(wanted) or None
+
+
+def common_gres(gres: Sequence[str]) -> str | None:
+    """One ``--gres`` for a step over nodes with these ``Gres``: theirs when they agree; else the fewest devices of
+    the first kind, untyped (``gpu:4``), which every node can give; ``None`` when a node has none. Pure."""
+    requests = [gres_request(g) for g in gres]
+    if not requests or any(r is None for r in requests):
+        return None
+    if len(set(requests)) == 1:
+        return requests[0]
+    kind = str(requests[0]).split(":")[0]
+    return f"{kind}:{min(parse_gres_count(str(r)) for r in requests)}"
+
+
 def parse_gres_count(gres: str) -> int:
     """The device count of a node's ``Gres`` (``gpu:8``, ``gpu:h100:8(S:0-1)``, ``npu:8,shard:4``; ``(null)``:
     none), the first device-like one. Pure."""
@@ -501,12 +543,11 @@ def parse_gres_count(gres: str) -> int:
 
 def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: dict[str, Any], *,
                partition: str | None, env: dict[str, str], command: str | None,
-               deadline_s: float | None) -> list[Record]:
+               deadline_s: float | None, info: dict[str, dict[str, str]]) -> list[Record]:
     from .cluster import DEFAULT_DEADLINE
     from .slurm_collective import SlurmCollective, multinode_slurm
     from .thresholds import load_thresholds
 
-    info = _node_table()
     first: dict[str, Any] = dict(contexts[members[0]].vars) if members[0] in contexts else dict(overrides)
     nproc = first.get("cluster_nproc") or first.get("nproc_per_node")
     if not nproc:
@@ -518,6 +559,7 @@ def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: 
                           node_addrs={n: info[n]["NodeAddr"] for n in members if info.get(n, {}).get("NodeAddr")},
                           accelerator=str(first["accelerator"]) if first.get("accelerator") else None,
                           thresholds=thresholds, env=env, command=command,
+                          gres=common_gres([info.get(n, {}).get("Gres", "") for n in members]),
                           usable=lambda names: {n.name for n in select_nodes(partition, ",".join(names)) if n.usable})
     deadline = float(deadline_s or first.get("multinode_deadline_s") or DEFAULT_DEADLINE)
     started = time.monotonic()
