@@ -352,3 +352,10 @@ def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_i
     records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
     assert sorted(records) == NODES and len(fleet.groups) == 1  # the step's records, and no isolation
     assert all(r.status == "fail" and "Unable to contact slurm controller" in r.summary for r in records.values())
+
+
+def test_a_client_commands_stderr_becomes_one_line() -> None:
+    from accelstack.validate.slurm import last_line
+
+    assert last_line("sinfo: error: a\n\nsinfo: fatal:   no  config \n") == "sinfo: fatal: no config"
+    assert last_line("") == "no output" and last_line("  \n", "it names no node") == "it names no node"

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from accelstack.results.records import read_run
 
 from .conftest import REPO
@@ -168,3 +170,68 @@ def test_the_host_step_asks_each_node_for_its_devices_and_takes_it_whole(tmp_pat
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert sorted((r["host"], r["status"]) for r in records) == [("node1", "pass"), ("node2", "pass"),
                                                                   ("node3", "pass")]
+
+
+def _logging_bin(folder: Path) -> Path:
+    """Slurm's clients that log every call: a flag refused as bad input must leave both logs absent."""
+    slurm = _slurm_bin(folder)
+    for name in ("sinfo", "srun"):
+        (slurm / name).write_text(f"#!/bin/sh\necho \"$@\" >> {slurm}/{name}.log\nexit 1\n")
+    return slurm
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["fleet-check", "--drain"], ["--drain drains through scontrol and needs --engine slurm", "--drain-cmd"]),
+    (["validate", "--partition", "gpu"], ["--partition", "needs --engine slurm"]),
+    (["validate", "--nodes", "lab[1-2]"], ["--nodes", "needs --engine slurm"]),
+    (["fleet-check", "--partition", "gpu"], ["--partition", "needs --engine slurm"]),
+    (["fleet-check", "--nodes", "lab1"], ["--nodes", "needs --engine slurm"]),
+    (["validate", "--engine", "slurm", "--limit", "lab1"], ["--limit", "name Slurm nodes", "--nodes"]),
+    (["validate", "--engine", "slurm", "--forks", "4"], ["--forks", "--engine slurm"]),
+    (["validate", "--engine", "slurm", "--connect-timeout", "5"], ["--connect-timeout", "--engine slurm"]),
+    (["fleet-check", "--engine", "slurm", "--forks", "4"], ["--forks", "--engine slurm"]),
+])
+def test_a_flag_the_engine_would_ignore_is_exit_3_in_one_line_before_any_node_is_touched(
+        tmp_path: Path, args: list[str], words: list[str]) -> None:
+    slurm = _logging_bin(tmp_path / "bin")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", *args, "--reports-dir", str(tmp_path / "reports")]
+                          if args[0] == "fleet-check" else [sys.executable, "-m", "accelstack", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert lines and lines[0].startswith("accelstack: ") and "Traceback" not in proc.stderr, proc.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+    assert not (slurm / "sinfo.log").exists() and not (slurm / "srun.log").exists()
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sinfo_failing_is_one_line_of_bad_input(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    (slurm / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2\n"
+                                 "echo 'sinfo: error: fetch_config: DNS SRV lookup failed' >&2\n"
+                                 "echo 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "sinfo" in line]
+    assert len(said) == 1 and "Could not establish a configuration source" in said[0], proc.stderr
+    assert "DNS SRV" not in proc.stderr
+
+
+def test_validate_through_slurm_takes_the_configured_deadline_as_the_ssh_engine_does(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    record = {"host": "node1", "check": "devices", "status": "pass", "summary": "ok"}
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"case \"$*\" in *node-collective*) echo \"$@\" >> {slurm}/collective.log; exit 1;; esac\n"
+        f"echo '0: {json.dumps(record)}'\necho '1: {json.dumps({**record, 'host': 'node2'})}'\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}", "ACCELSTACK_DEADLINE": "77"}
+    subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only",
+                    "devices,multinode"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    first = (slurm / "collective.log").read_text().splitlines()[0]
+    assert json.loads(first.split("--spec ", 1)[1])["deadline_s"] == 77.0

@@ -316,6 +316,13 @@ def interrupted_records(records: list[Record], nodes: list[str], validators: lis
             for node in nodes for check, name in checks if not done(node, check, name)]
 
 
+def last_line(text: str, empty: str = "no output") -> str:
+    """A client command's stderr as one line for a bad-input message: its last line that says something (Slurm
+    prints the cause last). Pure."""
+    lines = [" ".join(line.split()) for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][-300:] if lines else empty
+
+
 def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
     """The partition's nodes (sinfo), or those of them ``nodes`` names; a name the partition lacks is exit 3."""
     listing = ["sinfo", "-h", "-N", "-o", "%N %T"]
@@ -323,7 +330,7 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
         listing.append(f"--partition={partition}")
     proc = _run(listing, timeout=30)
     if proc.returncode != 0:
-        raise ConfigError(f"sinfo exited {proc.returncode}: {proc.stderr.strip()[-300:] or 'no output'}",
+        raise ConfigError(f"sinfo exited {proc.returncode}: {last_line(proc.stderr)}",
                           hint="is SLURM_CONF set and slurmctld up? (scontrol ping)")
     found = parse_sinfo_nodes(proc.stdout)
     where = f"partition {partition}" if partition else "the default partition"
@@ -332,7 +339,7 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
         wanted = expanded.stdout.split() if expanded.returncode == 0 else []
         if not wanted:
             raise ConfigError(f"--nodes {nodes!r} is not a Slurm hostlist: "
-                              f"{expanded.stderr.strip()[-200:] or 'it names no node'}", hint="e.g. lab[1-4],gpu07")
+                              f"{last_line(expanded.stderr, 'it names no node')}", hint="e.g. lab[1-4],gpu07")
         known = {n.name for n in found}
         unknown = [n for n in wanted if n not in known]
         if unknown:
