@@ -359,3 +359,42 @@ def test_a_client_commands_stderr_becomes_one_line() -> None:
 
     assert last_line("sinfo: error: a\n\nsinfo: fatal:   no  config \n") == "sinfo: fatal: no config"
     assert last_line("") == "no output" and last_line("  \n", "it names no node") == "it names no node"
+
+
+class _Reads(dict):
+    """A host's vars that remember every name read from them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("stack", ["cpu", "nvidia-cuda12.8", "ascend-910b-cann8.1.rc1"])
+def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> None:
+    # A var the node's checks read but the step does not carry is silently the node file's, not the inventory's
+    # (nproc_per_node was: single-node collectives under Slurm ignored the inventory's value).
+    from accelstack.inventory import Host
+    from accelstack.stacks import load_stack
+    from accelstack.transport.context import HostContext
+    from accelstack.validate.config import host_config
+    from accelstack.validate.slurm import NODE_VARS
+
+    reads = _Reads()
+    ctx = HostContext(Host(name="node1", address="localhost", connection="local"), load_stack(stack), reads)
+    host_config(ctx, tier="standard")
+    assert ctx.python and ctx.backend
+    reads.get("thresholds")  # what node-check judges by (nodecheck.run_node_check)
+    assert {"nproc_per_node", "stack_python", "validate_sizes", "cluster_nproc"} <= reads.read
+    assert reads.read - set(NODE_VARS) == set()

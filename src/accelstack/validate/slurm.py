@@ -113,12 +113,14 @@ def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
 # ----- names and vars from an inventory -------------------------------------------------------------------
 
 NODE_VARS_ENV = "ACCELSTACK_NODE_VARS"
-# The inventory vars a node's checks read (what the node file carries, and the cluster sweep's settings).
+# The inventory vars a node's checks read (what the node file carries, and the cluster sweep's settings): every
+# var validate.config.host_config, the context and node-check read from a host's vars (a test reads them all).
 NODE_VARS = ("stack", "stack_python", "expect_devices", "accelerator", "backend", "nccl_socket_ifname",
              "hccl_socket_ifname", "gloo_socket_ifname", "ascend_install_path", "checkpoint_dir", "checkpoint_fs",
              "checkpoint_size_gb", "collective_timeout_s", "storage_probe_mb", "min_shm_gb", "validate_sizes",
              "validate_iters", "validate_warmup", "validate_size_budget_s", "thresholds", "device_thresholds", "env",
-             "env_file", "cluster_sizes", "cluster_iters", "cluster_warmup", "cluster_size_budget_s")
+             "env_file", "nproc_per_node", "health_xid_window_s", "cluster_sizes", "cluster_iters", "cluster_warmup",
+             "cluster_size_budget_s", "cluster_nproc")
 
 
 def short_name(address: str) -> str:
