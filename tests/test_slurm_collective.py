@@ -398,3 +398,16 @@ def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> N
     reads.get("thresholds")  # what node-check judges by (nodecheck.run_node_check)
     assert {"nproc_per_node", "stack_python", "validate_sizes", "cluster_nproc"} <= reads.read
     assert reads.read - set(NODE_VARS) == set()
+
+
+def test_both_steps_read_srun_label_output_with_one_parser_that_joins_a_tasks_chunks() -> None:
+    from accelstack.validate import slurm, slurm_collective
+
+    record = json.dumps({"host": "lab2", "check": "devices", "status": "pass", "summary": "ok"})
+    text = f"1: {record[:20]}\n0: srun: a note\n1: {record[20:]}\n0: {{\"accelstack_node\": {{\"name\": \"lab1\"}}}}\n"
+    items, other = slurm.parse_step_output(text)
+    assert items == [json.loads(record)] and other == ["0: srun: a note", '0: {"accelstack_node": {"name": "lab1"}}']
+    documents, rest = slurm_collective.labelled_documents(text)
+    assert documents == [("1", json.loads(record)), ("0", {"accelstack_node": {"name": "lab1"}})]
+    assert rest == ["0: srun: a note"]
+    assert slurm_collective.LABEL is slurm.LABEL

@@ -68,19 +68,20 @@ def parse_sinfo_nodes(text: str) -> list[SlurmNode]:
     return list(seen.values())
 
 
-class StepOutput:
-    """The step's labelled output (``srun --label``) fed a line at a time: the JSON records as each is whole, and
-    every other line (for evidence).
+class LabelledOutput:
+    """``srun --label`` output fed a line at a time: each JSON object as it is whole, with its task's label, and
+    every other line (for evidence). The one parser of both steps' output (host checks, multi-node).
 
-    srun forwards a task's output in chunks and labels each chunk as a line of its own, so a long record arrives
+    srun forwards a task's output in chunks and labels each chunk as a line of its own, so a long line arrives
     cut in pieces (``1: {..."stor`` then ``1: age"...}``): a task's chunks are joined until they parse. Pure."""
 
-    def __init__(self) -> None:
+    def __init__(self, wanted: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        self.wanted = wanted  # which objects the caller reads; the others are kept with the other lines
         self.other: list[str] = []
         self._pending: dict[str, str] = {}
 
-    def feed(self, line: str) -> list[dict]:
-        """The records this line completes (none or one)."""
+    def feed(self, line: str) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(task, object)`` this line completes (none or one)."""
         match = LABEL.match(line)
         task, body = (match.group(1), match.group(2)) if match else ("", line)
         if task not in self._pending and not body.startswith("{"):
@@ -93,20 +94,24 @@ class StepOutput:
         except ValueError:
             self._pending[task] = joined
             return []
-        if isinstance(item, dict) and {"host", "check", "status"} <= set(item):
-            return [item]
+        if isinstance(item, dict) and (self.wanted is None or self.wanted(item)):
+            return [(task, item)]
         self.other.append(f"{task}: {joined}" if task else joined)
         return []
 
     def finish(self) -> list[str]:
-        """Every line that was not a record, with the pieces of a record that never became whole."""
+        """Every line that was not an object, with the pieces of one that never became whole."""
         return self.other + [f"{task}: {rest}" if task else rest for task, rest in self._pending.items()]
 
 
+def is_record(item: dict[str, Any]) -> bool:
+    return {"host", "check", "status"} <= set(item)
+
+
 def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
-    """The step's whole labelled output: the JSON records, and every other line (for evidence). Pure."""
-    parser = StepOutput()
-    found = [item for line in text.splitlines() for item in parser.feed(line)]
+    """The host step's whole labelled output: the JSON records, and every other line (for evidence). Pure."""
+    parser = LabelledOutput(wanted=is_record)
+    found = [item for line in text.splitlines() for _task, item in parser.feed(line)]
     return found, parser.finish()
 
 
@@ -443,7 +448,7 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
                threading.Thread(target=_pump, args=(proc.stderr, errors.append, False), daemon=True)]
     for reader in readers:
         reader.start()
-    parser = StepOutput()
+    parser = LabelledOutput(wanted=is_record)
     end = time.monotonic() + timeout
     timed_out = False
     try:
@@ -458,7 +463,7 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
                 continue
             if line is None:
                 break
-            for item in parser.feed(line.rstrip("\n")):
+            for _task, item in parser.feed(line.rstrip("\n")):
                 on_record(item)
     except BaseException:
         _stop(proc)

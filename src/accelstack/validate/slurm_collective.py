@@ -34,6 +34,7 @@ from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
 from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .results import judge_multinode_bandwidth, log_lines, tail
+from .slurm import LABEL, LabelledOutput
 from .thresholds import Thresholds, judge
 
 ALLOCATION_WAIT_S = 60
@@ -41,7 +42,6 @@ ALLOCATION_WAIT_S = 60
 STARTUP_ALLOWANCE_S = 30
 KILL_AFTER_S = 15
 INFO_KEY = "accelstack_node"
-LABEL = re.compile(r"^\s*(\d+):\s?(.*)$")
 # What srun prints when a node cannot run its tasks (reference slurm-lab.md 8).
 NODE_FAILURE = re.compile(r"(?:failed on node|Node failure on|on failed node|error on node) ([A-Za-z0-9._-]+?)[:\s,]")
 TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE)
@@ -103,31 +103,11 @@ class StepResult:
 
 
 def labelled_documents(text: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line. srun forwards a task's output
-    in chunks and labels each chunk as a line, so a long line can arrive cut in pieces: a task's pieces are joined
-    until they parse. Pure."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    other: list[str] = []
-    pending: dict[str, str] = {}
-    for line in text.splitlines():
-        match = LABEL.match(line)
-        task, body = (match.group(1), match.group(2)) if match else ("", line)
-        if task not in pending and not body.startswith("{"):
-            if line.strip():
-                other.append(line)
-            continue
-        joined = pending.pop(task, "") + body
-        try:
-            item = json.loads(joined)
-        except ValueError:
-            pending[task] = joined
-            continue
-        if isinstance(item, dict):
-            found.append((task, item))
-        else:
-            other.append(f"{task}: {joined}" if task else joined)
-    other += [f"{task}: {rest}" if task else rest for task, rest in pending.items()]
-    return found, other
+    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line (the host step's parser,
+    :class:`.slurm.LabelledOutput`). Pure."""
+    parser = LabelledOutput()
+    found = [pair for line in text.splitlines() for pair in parser.feed(line)]
+    return found, parser.finish()
 
 
 def parse_collective_output(text: str, nodes: Sequence[str]) -> tuple[dict[str, NodeOutcome], list[str]]:
