@@ -15,11 +15,14 @@ import pytest
 
 from accelstack.fleetcheck import drain_targets
 from accelstack.validate.slurm import (
+    common_gres,
     decode_node_vars,
     encode_node_vars,
+    gres_request,
     map_node_names,
     parse_gres_count,
     short_name,
+    step_command,
 )
 from accelstack.validate.slurm_collective import (
     SlurmCollective,
@@ -139,6 +142,30 @@ def test_the_step_command_is_one_srun_with_a_time_limit_and_the_ranks_per_node()
     assert argv[-4:-1] == ["/opt/accelstack/bin/accelstack", "node-collective", "--spec"]
     assert json.loads(argv[-1]) == {"deadline_s": 90}
     assert step_time_limit(30) == "1:00" and step_time_limit(150.2) == "2:31"
+
+
+def test_both_steps_take_their_nodes_whole_and_ask_for_the_nodes_devices_only_when_slurm_manages_some() -> None:
+    # Under ConstrainDevices=yes a step that asks for no GRES sees no device; without --exclusive a user job shares
+    # the node with the bandwidth checks.
+    plain = collective_command(NODES, ntasks_per_node=2, spec={}, partition=None, time_limit_s=60, tag="t")
+    host = step_command(NODES, tier="quick", only=None, partition=None, time_limit_min=2)
+    for argv in (plain, host):
+        assert "--exclusive" in argv and not any(a.startswith(("--gres", "--gpus")) for a in argv)
+        assert argv.index("--exclusive") < argv.index("accelstack")  # srun's option, not node-check's
+    gpus = collective_command(NODES, ntasks_per_node=8, spec={}, partition=None, time_limit_s=60, tag="t",
+                              gres="gpu:h100:8")
+    npus = step_command(NODES, tier="quick", only=None, partition=None, time_limit_min=2, gres="npu:8")
+    assert "--gres=gpu:h100:8" in gpus and gpus.index("--gres=gpu:h100:8") < gpus.index("accelstack")
+    assert "--gres=npu:8" in npus and "--exclusive" in gpus and "--exclusive" in npus
+
+
+def test_the_gres_a_step_asks_for_is_the_nodes_devices_as_slurm_reports_them() -> None:
+    assert gres_request("gpu:h100:8(S:0-1)") == "gpu:h100:8" and gres_request("npu:8") == "npu:8"
+    assert gres_request("gpu:8(S:0),shard:4") == "gpu:8" and gres_request("(null)") is None
+    assert gres_request("") is None and gres_request("shard:4") is None
+    assert common_gres(["gpu:h100:8(S:0-1)", "gpu:h100:8(S:0-1)"]) == "gpu:h100:8"
+    assert common_gres(["gpu:h100:8", "gpu:a100:4"]) == "gpu:4"  # every node can give four
+    assert common_gres(["gpu:8", "(null)"]) is None and common_gres([]) is None
 
 
 def test_the_node_config_keeps_the_node_settings_and_takes_the_step_deadline_and_sweep() -> None:
@@ -325,3 +352,62 @@ def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_i
     records = {r.host: r for r in multinode_slurm(NODES, fleet, deadline_s=60)}
     assert sorted(records) == NODES and len(fleet.groups) == 1  # the step's records, and no isolation
     assert all(r.status == "fail" and "Unable to contact slurm controller" in r.summary for r in records.values())
+
+
+def test_a_client_commands_stderr_becomes_one_line() -> None:
+    from accelstack.validate.slurm import last_line
+
+    assert last_line("sinfo: error: a\n\nsinfo: fatal:   no  config \n") == "sinfo: fatal: no config"
+    assert last_line("") == "no output" and last_line("  \n", "it names no node") == "it names no node"
+
+
+class _Reads(dict):
+    """A host's vars that remember every name read from them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("stack", ["cpu", "nvidia-cuda12.8", "ascend-910b-cann8.1.rc1"])
+def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> None:
+    # A var the node's checks read but the step does not carry is silently the node file's, not the inventory's
+    # (nproc_per_node was: single-node collectives under Slurm ignored the inventory's value).
+    from accelstack.inventory import Host
+    from accelstack.stacks import load_stack
+    from accelstack.transport.context import HostContext
+    from accelstack.validate.config import host_config
+    from accelstack.validate.slurm import NODE_VARS
+
+    reads = _Reads()
+    ctx = HostContext(Host(name="node1", address="localhost", connection="local"), load_stack(stack), reads)
+    host_config(ctx, tier="standard")
+    assert ctx.python and ctx.backend
+    reads.get("thresholds")  # what node-check judges by (nodecheck.run_node_check)
+    assert {"nproc_per_node", "stack_python", "validate_sizes", "cluster_nproc"} <= reads.read
+    assert reads.read - set(NODE_VARS) == set()
+
+
+def test_both_steps_read_srun_label_output_with_one_parser_that_joins_a_tasks_chunks() -> None:
+    from accelstack.validate import slurm, slurm_collective
+
+    record = json.dumps({"host": "lab2", "check": "devices", "status": "pass", "summary": "ok"})
+    text = f"1: {record[:20]}\n0: srun: a note\n1: {record[20:]}\n0: {{\"accelstack_node\": {{\"name\": \"lab1\"}}}}\n"
+    items, other = slurm.parse_step_output(text)
+    assert items == [json.loads(record)] and other == ["0: srun: a note", '0: {"accelstack_node": {"name": "lab1"}}']
+    documents, rest = slurm_collective.labelled_documents(text)
+    assert documents == [("1", json.loads(record)), ("0", {"accelstack_node": {"name": "lab1"}})]
+    assert rest == ["0: srun: a note"]
+    assert slurm_collective.LABEL is slurm.LABEL

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from accelstack.results.records import read_run
 
 from .conftest import REPO
@@ -111,3 +113,125 @@ def test_interrupted_records_mark_only_what_has_no_record() -> None:
     assert sorted((r.host, r.check) for r in missing) == [
         ("n1", "allgather"), ("n1", "devices"), ("n1", "multinode"), ("n2", "devices"), ("n2", "multinode")]
     assert all(r.status == "error" and r.evidence == {"error": "interrupted"} for r in missing)
+
+
+def test_a_step_cut_off_after_some_records_marks_every_check_a_node_never_reported_error(tmp_path: Path) -> None:
+    # Each node reports env, then the step is killed (time limit, OOM, reboot): srun exits 137.
+    slurm = _slurm_bin(tmp_path / "bin")
+    env_record = {"host": "node1", "check": "env", "status": "pass", "summary": "env ok"}
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"echo '0: {json.dumps(env_record)}'\n"
+        f"echo '1: {json.dumps({**env_record, 'host': 'node2'})}'\n"
+        "echo 'srun: error: node1: task 0: Killed' >&2\nexit 137\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--tier", "quick",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    from accelstack.validate.registry import load_registry, select
+
+    quick = [v for v in select(load_registry(), "quick", None) if v.scope == "host" and "slurm" in v.engines]
+    assert len(quick) > 1
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    cut = [r for r in records if r["check"] != "env"]
+    assert proc.returncode != 0, proc.stdout
+    assert sorted((r["host"], r["check"]) for r in cut) == sorted(
+        (host, v.name) for host in ("node1", "node2") for v in quick if "env" not in v.checks)
+    assert all(r["status"] == "error" and "srun exited 137" in r["summary"] for r in cut)
+    assert [r["status"] for r in records if r["check"] == "env"] == ["pass", "pass"]
+
+
+def test_the_host_step_asks_each_node_for_its_devices_and_takes_it_whole(tmp_path: Path) -> None:
+    # node1 and node2 have GPUs Slurm manages, node3 none: one srun per device set, each --exclusive.
+    slurm = _slurm_bin(tmp_path / "bin")
+    (slurm / "sinfo").write_text("#!/bin/sh\nprintf 'node1 idle\\nnode2 idle\\nnode3 idle\\n'\n")
+    (slurm / "scontrol").write_text(
+        "#!/bin/sh\n[ \"$*\" = '-o show node' ] || exit 1\n"
+        "echo 'NodeName=node1 Arch=x86_64 Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.1 State=IDLE'\n"
+        "echo 'NodeName=node2 Arch=x86_64 Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.2 State=IDLE'\n"
+        "echo 'NodeName=node3 Arch=x86_64 Gres=(null) NodeAddr=10.0.0.3 State=IDLE'\n")
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"echo \"$@\" >> {slurm}/srun.log\n"
+        "for a in \"$@\"; do case $a in --nodelist=*) list=${a#--nodelist=};; esac; done\n"
+        "i=0; for n in $(echo $list | tr , ' '); do\n"
+        "  echo \"$i: {\\\"host\\\": \\\"$n\\\", \\\"check\\\": \\\"devices\\\", "
+        "\\\"status\\\": \\\"pass\\\", \\\"summary\\\": \\\"ok\\\"}\"; i=$((i+1)); done\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    calls = sorted(line.split() for line in (slurm / "srun.log").read_text().splitlines())
+    assert len(calls) == 2 and all("--exclusive" in argv for argv in calls)
+    by_nodes = {next(a for a in argv if a.startswith("--nodelist=")): argv for argv in calls}
+    assert "--gres=gpu:h100:8" in by_nodes["--nodelist=node1,node2"]
+    assert not any(a.startswith("--gres") for a in by_nodes["--nodelist=node3"])
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sorted((r["host"], r["status"]) for r in records) == [("node1", "pass"), ("node2", "pass"),
+                                                                  ("node3", "pass")]
+
+
+def _logging_bin(folder: Path) -> Path:
+    """Slurm's clients that log every call: a flag refused as bad input must leave both logs absent."""
+    slurm = _slurm_bin(folder)
+    for name in ("sinfo", "srun"):
+        (slurm / name).write_text(f"#!/bin/sh\necho \"$@\" >> {slurm}/{name}.log\nexit 1\n")
+    return slurm
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["fleet-check", "--drain"], ["--drain drains through scontrol and needs --engine slurm", "--drain-cmd"]),
+    (["validate", "--partition", "gpu"], ["--partition", "needs --engine slurm"]),
+    (["validate", "--nodes", "lab[1-2]"], ["--nodes", "needs --engine slurm"]),
+    (["fleet-check", "--partition", "gpu"], ["--partition", "needs --engine slurm"]),
+    (["fleet-check", "--nodes", "lab1"], ["--nodes", "needs --engine slurm"]),
+    (["validate", "--engine", "slurm", "--limit", "lab1"], ["--limit", "name Slurm nodes", "--nodes"]),
+    (["validate", "--engine", "slurm", "--forks", "4"], ["--forks", "--engine slurm"]),
+    (["validate", "--engine", "slurm", "--connect-timeout", "5"], ["--connect-timeout", "--engine slurm"]),
+    (["fleet-check", "--engine", "slurm", "--forks", "4"], ["--forks", "--engine slurm"]),
+])
+def test_a_flag_the_engine_would_ignore_is_exit_3_in_one_line_before_any_node_is_touched(
+        tmp_path: Path, args: list[str], words: list[str]) -> None:
+    slurm = _logging_bin(tmp_path / "bin")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", *args, "--reports-dir", str(tmp_path / "reports")]
+                          if args[0] == "fleet-check" else [sys.executable, "-m", "accelstack", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert lines and lines[0].startswith("accelstack: ") and "Traceback" not in proc.stderr, proc.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+    assert not (slurm / "sinfo.log").exists() and not (slurm / "srun.log").exists()
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sinfo_failing_is_one_line_of_bad_input(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    (slurm / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2\n"
+                                 "echo 'sinfo: error: fetch_config: DNS SRV lookup failed' >&2\n"
+                                 "echo 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "sinfo" in line]
+    assert len(said) == 1 and "Could not establish a configuration source" in said[0], proc.stderr
+    assert "DNS SRV" not in proc.stderr
+
+
+def test_validate_through_slurm_takes_the_configured_deadline_as_the_ssh_engine_does(tmp_path: Path) -> None:
+    slurm = _slurm_bin(tmp_path / "bin")
+    record = {"host": "node1", "check": "devices", "status": "pass", "summary": "ok"}
+    (slurm / "srun").write_text(
+        "#!/bin/sh\n"
+        f"case \"$*\" in *node-collective*) echo \"$@\" >> {slurm}/collective.log; exit 1;; esac\n"
+        f"echo '0: {json.dumps(record)}'\necho '1: {json.dumps({**record, 'host': 'node2'})}'\n")
+    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{slurm}:{os.environ['PATH']}", "ACCELSTACK_DEADLINE": "77"}
+    subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only",
+                    "devices,multinode"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    first = (slurm / "collective.log").read_text().splitlines()[0]
+    assert json.loads(first.split("--spec ", 1)[1])["deadline_s"] == 77.0

@@ -23,6 +23,26 @@ if TYPE_CHECKING:
     from ..inventory import Host, Inventory
 
 
+def check_engine_flags(engine: str, *, partition: str | None, nodes: str | None, limit: str | None,
+                       forks: Any = None, connect_timeout: Any = None, drain: bool = False) -> None:
+    """Flags the chosen engine would ignore are bad input (exit 3, one line, before any host or node is touched):
+    a cron job that passes ``--drain`` over SSH must not believe nodes get drained."""
+    if engine == "ssh":
+        if drain:
+            raise ConfigError("--drain drains through scontrol and needs --engine slurm; over SSH use --drain-cmd")
+        for flag, value in (("--partition", partition), ("--nodes", nodes)):
+            if value:
+                raise ConfigError(f"{flag} selects Slurm nodes and needs --engine slurm; over SSH select inventory "
+                                  "hosts with --limit")
+        return
+    if limit:
+        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
+    for flag, value in (("--forks", forks), ("--connect-timeout", connect_timeout)):
+        if value is not None:
+            raise ConfigError(f"{flag} sets the SSH fan-out; --engine slurm opens no SSH connection (one srun runs "
+                              "every node): leave it out")
+
+
 def _inventory(name: str | None, partition: str | None, nodes: str | None,
                overrides: dict[str, Any] | None) -> tuple[Inventory | None, list[Host]]:
     """The inventory (loaded once, every host of it) that maps Slurm nodes to hosts, or none. Bad input is exit 3
@@ -73,8 +93,7 @@ def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | 
     from ..fleetcheck import fleet_check
 
     validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
-    if limit:
-        raise ConfigError("--limit selects inventory hosts; with --engine slurm name Slurm nodes: --nodes lab[1-4]")
+    check_engine_flags(engine, partition=partition, nodes=nodes, limit=limit)
     if len(inventories) > 1:
         raise ConfigError("--engine slurm takes one --inventory (it maps Slurm node names to its hosts)")
     if drain and drain_cmd:

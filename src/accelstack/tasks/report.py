@@ -258,6 +258,10 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     registry = load_registry()
     select(registry, tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
     check_max_drain(max_drain)
+    from ._slurm import check_engine_flags
+
+    check_engine_flags(engine, partition=partition, nodes=nodes, limit=limit, forks=forks,
+                       connect_timeout=connect_timeout, drain=drain)
     drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
     forks_n = setting(c, "forks", forks)
     connect_s = setting(c, "connect_timeout", connect_timeout)

@@ -54,10 +54,14 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     overrides = extra_vars(set or [])
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
+    from ._slurm import check_engine_flags
+
+    check_engine_flags(engine, partition=partition, nodes=nodes, limit=limit, forks=forks,
+                       connect_timeout=connect_timeout)
     if engine != "ssh":
         from ._slurm import validate_slurm_task
         return validate_slurm_task(engine, tier=tier, only=wanted, json=json, partition=partition, nodes=nodes,
-                                   inventory=inventory, overrides=overrides or None, deadline_s=deadline)
+                                   inventory=inventory, overrides=overrides or None, deadline_s=deadline_s)
     inv, hosts = inventory_hosts(inventory, limit, overrides)
     check_runs_folder()
     writer = RunWriter("validate", meta={"inventory": str(inv.path), "limit": limit, "tier": tier,

@@ -68,19 +68,20 @@ def parse_sinfo_nodes(text: str) -> list[SlurmNode]:
     return list(seen.values())
 
 
-class StepOutput:
-    """The step's labelled output (``srun --label``) fed a line at a time: the JSON records as each is whole, and
-    every other line (for evidence).
+class LabelledOutput:
+    """``srun --label`` output fed a line at a time: each JSON object as it is whole, with its task's label, and
+    every other line (for evidence). The one parser of both steps' output (host checks, multi-node).
 
-    srun forwards a task's output in chunks and labels each chunk as a line of its own, so a long record arrives
+    srun forwards a task's output in chunks and labels each chunk as a line of its own, so a long line arrives
     cut in pieces (``1: {..."stor`` then ``1: age"...}``): a task's chunks are joined until they parse. Pure."""
 
-    def __init__(self) -> None:
+    def __init__(self, wanted: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        self.wanted = wanted  # which objects the caller reads; the others are kept with the other lines
         self.other: list[str] = []
         self._pending: dict[str, str] = {}
 
-    def feed(self, line: str) -> list[dict]:
-        """The records this line completes (none or one)."""
+    def feed(self, line: str) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(task, object)`` this line completes (none or one)."""
         match = LABEL.match(line)
         task, body = (match.group(1), match.group(2)) if match else ("", line)
         if task not in self._pending and not body.startswith("{"):
@@ -93,32 +94,38 @@ class StepOutput:
         except ValueError:
             self._pending[task] = joined
             return []
-        if isinstance(item, dict) and {"host", "check", "status"} <= set(item):
-            return [item]
+        if isinstance(item, dict) and (self.wanted is None or self.wanted(item)):
+            return [(task, item)]
         self.other.append(f"{task}: {joined}" if task else joined)
         return []
 
     def finish(self) -> list[str]:
-        """Every line that was not a record, with the pieces of a record that never became whole."""
+        """Every line that was not an object, with the pieces of one that never became whole."""
         return self.other + [f"{task}: {rest}" if task else rest for task, rest in self._pending.items()]
 
 
+def is_record(item: dict[str, Any]) -> bool:
+    return {"host", "check", "status"} <= set(item)
+
+
 def parse_step_output(text: str) -> tuple[list[dict], list[str]]:
-    """The step's whole labelled output: the JSON records, and every other line (for evidence). Pure."""
-    parser = StepOutput()
-    found = [item for line in text.splitlines() for item in parser.feed(line)]
+    """The host step's whole labelled output: the JSON records, and every other line (for evidence). Pure."""
+    parser = LabelledOutput(wanted=is_record)
+    found = [item for line in text.splitlines() for _task, item in parser.feed(line)]
     return found, parser.finish()
 
 
 # ----- names and vars from an inventory -------------------------------------------------------------------
 
 NODE_VARS_ENV = "ACCELSTACK_NODE_VARS"
-# The inventory vars a node's checks read (what the node file carries, and the cluster sweep's settings).
+# The inventory vars a node's checks read (what the node file carries, and the cluster sweep's settings): every
+# var validate.config.host_config, the context and node-check read from a host's vars (a test reads them all).
 NODE_VARS = ("stack", "stack_python", "expect_devices", "accelerator", "backend", "nccl_socket_ifname",
              "hccl_socket_ifname", "gloo_socket_ifname", "ascend_install_path", "checkpoint_dir", "checkpoint_fs",
              "checkpoint_size_gb", "collective_timeout_s", "storage_probe_mb", "min_shm_gb", "validate_sizes",
              "validate_iters", "validate_warmup", "validate_size_budget_s", "thresholds", "device_thresholds", "env",
-             "env_file", "cluster_sizes", "cluster_iters", "cluster_warmup", "cluster_size_budget_s")
+             "env_file", "nproc_per_node", "health_xid_window_s", "cluster_sizes", "cluster_iters", "cluster_warmup",
+             "cluster_size_budget_s", "cluster_nproc")
 
 
 def short_name(address: str) -> str:
@@ -204,13 +211,17 @@ def _node_error(node: str, check: str, summary: str, evidence: dict, remedy: str
 
 
 def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, partition: str | None,
-                 time_limit_min: int, command: str = "accelstack",
-                 job_name: str = "accelstack-validate") -> list[str]:
+                 time_limit_min: int, command: str = "accelstack", job_name: str = "accelstack-validate",
+                 gres: str | None = None) -> list[str]:
     """One srun: one task per node, each running this node's checks; labelled lines, a time limit, and a bounded
-    wait for the allocation (a drained node would otherwise queue the step for ever)."""
+    wait for the allocation (a drained node would otherwise queue the step for ever). The nodes whole
+    (``--exclusive``: no user job beside the bandwidth checks) with their devices (``gres``, the nodes' own
+    :func:`gres_request`: under ``ConstrainDevices=yes`` a step that asks for none sees none)."""
     argv = ["srun", f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}",
             f"--immediate={ALLOCATION_WAIT_S}", f"--time={time_limit_min}", "--label", "--chdir=/",
-            f"--job-name={job_name}", "--kill-on-bad-exit=0"]
+            f"--job-name={job_name}", "--kill-on-bad-exit=0", "--exclusive"]
+    if gres:
+        argv.append(f"--gres={gres}")
     if partition:
         argv.append(f"--partition={partition}")
     argv += [*shlex.split(command), "node-check", "--json", "--tier", tier]
@@ -280,10 +291,12 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
     usable = [n.name for n in found if n.usable]
     if not usable:
         return
+    table = _node_table()
     silent: list[str] = []
     if host_validators:
         silent = _host_step(host_validators, usable, tier=tier, only=only, partition=partition, command=command,
-                            env=env, emit=emit, steps=steps)
+                            env=env, emit=emit, steps=steps,
+                            gres={n: gres_request(table.get(n, {}).get("Gres", "")) for n in usable})
     if multinode:
         members = [n for n in usable if n not in silent]
         emit([_node_error(name, "multinode", f"not run: {name} gave no host records through Slurm",
@@ -291,7 +304,7 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
               for name in silent])
         if members:
             emit(_multinode(members, contexts, overrides, partition=partition, env=env, command=command,
-                            deadline_s=deadline_s))
+                            deadline_s=deadline_s, info=table))
 
 
 def interrupted_records(records: list[Record], nodes: list[str], validators: list[Validator], *,
@@ -310,6 +323,13 @@ def interrupted_records(records: list[Record], nodes: list[str], validators: lis
             for node in nodes for check, name in checks if not done(node, check, name)]
 
 
+def last_line(text: str, empty: str = "no output") -> str:
+    """A client command's stderr as one line for a bad-input message: its last line that says something (Slurm
+    prints the cause last). Pure."""
+    lines = [" ".join(line.split()) for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][-300:] if lines else empty
+
+
 def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
     """The partition's nodes (sinfo), or those of them ``nodes`` names; a name the partition lacks is exit 3."""
     listing = ["sinfo", "-h", "-N", "-o", "%N %T"]
@@ -317,7 +337,7 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
         listing.append(f"--partition={partition}")
     proc = _run(listing, timeout=30)
     if proc.returncode != 0:
-        raise ConfigError(f"sinfo exited {proc.returncode}: {proc.stderr.strip()[-300:] or 'no output'}",
+        raise ConfigError(f"sinfo exited {proc.returncode}: {last_line(proc.stderr)}",
                           hint="is SLURM_CONF set and slurmctld up? (scontrol ping)")
     found = parse_sinfo_nodes(proc.stdout)
     where = f"partition {partition}" if partition else "the default partition"
@@ -326,7 +346,7 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
         wanted = expanded.stdout.split() if expanded.returncode == 0 else []
         if not wanted:
             raise ConfigError(f"--nodes {nodes!r} is not a Slurm hostlist: "
-                              f"{expanded.stderr.strip()[-200:] or 'it names no node'}", hint="e.g. lab[1-4],gpu07")
+                              f"{last_line(expanded.stderr, 'it names no node')}", hint="e.g. lab[1-4],gpu07")
         known = {n.name for n in found}
         unknown = [n for n in wanted if n not in known]
         if unknown:
@@ -340,9 +360,24 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
 
 def _host_step(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
                partition: str | None, command: str | None, env: dict[str, str],
-               emit: Callable[[list[Record]], None], steps: _Steps) -> list[str]:
-    """The host checks, one srun over the usable nodes, each record handed on as it arrives; returns the nodes that
-    gave no record. Ctrl-C cancels the step (scancel by its job name) and keeps what already arrived."""
+               emit: Callable[[list[Record]], None], steps: _Steps,
+               gres: dict[str, str | None] | None = None) -> list[str]:
+    """The host checks, one srun over the usable nodes (one per distinct device set, ``gres``: node -> its
+    :func:`gres_request`, so each node is given all its devices), each record handed on as it arrives; returns the
+    nodes that gave no record. Ctrl-C cancels the step (scancel by its job name) and keeps what already arrived."""
+    groups: dict[str | None, list[str]] = {}
+    for name in usable:
+        groups.setdefault((gres or {}).get(name), []).append(name)
+    silent: list[str] = []
+    for request, group in groups.items():
+        silent += _host_group(validators, group, tier=tier, only=only, partition=partition, command=command,
+                              env=env, emit=emit, steps=steps, gres=request)
+    return silent
+
+
+def _host_group(validators: list[Validator], usable: list[str], *, tier: str, only: set[str] | None,
+                partition: str | None, command: str | None, env: dict[str, str],
+                emit: Callable[[list[Record]], None], steps: _Steps, gres: str | None) -> list[str]:
     error_checks = [v.name for v in validators]
     total = sum(v.timeout for v in validators) + 30
     host_only = {c for c in only if any(c in v.checks or c == v.name for v in validators)} if only else None
@@ -350,30 +385,46 @@ def _host_step(validators: list[Validator], usable: list[str], *, tier: str, onl
     argv = step_command(usable, tier=tier, only=host_only, partition=partition,
                         time_limit_min=max(1, math.ceil(total / 60)),
                         command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
-                        job_name=job_name)
-    answered: set[str] = set()
+                        job_name=job_name, gres=gres)
+    reported: dict[str, list[str]] = {}
 
     def arrived(item: dict) -> None:
         if item.get("host") not in usable:
             return
         record = Record.from_dict(item)
         record.run_id = ""
-        answered.add(record.host)
+        reported.setdefault(record.host, []).append(record.check)
         emit([record])
 
     started = time.monotonic()
     with steps.running(job_name):
         code, stderr, other = _stream(argv, timeout=ALLOCATION_WAIT_S + total + 30, env=env, on_record=arrived)
     duration = round(time.monotonic() - started, 3)
-    silent = [n for n in usable if n not in answered]
+    silent = [n for n in usable if n not in reported]
+    tail = (stderr.strip().splitlines() + other)[-20:]
+    # A node that answered, then was cut off (time limit, OOM, reboot): each check it never reported is error.
+    emit(unreported_records(reported, validators, code=code,
+                            evidence={"command": shlex.join(argv), "stderr_tail": tail, "slurm_step_s": duration}))
     if silent:
-        tail = (stderr.strip().splitlines() + other)[-20:]
         emit([_node_error(name, check, f"the Slurm step gave no records from {name} (srun exited "
                                        f"{code})", {"command": shlex.join(argv), "stderr_tail": tail,
                                                     "slurm_step_s": duration},
                           f"scontrol show node {name}; run accelstack node-check on it by hand")
               for name in silent for check in error_checks])
     return silent
+
+
+def unreported_records(reported: dict[str, list[str]], validators: list[Validator], *, code: int,
+                       evidence: dict[str, Any]) -> list[Record]:
+    """For each node that gave some records (``reported``: node -> its record checks), an ``error`` record for
+    each selected validator that gave none there: the step ended before the node reported it, so it was not
+    measured, as the SSH engine marks a check that did not finish. Pure."""
+    return [_node_error(node, v.name, f"the Slurm step ended (srun exited {code}) before it reported {v.name} "
+                        f"on {node}", {**evidence, "exit_status": code},
+                        f"scontrol show node {node}; sacct for the step; re-run: inv validate --engine slurm "
+                        f"--nodes {node} --only {v.checks[0]}")
+            for node, checks in reported.items() for v in validators
+            if not any(v.owns(c) or c == v.name for c in checks)]
 
 
 def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
@@ -397,7 +448,7 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
                threading.Thread(target=_pump, args=(proc.stderr, errors.append, False), daemon=True)]
     for reader in readers:
         reader.start()
-    parser = StepOutput()
+    parser = LabelledOutput(wanted=is_record)
     end = time.monotonic() + timeout
     timed_out = False
     try:
@@ -412,7 +463,7 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
                 continue
             if line is None:
                 break
-            for item in parser.feed(line.rstrip("\n")):
+            for _task, item in parser.feed(line.rstrip("\n")):
                 on_record(item)
     except BaseException:
         _stop(proc)
@@ -473,6 +524,27 @@ class _Steps:
                 _run(["scancel", f"--name={name}"], timeout=15)
 
 
+def gres_request(gres: str) -> str | None:
+    """What a step asks for to see all of a node's devices: the device-like items of its ``Gres`` as Slurm reports
+    them, socket bindings left out (``gpu:h100:8(S:0-1),shard:4`` -> ``gpu:h100:8``); ``None`` for a node with
+    none (``(null)``). Pure."""
+    items = [item.split("(")[0] for item in (gres or "").split(",")]
+    wanted = [item for item in items if item.split(":")[0] in ("gpu", "npu") and parse_gres_count(item)]
+    return ",".join(wanted) or None
+
+
+def common_gres(gres: Sequence[str]) -> str | None:
+    """One ``--gres`` for a step over nodes with these ``Gres``: theirs when they agree; else the fewest devices of
+    the first kind, untyped (``gpu:4``), which every node can give; ``None`` when a node has none. Pure."""
+    requests = [gres_request(g) for g in gres]
+    if not requests or any(r is None for r in requests):
+        return None
+    if len(set(requests)) == 1:
+        return requests[0]
+    kind = str(requests[0]).split(":")[0]
+    return f"{kind}:{min(parse_gres_count(str(r)) for r in requests)}"
+
+
 def parse_gres_count(gres: str) -> int:
     """The device count of a node's ``Gres`` (``gpu:8``, ``gpu:h100:8(S:0-1)``, ``npu:8,shard:4``; ``(null)``:
     none), the first device-like one. Pure."""
@@ -485,12 +557,11 @@ def parse_gres_count(gres: str) -> int:
 
 def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: dict[str, Any], *,
                partition: str | None, env: dict[str, str], command: str | None,
-               deadline_s: float | None) -> list[Record]:
+               deadline_s: float | None, info: dict[str, dict[str, str]]) -> list[Record]:
     from .cluster import DEFAULT_DEADLINE
     from .slurm_collective import SlurmCollective, multinode_slurm
     from .thresholds import load_thresholds
 
-    info = _node_table()
     first: dict[str, Any] = dict(contexts[members[0]].vars) if members[0] in contexts else dict(overrides)
     nproc = first.get("cluster_nproc") or first.get("nproc_per_node")
     if not nproc:
@@ -502,6 +573,7 @@ def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: 
                           node_addrs={n: info[n]["NodeAddr"] for n in members if info.get(n, {}).get("NodeAddr")},
                           accelerator=str(first["accelerator"]) if first.get("accelerator") else None,
                           thresholds=thresholds, env=env, command=command,
+                          gres=common_gres([info.get(n, {}).get("Gres", "") for n in members]),
                           usable=lambda names: {n.name for n in select_nodes(partition, ",".join(names)) if n.usable})
     deadline = float(deadline_s or first.get("multinode_deadline_s") or DEFAULT_DEADLINE)
     started = time.monotonic()

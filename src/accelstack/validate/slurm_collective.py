@@ -34,6 +34,7 @@ from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
 from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .results import judge_multinode_bandwidth, log_lines, tail
+from .slurm import LABEL, LabelledOutput
 from .thresholds import Thresholds, judge
 
 ALLOCATION_WAIT_S = 60
@@ -41,7 +42,6 @@ ALLOCATION_WAIT_S = 60
 STARTUP_ALLOWANCE_S = 30
 KILL_AFTER_S = 15
 INFO_KEY = "accelstack_node"
-LABEL = re.compile(r"^\s*(\d+):\s?(.*)$")
 # What srun prints when a node cannot run its tasks (reference slurm-lab.md 8).
 NODE_FAILURE = re.compile(r"(?:failed on node|Node failure on|on failed node|error on node) ([A-Za-z0-9._-]+?)[:\s,]")
 TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE)
@@ -103,31 +103,11 @@ class StepResult:
 
 
 def labelled_documents(text: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line. srun forwards a task's output
-    in chunks and labels each chunk as a line, so a long line can arrive cut in pieces: a task's pieces are joined
-    until they parse. Pure."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    other: list[str] = []
-    pending: dict[str, str] = {}
-    for line in text.splitlines():
-        match = LABEL.match(line)
-        task, body = (match.group(1), match.group(2)) if match else ("", line)
-        if task not in pending and not body.startswith("{"):
-            if line.strip():
-                other.append(line)
-            continue
-        joined = pending.pop(task, "") + body
-        try:
-            item = json.loads(joined)
-        except ValueError:
-            pending[task] = joined
-            continue
-        if isinstance(item, dict):
-            found.append((task, item))
-        else:
-            other.append(f"{task}: {joined}" if task else joined)
-    other += [f"{task}: {rest}" if task else rest for task, rest in pending.items()]
-    return found, other
+    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line (the host step's parser,
+    :class:`.slurm.LabelledOutput`). Pure."""
+    parser = LabelledOutput()
+    found = [pair for line in text.splitlines() for pair in parser.feed(line)]
+    return found, parser.finish()
 
 
 def parse_collective_output(text: str, nodes: Sequence[str]) -> tuple[dict[str, NodeOutcome], list[str]]:
@@ -174,13 +154,18 @@ def step_time_limit(seconds: float) -> str:
 
 
 def collective_command(nodes: Sequence[str], *, ntasks_per_node: int, spec: dict[str, Any], partition: str | None,
-                       time_limit_s: float, tag: str, command: str = "accelstack") -> list[str]:
+                       time_limit_s: float, tag: str, command: str = "accelstack",
+                       gres: str | None = None) -> list[str]:
     """One srun: K tasks (ranks) on each node, labelled lines, a time limit, a bounded wait for the allocation,
-    and the whole step ended when one rank exits non-zero (its peers would only wait for it)."""
+    and the whole step ended when one rank exits non-zero (its peers would only wait for it). The nodes whole
+    (``--exclusive``: a user job beside it would pull busbw under the floor) with their devices (``gres``:
+    under ``ConstrainDevices=yes`` a step that asks for none sees none)."""
     argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks-per-node={ntasks_per_node}",
             f"--ntasks={len(nodes) * ntasks_per_node}", f"--nodelist={','.join(nodes)}",
             f"--immediate={ALLOCATION_WAIT_S}", f"--time={step_time_limit(time_limit_s)}", "--label", "--chdir=/",
-            f"--job-name={tag}", "--kill-on-bad-exit=1", "--distribution=block"]
+            f"--job-name={tag}", "--kill-on-bad-exit=1", "--distribution=block", "--exclusive"]
+    if gres:
+        argv.append(f"--gres={gres}")
     if partition:
         argv.append(f"--partition={partition}")
     return argv + [*shlex.split(command), "node-collective", "--spec", json.dumps(spec, sort_keys=True)]
@@ -188,14 +173,15 @@ def collective_command(nodes: Sequence[str], *, ntasks_per_node: int, spec: dict
 
 def run_step(nodes: Sequence[str], *, ntasks_per_node: int, deadline_s: float, partition: str | None,
              node_addrs: dict[str, str], pair: bool = False, command: str | None = None,
-             env: dict[str, str] | None = None) -> StepResult:
+             env: dict[str, str] | None = None, gres: str | None = None) -> StepResult:
     """One multi-node step over ``nodes``; a step still running at the deadline is cancelled."""
     tag = new_tag()
     spec = {"deadline_s": deadline_s, "run_tag": tag, "pair": pair,
             "node_addrs": {n: node_addrs[n] for n in nodes if n in node_addrs}}
     argv = collective_command(nodes, ntasks_per_node=ntasks_per_node, spec=spec, partition=partition,
                               time_limit_s=deadline_s + STARTUP_ALLOWANCE_S, tag=tag,
-                              command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"))
+                              command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
+                              gres=gres)
     full_env = {**os.environ, **(env or {})}
     full_env.pop("ACCELSTACK_RUNS", None)
     started = time.monotonic()
@@ -334,10 +320,11 @@ class SlurmCollective:
     env: dict[str, str] = field(default_factory=dict)
     command: str | None = None
     usable: Callable[[Sequence[str]], set[str]] | None = None  # which of these nodes Slurm can still run on
+    gres: str | None = None  # srun --gres: the devices every node gives the step (none: Slurm manages none)
 
     def step(self, nodes: Sequence[str], *, deadline_s: float, pair: bool = False) -> StepResult:
         return run_step(nodes, ntasks_per_node=self.ntasks_per_node, deadline_s=deadline_s, partition=self.partition,
-                        node_addrs=self.node_addrs, pair=pair, command=self.command, env=self.env)
+                        node_addrs=self.node_addrs, pair=pair, command=self.command, env=self.env, gres=self.gres)
 
 
 def bisect_steps(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: float,
