@@ -381,3 +381,19 @@ def test_a_second_parser_in_one_process_still_shows_every_flags_help() -> None:
     second = {a.name: a.help for a in validate.get_arguments()}
     assert first["tier"] and first["only"] and first["engine"]
     assert second == first
+
+
+def test_an_unset_deadline_leaves_the_inventorys_multinode_deadline_to_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--deadline` always had a value (the collection's default 120), so the inventory's multinode_deadline_s,
+    read on the hosts next, never applied. Only what a person set reaches the run now."""
+    from types import SimpleNamespace
+
+    from accelstack.tasks.common import explicit_setting
+
+    monkeypatch.delenv("ACCELSTACK_DEADLINE", raising=False)
+    defaults = SimpleNamespace(config={"accelstack": {"deadline": 120.0}})
+    assert explicit_setting(defaults, "deadline") is None
+    assert explicit_setting(defaults, "deadline", "45") == 45.0
+    assert explicit_setting(SimpleNamespace(config={"accelstack": {"deadline": 300}}), "deadline") == 300.0
+    monkeypatch.setenv("ACCELSTACK_DEADLINE", "90")
+    assert explicit_setting(defaults, "deadline") == 90.0

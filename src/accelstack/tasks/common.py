@@ -142,6 +142,17 @@ def setting(c: Any, name: str, value: Any = None) -> Any:
     return spec.parse(CONFIG_DEFAULTS[name], f"default {name}")
 
 
+def explicit_setting(c: Any, name: str, value: Any = None) -> Any:
+    """:func:`setting`, but ``None`` where only the built-in default would answer (no flag, no environment, no
+    configured value other than the default): a per-host inventory var that the domain reads next (the
+    inventory's ``multinode_deadline_s`` under ``--deadline``) then comes before the built-in default."""
+    if value is None and not os.environ.get(ENV_PREFIX + name.upper(), "").strip():
+        configured = _configured(c).get(name)
+        if configured is None or float(configured) == float(CONFIG_DEFAULTS[name]):
+            return None
+    return setting(c, name, value)
+
+
 def _configured(c: Any) -> Mapping[str, Any]:
     config = getattr(c, "config", None)
     if config is None:

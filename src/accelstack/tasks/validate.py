@@ -14,6 +14,7 @@ from .common import (
     boundary,
     check_runs_folder,
     default_text,
+    explicit_setting,
     extra_vars,
     inventory_hosts,
     setting,
@@ -50,7 +51,8 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
 
     forks_n = setting(c, "forks", forks)
     connect_s = setting(c, "connect_timeout", connect_timeout)
-    deadline_s = setting(c, "deadline", deadline)
+    # None unless asked: the inventory's multinode_deadline_s, then the built-in default, apply on the hosts.
+    deadline_s = explicit_setting(c, "deadline", deadline)
     overrides = extra_vars(set or [])
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
     select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
