@@ -163,3 +163,34 @@ def test_session_id_line_is_taken_out_of_stderr_wherever_it_came() -> None:
     assert _strip_sid("early\n@accelstack-sid 7\n") == (7, "early\n")
     assert _strip_sid("no marker here\n") == (None, "no marker here\n")
     assert _strip_sid("@accelstack-sid 12") == (None, "@accelstack-sid 12")  # not yet a whole line
+
+
+def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two SIGINTs microseconds apart (``timeout`` forwards one to the child and then to its group; a wrapper
+    that forwards Ctrl-C): the second can run inside the first handler, after the killer thread is recorded and
+    before it has started. Joining a thread not started yet raised RuntimeError: a traceback instead of exit 130."""
+    from accelstack.validate import run
+
+    class Fleet:
+        def cancel(self) -> None:
+            pass
+
+    exits: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        exits.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(run.os, "_exit", fake_exit)
+    real_start = threading.Thread.start
+
+    def start_after_a_second_sigint(self: threading.Thread) -> None:
+        if self.name == "accelstack-cancel-all":
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # type: ignore[operator]
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start_after_a_second_sigint)
+    with pytest.raises(SystemExit), run.interrupt_guard(Fleet()):  # type: ignore[arg-type]
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # type: ignore[operator]
+    assert exits == [130]

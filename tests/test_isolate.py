@@ -237,7 +237,9 @@ def test_a_named_node_fails_a_lost_one_is_error_and_only_nodes_shown_good_are_wa
     assert out["n3"].status == "fail" and out["n3"].summary.startswith("at fault: n3")
     assert out["n4"].status == "error" and out["n4"].summary.startswith("lost n4")  # not measured: never drained
     assert out["n1"].status == out["n2"].status == "warn" and "passed its other runs" in out["n1"].summary
-    assert out["n5"].status == "fail" and "passed its other runs" not in out["n5"].summary
+    # n5 failed only beside n3: that is n3's fail, not a measurement of n5, so it must not drain (error, not fail).
+    assert out["n5"].status == "error" and "passed its other runs" not in out["n5"].summary
+    assert "not measured apart from the fault" in out["n5"].summary and out["n5"].remedy.endswith("recheck n5")
     assert out["n1"].evidence["at_fault"] == {"nodes": ["n4", "n3"], "links": []}
     assert out["n1"].metrics["at_fault"] == ["n3"]
 
@@ -252,3 +254,16 @@ def test_nothing_isolated_fails_what_the_failed_run_measured_and_keeps_an_unmeas
     assert [out[n].status for n in ("n1", "n2", "n3", "n4")] == ["fail", "fail", "fail", "error"]
     assert all("not isolated: shows only at scale" in r.summary for r in out.values())
     assert out["n1"].remedy == "the fault is shared or shows only at scale: look at the switch"
+
+
+def test_a_node_that_failed_a_run_without_the_named_node_keeps_its_fail() -> None:
+    from accelstack.validate.isolate import Isolation, Trial, blame_records
+
+    records = _fleet({"n1": "fail", "n2": "fail", "n3": "fail", "n4": "fail"})
+    # n3 is named; n4 also failed beside n1 (good elsewhere) without n3: measured bad on its own evidence.
+    isolation = Isolation(nodes=["n3"], trials=[Trial(("n1", "n2", "n3", "n4"), False, 0),
+                                                Trial(("n1", "n2"), True, 1), Trial(("n3", "n4"), False, 1),
+                                                Trial(("n1", "n4"), False, 2)])
+    out = {r.host: r for r in blame_records(records, isolation, {}, set(), "unused", _blame_words())}
+    assert out["n4"].status == "fail" and "no isolation run showed this node good" in out["n4"].summary
+    assert out["n3"].status == "fail" and out["n1"].status == "warn"

@@ -475,6 +475,13 @@ def blame_records(records: dict[str, Any], isolation: Isolation, evidence: dict[
                 record.summary = (f"multi-node run failed or was slow; fault isolated to {blame}; this node passed "
                                   f"its other runs")
                 record.remedy = f"fix {blame}, then {words.again_all}"
+            elif record.status == "fail" and _explained(name, isolation, set(at_fault), links):
+                # Every run it failed held a named node (or both ends of a named link): its fail is theirs, and it
+                # was never measured apart from them. Not evidence against it, so it must not drain.
+                record.status = "error"
+                record.summary = (f"not measured apart from the fault: every run it was in that failed held "
+                                  f"{blame}; multi-node run: {record.summary}")
+                record.remedy = f"fix {blame}, then {words.again(name)}"
             else:  # no run showed it good: it keeps what the fleet's run measured of it
                 record.summary = f"{record.summary}; fault isolated to {blame}; no isolation run showed this node good"
         else:
@@ -483,3 +490,10 @@ def blame_records(records: dict[str, Any], isolation: Isolation, evidence: dict[
             record.summary = f"{record.summary}; not isolated: {why_not_isolated}"
             record.remedy = f"the fault is shared or shows only at scale: {words.shared_hint}"
     return list(records.values())
+
+
+def _explained(name: str, isolation: Isolation, named: set[str], links: list[tuple[str, str]]) -> bool:
+    """Whether every failed run that held ``name`` also held a named (or lost) node or both ends of a named link."""
+    failed = [set(t.group) for t in isolation.trials if not t.passed and name in t.group]
+    return bool(failed) and all((group & (named - {name})) or any(a in group and b in group for a, b in links)
+                                for group in failed)

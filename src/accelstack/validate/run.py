@@ -219,8 +219,11 @@ def interrupt_guard(fleet: Fleet) -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if killers:
             os.write(2, b"accelstack: interrupted again: exiting now\n")
-            # The kills already sent get a moment to land (a local kill takes milliseconds), no more.
-            killers[0].join(SECOND_INTERRUPT_GRACE_S)
+            # The kills already sent get a moment to land (a local kill takes milliseconds), no more. A second
+            # SIGINT can come while the first is still starting the killer (two signals microseconds apart, as
+            # `timeout` forwards them): a thread not started yet cannot be joined.
+            if killers[0].ident is not None:
+                killers[0].join(SECOND_INTERRUPT_GRACE_S)
             os._exit(130)
         killer = threading.Thread(target=fleet.cancel, name="accelstack-cancel-all", daemon=True)
         killers.append(killer)
