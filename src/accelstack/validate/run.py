@@ -166,7 +166,7 @@ def _validate(fleet: Fleet, contexts: dict[str, HostContext], validators: list[V
     if fleet.cancelled.is_set():
         raise KeyboardInterrupt
     # Cheapest first (the declared timeout), so a long collective does not hold back the quick checks.
-    cluster = sorted((v for v in validators if v.scope == "cluster"), key=lambda v: v.timeout)
+    cluster = sorted((v for v in validators if v.scope == "cluster"), key=lambda v: (v.timeout, v.name))
     if not cluster:
         return
     records = collector.records

@@ -385,7 +385,8 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
         isolation, evidence = bisect_steps(live, run, deadline_s=min(deadline_s, 60.0),
                                            fleet_passed=None if lost else False)
     except IsolationStopped as stopped:
-        # Nothing is blamed on a step Slurm never ran: every node keeps the verdict the measured step gave it.
+        # Nothing is blamed on a step Slurm never ran: nobody is named, and the fleet step's failure stands as
+        # when nothing is isolated.
         isolation, evidence, not_isolated = Isolation(), {"engine": "slurm", "stopped": str(stopped)}, str(stopped)
     words = Blame(
         lost_summary=lambda name: f"lost under Slurm: {name} could not run the step",
