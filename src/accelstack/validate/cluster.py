@@ -58,15 +58,10 @@ class Member:
         return self.ctx.host.name
 
 
-@dataclass
-class NodeResult:
-    member: Member
-    node_rank: int
-    command: str
-    result: CommandResult | None = None
-    error: AccelstackError | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    duration_s: float = 0.0
+class NodeChecks:
+    """What a node's rank 0 printed of the fleet's collective (``checks``), read the same way by both engines."""
+
+    checks: list[dict[str, Any]]
 
     @property
     def passed(self) -> bool:
@@ -79,6 +74,17 @@ class NodeResult:
             if value is not None:
                 return float(value)
         return None
+
+
+@dataclass
+class NodeResult(NodeChecks):
+    member: Member
+    node_rank: int
+    command: str
+    result: CommandResult | None = None
+    error: AccelstackError | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
 
     def reason(self) -> str:
         if self.error is not None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import AccelstackError
 from ..results.records import Record, Status
-from .cluster import SLOW_PAIR_FRACTION, cluster_sweep, new_tag
+from .cluster import SLOW_PAIR_FRACTION, NodeChecks, cluster_sweep, new_tag
 from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .results import judge_multinode_bandwidth, log_lines, tail
 from .slurm import LABEL, LabelledOutput
@@ -48,25 +48,13 @@ TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE
 
 
 @dataclass
-class NodeOutcome:
+class NodeOutcome(NodeChecks):
     """What one node of a step printed: its result (local rank 0's ``checks``) and its node line."""
 
     name: str
     checks: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.checks) and all(c.get("status") == "pass" for c in self.checks)
-
-    @property
-    def busbw(self) -> float | None:
-        for check in self.checks:
-            value = (check.get("metrics") or {}).get("busbw_gbps")
-            if value is not None:
-                return float(value)
-        return None
 
 
 @dataclass
