@@ -305,13 +305,20 @@ CHECKS = (
 '''
 
 
-def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> None:
+def with_new_check(tmp_path: Path, name: str, script: str, declaration: str) -> tuple[Path, Path]:
+    """Copies of the shipped validators and declarations with one check added the way a contributor adds it: its
+    script and its declaration, nothing else."""
     validators = tmp_path / "validators"
     declarations = tmp_path / "checks"
     shutil.copytree(validators_dir(), validators, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(declarations_dir(), declarations, ignore=shutil.ignore_patterns("__pycache__"))
-    (validators / "pcie_bandwidth.py").write_text(NEW_SCRIPT)
-    (declarations / "pcie_bandwidth.py").write_text(NEW_DECLARATION)
+    (validators / name).write_text(script)
+    (declarations / name).write_text(declaration)
+    return validators, declarations
+
+
+def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> None:
+    validators, declarations = with_new_check(tmp_path, "pcie_bandwidth.py", NEW_SCRIPT, NEW_DECLARATION)
     registry = load_registry(validators, declarations)
     assert len(registry) == len(REGISTRY) + 1 and len(load_declarations(declarations)) == len(registry)
 
@@ -410,12 +417,7 @@ def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_p
     from accelstack.transport.fanout import FanoutOptions, Fleet
     from accelstack.validate.run import validate_hosts
 
-    validators = tmp_path / "validators"
-    declarations = tmp_path / "checks"
-    shutil.copytree(validators_dir(), validators, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(declarations_dir(), declarations, ignore=shutil.ignore_patterns("__pycache__"))
-    (validators / "peer_names.py").write_text(CLUSTER_SCRIPT)
-    (declarations / "peer_names.py").write_text(CLUSTER_DECLARATION)
+    validators, declarations = with_new_check(tmp_path, "peer_names.py", CLUSTER_SCRIPT, CLUSTER_DECLARATION)
     registry = load_registry(validators, declarations)
     selected = select(registry, "quick", {"peer_names", "clock"})
     assert [v.name for v in selected] == ["clock", "peer_names"]

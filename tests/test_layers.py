@@ -13,6 +13,7 @@ package, and prints what a renderer returned with a ``Console``.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import accelstack
@@ -70,16 +71,21 @@ def test_the_check_sees_rich_imports_and_prints() -> None:
     assert not allowed(Path("fleetcheck.py")) and not allowed(Path("stacks/drift.py"))
 
 
-def test_only_tasks_and_renderers_print_or_import_rich() -> None:
-    offenders = {}
+def offenders(exempt: Callable[[Path], bool], find: Callable[[ast.AST], list[str]]) -> dict[str, list[str]]:
+    """What ``find`` reports in every module of the package that ``exempt`` does not let off, by path."""
+    found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
-        if allowed(relative):
-            continue
-        found = output_calls(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-        if found:
-            offenders[relative.as_posix()] = found
-    assert offenders == {}, "return values and draw them in <package>/render.py (or the task): " + repr(offenders)
+        if not exempt(relative):
+            lines = find(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+            if lines:
+                found[relative.as_posix()] = lines
+    return found
+
+
+def test_only_tasks_and_renderers_print_or_import_rich() -> None:
+    found = offenders(allowed, output_calls)
+    assert found == {}, "return values and draw them in <package>/render.py (or the task): " + repr(found)
 
 
 def test_the_check_sees_drawing_imports() -> None:
@@ -92,12 +98,5 @@ def test_the_check_sees_drawing_imports() -> None:
 
 
 def test_only_renderers_reports_and_reporters_draw() -> None:
-    offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
-        if draws(relative):
-            continue
-        found = drawing_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-        if found:
-            offenders[relative.as_posix()] = found
-    assert offenders == {}, "build tables in <package>/render.py; a task prints what it returns: " + repr(offenders)
+    found = offenders(draws, drawing_imports)
+    assert found == {}, "build tables in <package>/render.py; a task prints what it returns: " + repr(found)
