@@ -11,7 +11,8 @@ from ..validate import checks, registry
 from .common import boundary, task
 
 # The help comes from the check declarations (validate/checks/): the host-scope ones are the node's.
-HOST_CHECKS = [check for check in registry.load_registry() if check.scope == "host"]
+DECLARED = registry.load_registry()
+HOST_CHECKS = [check for check in DECLARED if check.scope == "host"]
 
 
 @task(help={"tier": checks.tier_help(HOST_CHECKS, tiers=("quick", "standard"), default="quick"),
@@ -39,11 +40,11 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
     )
     from ..results.output import Reporter
     from ..results.records import RunWriter, runs_dir
-    from ..validate.registry import load_registry, select
+    from ..validate.registry import select
 
     check_tier(tier)
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
-    select(load_registry(), tier, wanted)  # a bad --only is exit 3 before anything runs
+    select(DECLARED, tier, wanted)  # a bad --only is exit 3 before anything runs
     node_file = load_node_file(Path(config) if config else None)
     name = node or slurm_node_name()
     from ..validate.slurm import apply_control_vars

@@ -46,7 +46,7 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     and a multi-node allreduce whose faults are isolated by bisection. With no inventory it validates this
     machine, including a 2-rank gloo allreduce.
     """
-    from ..validate import load_registry, select  # loaded when this task runs, not for every task
+    from ..validate import select  # loaded when this task runs, not for every task
     from ..validate.run import validate_inventory
 
     forks_n = setting(c, "forks", forks)
@@ -55,7 +55,7 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     deadline_s = explicit_setting(c, "deadline", deadline)
     overrides = extra_vars(set or [])
     wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
-    select(load_registry(), tier, wanted)  # a bad --tier/--only is exit 3 before anything else
+    select(DECLARED, tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     from ._slurm import check_engine_flags
 
     check_engine_flags(engine, partition=partition, nodes=nodes, limit=limit, forks=forks,
