@@ -262,7 +262,7 @@ def test_top_up_asks_only_what_the_facts_added() -> None:
 def test_probe_and_state_share_one_round_trip() -> None:
     from accelstack.facts import ProbeOptions
     command = probe_and_state_command(ProbeOptions(), StateQuery(checksums={"/etc/x"}, hccn_conf=True))
-    probe_at, sep_at, state_at = command.index("python3 -c"), command.index(STATE_SEPARATOR), command.index("sha256sum")
+    probe_at, sep_at, state_at = command.index("/bin/sh -c 'set -f"), command.index(STATE_SEPARATOR), command.index("sha256sum")
     assert probe_at < sep_at < state_at and command.startswith("{ ") and command.endswith("; }")
 
 

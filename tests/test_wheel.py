@@ -81,8 +81,9 @@ def shipped_files(folder: str) -> set[str]:
 
 def test_the_wheel_ships_the_host_side_scripts_and_the_defaults(installed: dict[str, Path]) -> None:
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    hostside = {p for p in shipped_files("src/accelstack/hostside") if p.endswith(".py")}
-    assert {"src/accelstack/hostside/validators/_common.py", "src/accelstack/hostside/probes/facts_probe.py"} <= hostside
+    hostside = {p for p in shipped_files("src/accelstack/hostside") if p.endswith((".py", ".sh"))}
+    assert {"src/accelstack/hostside/validators/_common.py", "src/accelstack/hostside/probes/facts_probe.sh",
+            "src/accelstack/hostside/probes/stack_snippet.py"} <= hostside
     assert {p.removeprefix("src/") for p in hostside} <= names
     data = next(n.split("/data/", 1)[0] for n in names if ".data/data/" in n)
     defaults = set().union(*(shipped_files(folder) for folder in DEFAULTS))

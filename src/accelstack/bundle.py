@@ -27,8 +27,8 @@ from typing import Any
 from . import __version__
 from .diagnose import diagnose_lines
 from .errors import ConfigError, HostError
-from .facts import Facts, ProbeOptions, parse_probe_output
-from .facts.probe import embedded_script_command, probe_command
+from .facts import Facts, ProbeOptions, parse_probe_document
+from .facts.probe import embedded_script_command, probe_command, read_probe_output
 from .results.records import Record, Status, utc_now
 from .stacks import drift, load_matrix, load_stack
 from .transport.connection import Transport
@@ -67,10 +67,10 @@ def collect(transport: Transport, options: ProbeOptions, dest: Path, *, stack: s
         raise HostError(f"the collector printed no separator (exit {result.exit_status}): "
                         f"{(result.stderr or result.stdout).strip()[-300:]}", host=host, command="collect")
     try:
-        probe_doc = json.loads(probe_text)
+        probe_doc = read_probe_output(probe_text)
         collected = json.loads(collect_text)
     except ValueError as exc:
-        raise HostError(f"the collector's output is not JSON: {exc}", host=host, command="collect") from None
+        raise HostError(f"the collector's output is not readable: {exc}", host=host, command="collect") from None
     folder = dest / host
     folder.mkdir(parents=True, exist_ok=True)
     index: dict[str, dict[str, Any]] = {}
@@ -106,7 +106,7 @@ def collect(transport: Transport, options: ProbeOptions, dest: Path, *, stack: s
     _write(folder / "bundle.json", json.dumps(meta, indent=1, sort_keys=True))
     with tarfile.open(dest / f"{host}.tar.gz", "w:gz") as tar:
         tar.add(folder, arcname=host)
-    return Bundle(host, folder, parse_probe_output(probe_text))
+    return Bundle(host, folder, parse_probe_document(probe_doc))
 
 
 def _write(path: Path, text: str) -> None:
@@ -146,7 +146,7 @@ def bundle_facts(folder: Path) -> Facts:
     doc = {"probe": 1, "sections": sections, "files": files, "errors": meta.get("probe_errors") or []}
     if meta.get("fatal"):
         doc["fatal"] = meta["fatal"]
-    return parse_probe_output(json.dumps(doc))
+    return parse_probe_document(doc)
 
 
 def analyze_bundle(path: Path, *, expect_devices: int | None = None,

@@ -1,4 +1,4 @@
-"""From raw gathered text to :class:`Facts`: the probe's JSON, or a support bundle's saved outputs.
+"""From raw gathered text to :class:`Facts`: the probe's output, or a support bundle's saved outputs.
 
 Pure: no I/O. A parser that rejects its input costs that one fact, which is recorded in ``probe_errors``;
 the rest of the host's facts still come back.
@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from accelstack.facts import parsers as p
 from accelstack.facts.model import AscendFacts, Facts, NvidiaFacts
+from accelstack.facts.probe import is_probe_output, read_probe_output
 
 T = TypeVar("T")
 
@@ -63,7 +64,7 @@ def _json(text: str, what: str) -> Any:
 def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Facts:
     """Facts from section outputs (name -> stdout text) and files (path -> content, None when absent).
 
-    Names are the probe's (see ``accelstack/hostside/probes/facts_probe.py``); a support bundle that saves outputs
+    Names are the probe's (see ``accelstack/hostside/probes/facts_probe.sh``); a support bundle that saves outputs
     under the same names is parsed by the same code.
     """
     facts = Facts()
@@ -246,18 +247,28 @@ def _ascend(
 
 
 def parse_probe_output(text: str) -> Facts:
-    """The probe's JSON document -> Facts.
+    """What the probe printed (its framed output, or a probe document as JSON, as bundles keep it) -> Facts.
 
-    Raises ValueError (with the first 200 characters) when ``text`` is not the probe's JSON. A document with
-    ``fatal`` (no python3 on the host) gives Facts carrying that in ``probe_errors``: the caller decides. A
-    section that failed is recorded in ``probe_errors``; a tool that is not installed in ``missing_tools``.
+    Raises ValueError (with the first 200 characters) when ``text`` is neither. See :func:`parse_probe_document`.
     """
+    if is_probe_output(text):
+        return parse_probe_document(read_probe_output(text))
     try:
         doc = json.loads(text)
     except ValueError:
-        raise ValueError(f"facts probe output is not JSON: {text[:200]!r}") from None
+        raise ValueError(f"facts probe output is neither the probe's framed text nor JSON: {text[:200]!r}") from None
     if not isinstance(doc, dict) or "probe" not in doc:
         raise ValueError(f"facts probe output is not a probe document: {text[:200]!r}")
+    return parse_probe_document(doc)
+
+
+def parse_probe_document(doc: dict[str, Any]) -> Facts:
+    """The probe document -> Facts.
+
+    A document with ``fatal`` (a probe that could not run at all) gives Facts carrying that in ``probe_errors``:
+    the caller decides. A section that failed is recorded in ``probe_errors``; a tool that is not installed in
+    ``missing_tools``.
+    """
     raw_sections = doc.get("sections") or {}
     files = {str(k): v for k, v in (doc.get("files") or {}).items()}
     texts: dict[str, str] = {}

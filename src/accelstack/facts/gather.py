@@ -9,7 +9,7 @@ from ..errors import ConfigError, HostError
 from ..inventory import Host
 from ..results.records import Record, Status, error_record
 from ..stacks import Stack, load_stack
-from ..transport.connection import Transport
+from ..transport.connection import CommandResult, Transport
 from ..transport.context import DEFAULT_STACK_PYTHON, HostContext
 from ..transport.fanout import Fleet, Outcome
 from . import Facts, ProbeOptions, parse_probe_output, probe_command
@@ -56,10 +56,16 @@ def probe(transport: Transport, options: ProbeOptions) -> Facts:
     try:
         return parse_probe_output(result.stdout)
     except ValueError as exc:
-        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise HostError(f"the facts probe printed no usable JSON (exit {result.exit_status}): {exc}; "
-                        + " | ".join(detail), host=transport.host.name, command="facts probe",
-                        hint="the probe needs python3 (3.6 or newer) on the host") from None
+        raise unreadable_probe(transport.host.name, "facts probe", result, exc) from None
+
+
+def unreadable_probe(host: str, command: str, result: CommandResult, exc: ValueError) -> HostError:
+    """The error for a probe whose output could not be read: what it said, and where to look."""
+    detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+    return HostError(f"the facts probe printed nothing readable (exit {result.exit_status}): {exc}; "
+                     + " | ".join(detail), host=host, command=command,
+                     hint="the probe runs under /bin/sh; see what the host's login shell prints with "
+                          f"`ssh {host} /bin/sh -c true`")
 
 
 def facts_record(outcome: Outcome[Facts]) -> Record:

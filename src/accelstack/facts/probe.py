@@ -1,7 +1,16 @@
-"""The one-round-trip facts command: the host-side probe script, shipped inside a single shell line.
+"""The one-round-trip facts command and the reading of what it prints: the two halves of one contract.
 
-The script (``accelstack/hostside/probes/facts_probe.py``) travels compressed and base64-encoded inside ``python3 -c``, so a
-host needs nothing from us beforehand and the facts cost one SSH exec, not one per tool.
+The probe (``accelstack/hostside/probes/facts_probe.sh``) is a POSIX sh script that travels inside the command
+line (``/bin/sh -c SCRIPT accelstack-probe ARGS...``), so a host needs nothing from us beforehand and the facts
+cost one SSH exec, not one per tool. It prints framed raw text; :func:`read_probe_output` turns that into the
+probe document that bundles store and :mod:`accelstack.facts.assemble` parses::
+
+    {"probe": 2, "sections": {NAME: {"cmd", "rc", "out", "err"[, "missing", "tool", "timeout", "native"]}},
+     "files": {PATH: TEXT | None}, "errors": [TEXT, ...]}
+
+The sections the script reads itself (hostname, uname, CPUs, NUMA nodes, PCI devices, memlock, free space, NCCL
+libraries, the python version) come out in the shapes the document has always had, so a bundle written by an
+earlier probe reads back through the same parsers.
 """
 
 from __future__ import annotations
@@ -9,16 +18,26 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import shlex
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
+from accelstack.facts.parsers import parse_cpu_list
 from accelstack.paths import hostside
 
-PROBE_SCRIPT = "facts_probe.py"
-PYTHON_MISSING_DOC = (
-    '{"probe": 1, "fatal": "python3 not found on PATH", "sections": {}, "files": {}, "errors": []}'
-)
+PROBE_SCRIPT = "facts_probe.sh"
+STACK_SNIPPET = "stack_snippet.py"
+NET_SNIPPET = "net_snippet.py"
+PROBE_VERSION = 2
+MARKER = "@@accelstack-probe@@"
+MAX_TEXT_CHARS = 256 * 1024  # per section output and per file, as the host-side probe always bounded them
+STACK_MIN_TIMEOUT = 20.0  # a cold site-packages on network storage takes a while to scan
+_MARKER_LINE = re.compile(rf"^{re.escape(MARKER)} (\w+)(?: (.*))?$", re.MULTILINE)
+# Sections the script reads itself, as their document entries name them ("native": no child process).
+NATIVE_SECTIONS = frozenset({"hostname", "uname", "cpu_count", "numa_nodes", "pci", "memlock", "nccl_libs",
+                             "disk_paths"})
 
 
 @dataclass
@@ -31,28 +50,47 @@ class ProbeOptions:
     disk_paths: list[str] = field(default_factory=lambda: ["/"])
     timeout: float = 10.0
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "python": self.python,
-                "ascend_root": self.ascend_root,
-                "disk_paths": list(self.disk_paths),
-                "timeout": float(self.timeout),
-            },
-            sort_keys=True,
-        )
+
+@functools.lru_cache(maxsize=8)
+def _hostside_text(name: str) -> str:
+    return hostside("probes", name).read_text(encoding="utf-8")
 
 
-def probe_script() -> str:
-    """The probe's source text, as it runs on the host."""
-    return hostside("probes", PROBE_SCRIPT).read_text(encoding="utf-8")
+def without_comment_lines(text: str) -> str:
+    """A script without its blank and comment-only lines: what is sent to every host (a third fewer bytes for
+    each host's shell or python to read). Safe for our host-side scripts, which hold no multi-line string
+    with such a line (a test compares the python snippets' syntax trees before and after)."""
+    return "\n".join(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_prefix() -> str:
+    # The script and its two python snippets are the same for every host: quoted once per process.
+    script = without_comment_lines(_hostside_text(PROBE_SCRIPT))
+    return " ".join(["/bin/sh", "-c", shlex.quote(script), "accelstack-probe"])
+
+
+@functools.lru_cache(maxsize=1)
+def _snippets() -> str:
+    return " ".join(shlex.quote(without_comment_lines(_hostside_text(name))) for name in (STACK_SNIPPET, NET_SNIPPET))
+
+
+def probe_command(options: ProbeOptions | None = None) -> str:
+    """One shell line (any POSIX login shell) that prints the probe's framed output.
+
+    Every option value reaches the script as a positional parameter through ``shlex.quote``: data, never code.
+    """
+    opts = options or ProbeOptions()
+    timeout = float(opts.timeout)
+    values = [f"{timeout:g}", f"{max(timeout, STACK_MIN_TIMEOUT):g}", opts.ascend_root, opts.python]
+    paths = " ".join(shlex.quote(str(p)) for p in opts.disk_paths)
+    return f"{_probe_prefix()} {' '.join(shlex.quote(v) for v in values)} {_snippets()} {paths}".rstrip()
 
 
 @functools.lru_cache(maxsize=8)
 def _encoded_script(name: str) -> str:
     # base64's alphabet holds no quote, space or shell metacharacter, so it can sit inside single quotes.
-    source = hostside("probes", name).read_text(encoding="utf-8")
-    return base64.b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii")
+    return base64.b64encode(zlib.compress(_hostside_text(name).encode("utf-8"), 9)).decode("ascii")
 
 
 def embedded_script_command(script: str, argument: str, missing_doc: str) -> str:
@@ -70,11 +108,139 @@ def embedded_script_command(script: str, argument: str, missing_doc: str) -> str
     return f"if command -v python3 >/dev/null 2>&1; then {run}; else {missing}; fi"
 
 
-def probe_command(options: ProbeOptions | None = None) -> str:
-    """One shell line (POSIX sh and bash) that prints the probe's JSON document.
+_BEGIN = re.compile(rf"^{re.escape(MARKER)} begin", re.MULTILINE)
 
-    Every option value reaches the shell through ``shlex.quote`` of one JSON argument. When the host has no
-    ``python3`` the line still prints a JSON document, with ``fatal`` set, so the caller always parses JSON.
+
+def is_probe_output(text: str) -> bool:
+    return _BEGIN.search(text) is not None
+
+
+def read_probe_output(text: str) -> dict[str, Any]:
+    """The probe's framed output -> the probe document. Pure.
+
+    Raises ValueError when ``text`` is not the probe's output. What a login shell printed before the probe
+    began (a noisy ``.bashrc``) is left out. Output cut short (the host or the link died mid-probe) keeps what
+    came and says so in ``errors``.
     """
-    opts = options or ProbeOptions()
-    return embedded_script_command(PROBE_SCRIPT, opts.to_json(), PYTHON_MISSING_DOC)
+    begin = _BEGIN.search(text)
+    if begin is None:
+        raise ValueError(f"not the facts probe's output: {text[:200]!r}")
+    text = text[begin.start():]
+    sections: dict[str, dict[str, Any]] = {}
+    files: dict[str, str | None] = {}
+    errors: list[str] = []
+    ended = False
+    marks = list(_MARKER_LINE.finditer(text))
+    for index, mark in enumerate(marks):
+        kind, rest = mark.group(1), mark.group(2) or ""
+        start = mark.end() + 1
+        stop = marks[index + 1].start() if index + 1 < len(marks) else len(text)
+        body = text[start:stop]
+        body = body[:-1] if body.endswith("\n") else body  # the one newline the script puts before a marker
+        body = body[:MAX_TEXT_CHARS]
+        if kind == "run":
+            name, _, cmd = rest.partition(" ")
+            sections[name] = {"cmd": cmd, "rc": None, "out": "", "err": body}
+        elif kind == "out":
+            name, _, rc = rest.partition(" ")
+            section = sections.setdefault(name, {"cmd": name, "rc": None, "out": "", "err": ""})
+            section["out"] = body
+            if rc == "timeout":
+                section["timeout"] = True
+                section["err"] = (section["err"] + "\n" if section["err"] else "") + "timed out"
+            else:
+                section["rc"] = int(rc) if rc.lstrip("-").isdigit() else None
+        elif kind == "missing":
+            name, _, cmd = rest.partition(" ")
+            sections[name] = {"cmd": cmd, "rc": None, "out": "", "err": "", "missing": True, "tool": body or cmd}
+        elif kind == "native":
+            name, _, cmd = rest.partition(" ")
+            sections[name] = {"cmd": cmd, "rc": 0, "out": body, "err": "", "native": True}
+        elif kind == "file":
+            files[rest] = body
+        elif kind == "nofile":
+            files[rest] = None
+        elif kind == "note":
+            errors.append(rest)
+        elif kind == "end":
+            ended = True
+    if not ended:
+        errors.append("the facts probe's output was cut short (the host or the link went away mid-probe)")
+    _as_document_shapes(sections)
+    return {"probe": PROBE_VERSION, "sections": sections, "files": files, "errors": errors}
+
+
+def _as_document_shapes(sections: dict[str, dict[str, Any]]) -> None:
+    """The script's raw readings, in the shapes the probe document gives them (JSON where structured)."""
+
+    def reshape(name: str, convert: Any) -> None:
+        section = sections.get(name)
+        if section is None or section.get("rc") != 0:
+            return
+        try:
+            section["out"] = convert(section["out"])
+        except (ValueError, IndexError) as exc:
+            section.update(rc=None, err=f"{type(exc).__name__}: {exc}", out="")
+
+    lines = _lines
+    hostname = (sections.get("hostname") or {}).get("out", "")
+    reshape("uname", lambda t: _dumps(dict(zip(("sysname", "release", "version", "machine"), t.split("\n"),
+                                               strict=True), nodename=hostname)))
+    reshape("cpu_count", lambda t: str(len(parse_cpu_list(t))))
+    reshape("numa_nodes", lambda t: _dumps(sorted(lines(t), key=lambda n: int(n[4:]) if n[4:].isdigit() else 0)))
+    reshape("pci", lambda t: _dumps([_pci_entry(line) for line in lines(t)]))
+    reshape("memlock", lambda t: _dumps(dict(zip(("soft", "hard"), map(_kib_limit, t.split("\n")), strict=True))))
+    reshape("nccl_libs", lambda t: _dumps(sorted(set(lines(t)))))
+    reshape("probe_python", lambda t: t.strip().removeprefix("Python ").strip())
+    if "probe_python" in sections and sections["probe_python"].get("rc") == 0:
+        sections["probe_python"]["native"] = True
+    _statvfs_sections(sections)
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _pci_entry(line: str) -> dict[str, str | None]:
+    slot, vendor, device, klass, numa = line.split(" ")
+    return {"slot": slot, "vendor": vendor, **{k: (None if v == "-" else v) for k, v in
+                                               (("device", device), ("class", klass), ("numa_node", numa))}}
+
+
+def _kib_limit(text: str) -> int | str:
+    # ulimit -l counts KiB; the document has always given bytes, as getrlimit does.
+    text = text.strip()
+    return "unlimited" if text == "unlimited" else int(text) * 1024
+
+
+def _statvfs_sections(sections: dict[str, dict[str, Any]]) -> None:
+    """``stat -f`` over /dev/shm and the disk paths -> the document's ``shm`` and ``disk_free`` sections. A
+    path that does not exist is free space ``None``, not a failed probe (a checkpoint folder not yet made)."""
+    asked = sections.pop("disk_paths", None)
+    statvfs = sections.pop("statvfs", None)
+    if statvfs is None:
+        return
+    if statvfs.get("missing") or statvfs.get("timeout"):
+        sections["statvfs"] = statvfs  # say so, under the tool's own name
+        return
+    measured: dict[str, tuple[int, int, int]] = {}
+    for line in _lines(statvfs["out"]):
+        parts = line.split(" ", 3)
+        if len(parts) == 4 and all(p.isdigit() for p in parts[:3]):
+            measured[parts[3]] = (int(parts[0]), int(parts[1]), int(parts[2]))
+    cmd = statvfs["cmd"]
+    shm = measured.get("/dev/shm")
+    if shm is not None:
+        frsize, blocks, available = shm
+        sections["shm"] = {"cmd": cmd, "rc": 0, "out": _dumps({"total": frsize * blocks, "free": frsize * available}),
+                           "err": "", "native": True}
+    else:
+        sections["shm"] = {"cmd": cmd, "rc": statvfs.get("rc"), "out": "", "native": True,
+                           "err": next((e for e in statvfs["err"].split("\n") if "/dev/shm" in e), statvfs["err"])}
+    paths = _lines(asked["out"]) if asked else []
+    free = {p: (measured[p][0] * measured[p][2] if p in measured else None) for p in paths}
+    sections["disk_free"] = {"cmd": cmd, "rc": 0, "out": _dumps(free), "err": "", "native": True}

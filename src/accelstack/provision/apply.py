@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import AccelstackError, ConfigError, HostError
 from ..facts import Facts, ProbeOptions, parse_probe_output, probe_command
-from ..facts.gather import PROBE_TIMEOUT, probe, probe_options_for
+from ..facts.gather import PROBE_TIMEOUT, probe, probe_options_for, unreadable_probe
 from ..inventory import Host
 from ..results.records import Record, error_record, read_run, runs_dir
 from ..stacks.versions import VersionError, versions_match
@@ -123,10 +123,7 @@ def probe_and_state(transport: Transport, options: ProbeOptions, query: StateQue
             raise ValueError("no state separator after the probe")
         facts = parse_probe_output(probe_text)
     except ValueError as exc:
-        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise HostError(f"the facts probe printed no usable JSON (exit {result.exit_status}): {exc}; "
-                        + " | ".join(detail), host=transport.host.name, command="facts probe + state",
-                        hint="the probe needs python3 (3.6 or newer) on the host") from None
+        raise unreadable_probe(transport.host.name, "facts probe + state", result, exc) from None
     return facts, parse_state(state_text)
 
 
