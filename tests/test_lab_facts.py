@@ -143,6 +143,35 @@ def test_unknown_host_key_is_refused_unless_accepting_is_asked_for(healthy_lab: 
     assert host.address in empty.read_text()
 
 
+def test_known_hosts_hashed_changed_and_revoked_entries(healthy_lab: object, tmp_path: Path) -> None:
+    # The lab host's real key in each form ssh writes: a hashed name (HashKnownHosts) is accepted; a different
+    # key on file for the host is refused as a changed key; the real key marked @revoked is refused even though
+    # a plain line also lists it.
+    host = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
+    line = next(x for x in Path(host.known_hosts).read_text().splitlines() if x.split()[0] == host.address)
+    kind, blob = line.split()[1:3]
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    other_blob = (tmp_path / "other.pub").read_text().split()[1]
+
+    def connect(name: str, text: str) -> Exception | str | None:
+        path = tmp_path / name
+        path.write_text(text)
+        probe = Host(name="lab1", address=host.address, user="root", key_file=host.key_file, known_hosts=str(path))
+        with Fleet(FanoutOptions(connect_attempts=1)) as fleet:
+            outcome = next(iter(fleet.map([probe], lambda t: t.run("hostname").stdout.strip())))
+        return outcome.error or outcome.value
+
+    hashed = tmp_path / "hashed"
+    hashed.write_text(f"unrelated.example {kind} {other_blob}\n{line}\n")
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(hashed)], check=True, capture_output=True)
+    assert host.address not in hashed.read_text() and "|1|" in hashed.read_text()
+    assert connect("hashed", hashed.read_text()) == "lab1"
+    changed = connect("changed", f"# a comment\n{host.address} {kind} {other_blob}\n")
+    assert "does not match" in str(changed), changed
+    revoked = connect("revoked", f"{line}\n@revoked * {kind} {blob}\n")
+    assert "@revoked" in str(revoked), revoked
+
+
 def test_many_connections_to_one_stock_sshd_without_a_spurious_error(healthy_lab: object) -> None:
     # 48 connections to one sshd with MaxStartups at its default 10:30:100: the handshake cap and retries
     # must make every one succeed.

@@ -18,7 +18,12 @@ stop waiting for it. A dead link is noticed by keepalives that expect an answer 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import hmac
 import itertools
+import logging
 import os
 import re
 import shlex
@@ -269,9 +274,15 @@ def _kill_local_tree(sid: int) -> None:
 
 
 class KnownHosts:
-    """One parsed known_hosts file shared by every connection of the process (paramiko #272: loading it per
-    connection costs about a second each). With ``accept_new`` an unknown key is added and appended to the file;
-    a changed key is always refused."""
+    """One known_hosts file, read once per process and shared by every connection, indexed by host name.
+
+    paramiko's ``HostKeys`` builds a key object for every line when it loads and compares a host against every
+    entry when it looks one up: with a fleet's file that is a scan of the whole file per host (98k name matches
+    for 256 hosts). Here a plain name is one dict lookup and keys are compared as their base64 text; hashed
+    names (``|1|salt|hmac``, HashKnownHosts) are checked one HMAC per hashed entry, as ssh does. Exact names
+    only, as paramiko: no wildcard patterns. A key marked ``@revoked`` is refused; ``@cert-authority`` lines
+    are not used (no certificates). With ``accept_new`` an unknown key is added and appended to the file; a
+    changed key is always refused."""
 
     _cache: dict[tuple[str, bool], KnownHosts] = {}
     _cache_lock = threading.Lock()
@@ -279,10 +290,45 @@ class KnownHosts:
     def __init__(self, path: Path, accept_new: bool) -> None:
         self.path = path
         self.accept_new = accept_new
-        self.keys = paramiko.HostKeys()
-        if path.exists():
-            self.keys.load(str(path))
+        self._plain: dict[str, dict[str, set[str]]] = {}  # host -> key type -> base64 keys
+        self._hashed: list[tuple[bytes, bytes, str, str]] = []  # salt, hmac-sha1 of the name, key type, base64
+        self._revoked: set[str] = set()
         self._lock = threading.Lock()
+        if path.exists():
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                self._add_line(line)
+
+    def _add_line(self, line: str) -> None:
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            return
+        marker = fields.pop(0) if fields[0].startswith("@") else None
+        if len(fields) < 3:
+            return
+        names, kind, blob = fields[:3]
+        if marker == "@revoked":
+            self._revoked.add(blob)
+            return
+        if marker is not None:
+            return
+        for name in names.split(","):
+            if name.startswith("|1|"):
+                try:
+                    _, _, salt, digest = name.split("|")
+                    self._hashed.append((base64.b64decode(salt), base64.b64decode(digest), kind, blob))
+                except (ValueError, binascii.Error):
+                    continue
+            elif name:
+                self._plain.setdefault(name, {}).setdefault(kind, set()).add(blob)
+
+    def known_keys(self, hostname: str) -> dict[str, set[str]]:
+        """The keys on file for ``hostname``: key type -> base64 keys."""
+        found = {kind: set(blobs) for kind, blobs in self._plain.get(hostname, {}).items()}
+        encoded = hostname.encode()
+        for salt, digest, kind, blob in self._hashed:
+            if hmac.compare_digest(hmac.new(salt, encoded, hashlib.sha1).digest(), digest):
+                found.setdefault(kind, set()).add(blob)
+        return found
 
     @classmethod
     def for_host(cls, host: Host) -> KnownHosts:
@@ -303,10 +349,15 @@ class KnownHosts:
         return _Policy()
 
     def verify(self, host: Host, hostname: str, key: paramiko.PKey) -> None:
+        kind, blob = key.get_name(), key.get_base64()
         with self._lock:
-            entry = self.keys.lookup(hostname)
-            if entry is not None and key.get_name() in entry:
-                if entry[key.get_name()] == key:
+            if blob in self._revoked:
+                raise HostUnreachable(f"host key for {hostname} is marked @revoked in {self.path}", host=host.name,
+                                      hint="the host presents a key its owner revoked: find out why before "
+                                           "connecting to it")
+            known = self.known_keys(hostname)
+            if kind in known:
+                if blob in known[kind]:
                     return
                 raise HostUnreachable(
                     f"host key for {hostname} does not match {self.path}: possible man-in-the-middle, or the host "
@@ -316,10 +367,34 @@ class KnownHosts:
                 raise HostUnreachable(
                     f"host key for {hostname} is not in {self.path}", host=host.name,
                     hint="add it (ssh-keyscan) or set accept_new_host_keys: true for this host in the inventory")
-            self.keys.add(hostname, key.get_name(), key)
+            line = f"{hostname} {kind} {blob}"
+            self._add_line(line)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+                handle.write(line + "\n")
+
+
+_private_keys: dict[str, paramiko.PKey | None] = {}
+_private_keys_lock = threading.Lock()
+
+
+def private_key(path: str) -> paramiko.PKey | None:
+    """The private key at ``path``, read once per process (paramiko reads a ``key_filename`` for every
+    connection, trying each key type in turn: three parses per host for an Ed25519 key). None when it cannot
+    be read without help (encrypted, unreadable, an unknown type): the caller then hands paramiko the file
+    name, whose own attempt says what is wrong."""
+    with _private_keys_lock:
+        if path in _private_keys:
+            return _private_keys[path]
+        key: paramiko.PKey | None = None
+        for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+            try:
+                key = kind.from_private_key_file(path)
+                break
+            except (paramiko.SSHException, OSError, ValueError):
+                continue
+        _private_keys[path] = key
+        return key
 
 
 class _Connection(Connection):
@@ -354,11 +429,21 @@ def shared_fabric_config() -> FabricConfig:
 _AEAD_FIRST = tuple(sorted(paramiko.Transport._preferred_ciphers, key=lambda name: "-gcm@" not in name))
 
 
+class _FleetTransport(paramiko.Transport):
+    """paramiko's Transport, preferring AES-GCM, and quiet about what nobody logs: sshd sends a debug message
+    after authentication (the key's options), which paramiko turns into printable text a byte at a time in
+    Python for a DEBUG log line, on every connection, whether or not anything logs at DEBUG."""
+
+    _preferred_ciphers = _AEAD_FIRST
+
+    def _parse_debug(self, m: paramiko.Message) -> None:
+        if self.logger.isEnabledFor(logging.DEBUG):
+            super()._parse_debug(m)
+
+
 def _aead_first_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
-    """paramiko's ``transport_factory`` (SSHClient.connect): its Transport, preferring AES-GCM."""
-    transport = paramiko.Transport(sock, **kwargs)
-    transport._preferred_ciphers = _AEAD_FIRST
-    return transport
+    """paramiko's ``transport_factory`` (SSHClient.connect)."""
+    return _FleetTransport(sock, **kwargs)
 
 
 def _known_hosts_name(host: Host) -> str:
@@ -428,7 +513,9 @@ class SSHTransport:
         }
         if host.key_file:
             # Explicit key: no agent, no probing of ~/.ssh (paramiko #2155: probing made connect take 35 s).
-            connect_kwargs.update(key_filename=[host.key_file], allow_agent=False, look_for_keys=False)
+            key = private_key(host.key_file)
+            connect_kwargs.update({"pkey": key} if key is not None else {"key_filename": [host.key_file]},
+                                  allow_agent=False, look_for_keys=False)
         self.connection = _Connection(host.address, user=host.user or "root", port=host.port,
                                      connect_timeout=connect_timeout, connect_kwargs=connect_kwargs,
                                      config=shared_fabric_config())

@@ -1,0 +1,63 @@
+"""What the SSH transport reads once per process: the private key, and known_hosts as an index."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from accelstack.errors import HostUnreachable
+from accelstack.inventory import Host
+from accelstack.transport.connection import KnownHosts, private_key
+
+
+def keygen(path: Path, *extra: str) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-f", str(path), *extra], check=True)
+    return path.with_suffix(".pub").read_text().split()[1]
+
+
+def test_a_private_key_is_read_once_and_an_encrypted_one_is_left_to_paramiko(tmp_path: Path) -> None:
+    plain, locked = tmp_path / "plain", tmp_path / "locked"
+    keygen(plain, "-N", "")
+    keygen(locked, "-N", "a passphrase")
+    key = private_key(str(plain))
+    assert isinstance(key, paramiko.Ed25519Key)
+    assert private_key(str(plain)) is key  # the same object: not read again
+    # Encrypted (or missing): None, and the connection hands paramiko the file name, whose error says why.
+    assert private_key(str(locked)) is None
+    assert private_key(str(tmp_path / "absent")) is None
+
+
+def test_known_hosts_index_plain_hashed_revoked_and_accepting(tmp_path: Path) -> None:
+    blob_a = keygen(tmp_path / "a", "-N", "")
+    blob_b = keygen(tmp_path / "b", "-N", "")
+    key_a = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "a"))
+    key_b = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "b"))
+    keygen(tmp_path / "c", "-N", "")
+    key_c = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "c"))
+    path = tmp_path / "known_hosts"
+    path.write_text(f"10.0.0.1,node1 ssh-ed25519 {blob_a}\n")
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(path)], check=True, capture_output=True)
+    assert "10.0.0.1" not in path.read_text() and "node1" not in path.read_text()
+    path.write_text(path.read_text() + f"[10.0.0.2]:2222 ssh-ed25519 {blob_b}\n10.0.0.3 ssh-ed25519 {blob_a}\n"
+                    f"@cert-authority * ssh-ed25519 {blob_b}\nbroken line\n# comment\n\n"
+                    f"@revoked * ssh-ed25519 {blob_b}\n")
+    known = KnownHosts(path, accept_new=False)
+    host = Host(name="n", address="10.0.0.1")
+    assert known.known_keys("10.0.0.1") == {"ssh-ed25519": {blob_a}}  # found through its hashed name
+    assert known.known_keys("node1") == known.known_keys("10.0.0.3") == {"ssh-ed25519": {blob_a}}  # hashed; plain
+    assert known.known_keys("[10.0.0.2]:2222") == {"ssh-ed25519": {blob_b}}
+    assert known.known_keys("10.0.0.9") == {}
+    known.verify(host, "10.0.0.1", key_a)
+    with pytest.raises(HostUnreachable, match="does not match"):
+        known.verify(host, "10.0.0.3", key_c)
+    with pytest.raises(HostUnreachable, match="@revoked"):
+        known.verify(host, "[10.0.0.2]:2222", key_b)
+    with pytest.raises(HostUnreachable, match="is not in"):
+        known.verify(host, "10.0.0.9", key_a)
+    accepting = KnownHosts(path, accept_new=True)
+    accepting.verify(host, "10.0.0.9", key_a)
+    assert path.read_text().endswith(f"10.0.0.9 ssh-ed25519 {blob_a}\n")
+    assert KnownHosts(path, accept_new=False).known_keys("10.0.0.9") == {"ssh-ed25519": {blob_a}}
