@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from accelstack.errors import CommandFailed, CommandTimeout
 from accelstack.inventory import Host
+from accelstack.transport import fanout
 from accelstack.transport.connection import LocalTransport, Transport
 from accelstack.transport.fanout import FanoutOptions, Fleet
 
@@ -80,3 +83,27 @@ def test_check_raises_with_exit_status_and_output_tail() -> None:
         assert err.exit_status == 7 and "oops" in str(err)
     else:
         raise AssertionError("expected CommandFailed")
+
+
+def test_a_last_phase_releases_each_host_as_it_finishes_and_every_outcome_still_comes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[str] = []
+
+    class Counting(LocalTransport):
+        def close(self) -> None:
+            closed.append(self.host.name)
+
+    monkeypatch.setattr(fanout, "transport_for",
+                        lambda host, connect_timeout, deadline: Counting(host, deadline=deadline))
+    hosts = local_hosts(40)
+    with Fleet(FanoutOptions(forks=8)) as fleet:
+        seen = []
+        for outcome in fleet.map(hosts, lambda t: t.run("echo ok", check=True).stdout.strip(), release=True):
+            seen.append(outcome.host.name)
+            # Released as it finished: by the time its outcome is read, its connection is gone.
+            assert outcome.host.name in closed and outcome.value == "ok"
+        assert sorted(seen) == sorted(h.name for h in hosts) and sorted(closed) == sorted(seen)
+        assert fleet._transports == {}
+        # A later phase on the same hosts connects again.
+        again = list(fleet.map(hosts[:3], lambda t: t.run("true").ok))
+        assert [o.value for o in again] == [True] * 3 and len(fleet._transports) == 3

@@ -52,7 +52,7 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
         return collect(transport, probe_options_for(host), dest, stack=host.vars.get("stack"))
 
     with Fleet(options) as fleet:
-        for outcome in fleet.map(hosts, work):
+        for outcome in fleet.map(hosts, work, release=True):  # one round trip per host, nothing after it
             if outcome.error is not None or outcome.value is None:
                 reporter.add(error_record(outcome.host.name, "collect", outcome.error or Exception("no bundle")))
                 continue

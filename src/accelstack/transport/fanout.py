@@ -10,12 +10,13 @@ control side's CPU), and a banner or reset error is retried with backoff. Every 
 
 from __future__ import annotations
 
+import queue
 import random
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -161,22 +162,42 @@ class Fleet:
             delay = min(delay * 2, 3.0)
         raise HostUnreachable(f"gave up after {attempts} tries: {last}", host=host.name)
 
-    def map(self, hosts: Iterable[Host], work: Callable[[Transport], T]) -> Iterator[Outcome[T]]:
+    def map(self, hosts: Iterable[Host], work: Callable[[Transport], T], *,
+            release: bool = False) -> Iterator[Outcome[T]]:
+        """``work(transport)`` on every host, in the pool; each outcome is yielded as it finishes.
+
+        ``release``: this is the run's last use of these hosts (facts, drift, a bundle), so each host's
+        connection is closed the moment its work ends: a large fleet then never holds hundreds of idle SSH
+        connections, and their reader threads, while the last hosts finish.
+        """
         hosts = list(hosts)
         if not hosts:
             return
         forks = max(1, min(self.options.forks, len(hosts)))
         grace = self.options.connect_timeout + 5
         pool = ThreadPoolExecutor(max_workers=forks, thread_name_prefix="accelstack-host")
+        # Finished futures arrive on a queue: one put per host. (``wait(FIRST_COMPLETED)`` arms a waiter on
+        # every pending future each time one finishes: quadratic in the fleet.)
+        finished: queue.SimpleQueue[Future[Outcome[T]]] = queue.SimpleQueue()
         try:
             started: dict[Future[Outcome[T]], Host] = {}
             for host in hosts:
-                started[pool.submit(self._work_one, host, work)] = host
+                future = pool.submit(self._work_one, host, work, release)
+                started[future] = host
+                future.add_done_callback(finished.put)
             pending = set(started)
+            next_check = time.monotonic() + 1.0
             while pending:
-                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
+                try:
+                    future = finished.get(timeout=max(0.0, next_check - time.monotonic()))
+                    if future in pending:
+                        pending.discard(future)
+                        yield future.result()
+                except queue.Empty:
+                    pass
+                if time.monotonic() < next_check:
+                    continue
+                next_check = time.monotonic() + 1.0
                 stragglers = [f for f in pending if self._overdue(started[f], grace)]
                 for future in stragglers:
                     # A worker stuck past its deadline (a connect that ignores its timeout): report it, move on.
@@ -193,7 +214,7 @@ class Fleet:
         begun = self._began.get(host.name)
         return begun is not None and time.monotonic() - begun > self.options.host_deadline + grace
 
-    def _work_one(self, host: Host, work: Callable[[Transport], T]) -> Outcome[T]:
+    def _work_one(self, host: Host, work: Callable[[Transport], T], release: bool = False) -> Outcome[T]:
         began = time.monotonic()
         self._began[host.name] = began
         deadline = began + self.options.host_deadline
@@ -207,6 +228,19 @@ class Fleet:
         except Exception as exc:  # a bug on one host must not lose the others' results
             wrapped = HostError(f"{type(exc).__name__}: {exc}", host=host.name)
             return Outcome(host, error=wrapped, duration_s=time.monotonic() - began)
+        finally:
+            if release:
+                self.release(host)
+
+    def release(self, host: Host) -> None:
+        """Close ``host``'s connection: the run needs it no more. A later use connects again."""
+        with self._lock:
+            transport = self._transports.pop(host.name, None)
+        if transport is not None:
+            try:
+                transport.close()
+            except Exception:
+                pass
 
     def wait_idle(self, timeout: float) -> bool:
         """After a cancel: wait (bounded) for the workers still running to end; whether they all did."""
