@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +46,31 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def entry() -> None:
+    """The console script and ``python -m accelstack``: :func:`main`, then a quick exit.
+
+    By then everything a run keeps is on disk (records are flushed as they arrive and the run writer has synced
+    and closed its files; reports are written and closed), so the interpreter's own teardown is skipped: a
+    garbage collection over every object the run made and every module's namespace, 0.3 to 0.4 s of CPU after
+    facts on 256 hosts, and a wait for any fan-out worker still stuck in a connect past its deadline (the run
+    reported it already). ``main`` itself keeps raising ``SystemExit``, for callers that run it in-process.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # as SystemExit("message") prints it
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe (`| head`): nothing more can reach it
+    os._exit(code or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from .tasks import build_collection, modules_for
 
@@ -55,4 +82,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         # to repeated --log flags here. Under plain `inv`, pass `-l a.log -l b.log`.
         args = spread_positional_logs(args)
     # Only the task modules this command line names are imported (all of them for --list or bare help).
-    program_for(build_collection(modules_for(args))).run(argv=args)
+    program = program_for(build_collection(modules_for(args)))
+    # What start-up made (modules, classes, the task collection) lives as long as the process: out of the
+    # garbage collector's sight, its full collections during a large fan-out stop re-walking all of it.
+    gc.freeze()
+    program.run(argv=args)
