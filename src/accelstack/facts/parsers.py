@@ -20,9 +20,8 @@ import csv
 import ipaddress
 import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelstack.facts.model import (
     Address,
@@ -33,6 +32,9 @@ from accelstack.facts.model import (
     PciDevice,
     TorchFacts,
 )
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 _NA = {"", "na", "n/a", "[n/a]", "[not supported]", "not supported", "-", "none", "unknown"}
 
@@ -109,13 +111,13 @@ class Meminfo:
     values_kib: dict[str, int] = field(default_factory=dict)  # HugePages_* are counts, not KiB
 
 
+_MEMINFO_LINE = re.compile(r"^([\w()]+):[ \t]+(\d+)", re.MULTILINE)
+
+
 def parse_meminfo(text: str) -> Meminfo:
     """``/proc/meminfo``. Lenient."""
-    values: dict[str, int] = {}
-    for line in (text or "").splitlines():
-        match = re.match(r"^([\w()]+):\s+(\d+)", line)
-        if match:
-            values[match.group(1)] = int(match.group(2))
+    # One scan of the whole text (a match per line cost a quarter of a millisecond a host at facts time).
+    values = {name: int(number) for name, number in _MEMINFO_LINE.findall(text or "")}
     return Meminfo(
         total_kib=values.get("MemTotal"), available_kib=values.get("MemAvailable"), values_kib=values
     )
@@ -378,6 +380,8 @@ def parse_nvidia_smi_xml(text: str) -> NvidiaSmiLog:
 
     Raises ValueError on text that is not well-formed XML with an ``nvidia_smi_log`` root.
     """
+    import xml.etree.ElementTree as ET  # only bundles and the health check read XML: facts never pay for it
+
     try:
         root = ET.fromstring(text or "")
     except ET.ParseError as exc:
@@ -385,7 +389,7 @@ def parse_nvidia_smi_xml(text: str) -> NvidiaSmiLog:
     if root.tag != "nvidia_smi_log":
         raise ValueError(f"nvidia-smi -q -x: root element is <{root.tag}>, expected <nvidia_smi_log>")
 
-    def get(node: ET.Element, path: str) -> str | None:
+    def get(node: Element, path: str) -> str | None:
         value = node.findtext(path)
         if value is None:
             return None

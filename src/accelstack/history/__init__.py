@@ -6,8 +6,25 @@ unreadable, of an older schema, or stale for a run (its files changed size or mt
 
 from __future__ import annotations
 
-from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
-from .queries import DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
+from typing import TYPE_CHECKING, Any
+
+from ..lazy import lazy_name
+
+if TYPE_CHECKING:
+    from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
+    from .queries import DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
+
+_SUBMODULES = {
+    **dict.fromkeys(("HISTORY_FILE", "History", "RunInfo", "history_path", "parse_since", "parse_timestamp"), "index"),
+    **dict.fromkeys(("DrainEntry", "HistoryEntry", "MetricPoint", "SeriesPoint"), "queries"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Each name's submodule is imported when the name is first used (accelstack.lazy): results.baseline reads
+    # history.metrics, and should not bring sqlite3 and the index with it.
+    return lazy_name(__name__, _SUBMODULES, globals(), name)
+
 
 __all__ = [
     "HISTORY_FILE",

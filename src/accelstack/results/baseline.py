@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..history.metrics import components
-from .figures import peak_busbw, sweep
+from .figures import DEFAULT_BUSBW_DROP_PCT, peak_busbw, sweep
 from .records import Record, runs_dir, utc_now
 
 BASELINE_FILE = "baseline.json"
@@ -46,7 +46,6 @@ BASELINE_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 # The run kinds a baseline may come from when none is named: runs that validated hosts.
 VALIDATION_KINDS = ("validate", "fleet-check")
-DEFAULT_BUSBW_DROP_PCT = 10.0
 # Healthy runs held per host, check and figure.
 DEFAULT_KEEP = 5
 # The band is the held spread taken this many times over on a log scale (see the module docstring).

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 TRACKED_METRIC = "busbw_gbps"
 RANKS_METRIC = "ranks"
+# A drop of the tracked figure beyond this percentage (and beyond the baseline's own spread) is a regression.
+DEFAULT_BUSBW_DROP_PCT = 10.0
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .baseline import DEFAULT_BUSBW_DROP_PCT, MIN_SIZE_SAMPLES, Baseline
+from .baseline import MIN_SIZE_SAMPLES, Baseline
+from .figures import DEFAULT_BUSBW_DROP_PCT
 
 
 def baseline_table(held: Baseline) -> Table:

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-from .compat import Matrix, Violation, check_components, check_stack, load_matrix
-from .drift import DriftRow, drift, drift_rows, run_drift
-from .model import COMPONENTS, Pin, Stack, list_stacks, load_stack, stack_names
-from .preflight import format_violations, preflight
-from .versions import ComponentVersion, compare, parse_version, version_key, versions_match
+from typing import TYPE_CHECKING, Any
+
+from ..lazy import lazy_name
+
+if TYPE_CHECKING:
+    from .compat import Matrix, Violation, check_components, check_stack, load_matrix
+    from .drift import DriftRow, drift, drift_rows, run_drift
+    from .model import COMPONENTS, Pin, Stack, list_stacks, load_stack, stack_names
+    from .preflight import format_violations, preflight
+    from .versions import ComponentVersion, compare, parse_version, version_key, versions_match
+
+_SUBMODULES = {
+    **dict.fromkeys(("Matrix", "Violation", "check_components", "check_stack", "load_matrix"), "compat"),
+    **dict.fromkeys(("DriftRow", "drift", "drift_rows", "run_drift"), "drift"),
+    **dict.fromkeys(("COMPONENTS", "Pin", "Stack", "list_stacks", "load_stack", "stack_names"), "model"),
+    **dict.fromkeys(("format_violations", "preflight"), "preflight"),
+    **dict.fromkeys(("ComponentVersion", "compare", "parse_version", "version_key", "versions_match"), "versions"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Each name's submodule is imported when the name is first used (accelstack.lazy).
+    return lazy_name(__name__, _SUBMODULES, globals(), name)
+
 
 __all__ = [
     "COMPONENTS", "ComponentVersion", "DriftRow", "Matrix", "Pin", "Stack", "Violation", "check_components",
