@@ -94,7 +94,7 @@ def test_a_last_phase_releases_each_host_as_it_finishes_and_every_outcome_still_
             closed.append(self.host.name)
 
     monkeypatch.setattr(fanout, "transport_for",
-                        lambda host, connect_timeout, deadline: Counting(host, deadline=deadline))
+                        lambda host, **kwargs: Counting(host, deadline=kwargs["deadline"]))
     hosts = local_hosts(40)
     with Fleet(FanoutOptions(forks=8)) as fleet:
         seen = []

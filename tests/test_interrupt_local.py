@@ -98,6 +98,10 @@ def test_first_command_removes_a_killed_uploads_tmp_file(tmp_path: Path) -> None
     stale.write_bytes(b"being written now")
     transport.run("true")
     assert stale.exists()
+    # A read-only run (facts, drift, a bundle) leaves the host as it found it.
+    reader = LocalTransport(host, sweep_stale_tmp=False)
+    reader.run("true")
+    assert stale.exists()
 
 
 def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_path: Path) -> None:

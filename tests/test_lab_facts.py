@@ -32,9 +32,16 @@ def records_of(stdout: str) -> dict[str, dict]:
 
 
 def test_facts_from_four_hosts_over_ssh(healthy_lab: object, tmp_path: Path) -> None:
+    # A killed upload's tmp file on lab1: facts only reads, so it leaves that too (a writing run sweeps it).
+    stale = "/var/tmp/accelstack/validators/0123456789abcdef/devices.py.accelstack-tmp"
+    lab1 = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
+    with Fleet() as fleet:
+        fleet.connect(lab1).run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
     proc = run_cli("facts", "--inventory", str(inventory_path(healthy_lab)), "--json",
                    env={"ACCELSTACK_RUNS": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
+    with Fleet(FanoutOptions(read_only=True)) as fleet:  # a writing run's first command would sweep it
+        assert fleet.connect(lab1).run(f"cat {stale} && rm -f {stale}").stdout == "half\n"
     by_host = records_of(proc.stdout)
     assert sorted(by_host) == ["lab1", "lab2", "lab3", "lab4"]
     for name, record in by_host.items():

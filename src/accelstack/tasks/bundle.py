@@ -38,7 +38,7 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
     from ..bundle import collect  # loaded when this task runs, not for every task
 
     overrides = extra_vars(set or [])
-    options = fanout_options(c, forks, connect_timeout)
+    options = fanout_options(c, forks, connect_timeout, read_only=True)
     inv, selected = inventory_hosts(inventory, limit, overrides)
     hosts = with_vars(selected, overrides)
     dest = writable_dir(Path(output or f"bundles/{utc_now().replace(':', '').replace('.', '')}"), "--output")

@@ -394,12 +394,15 @@ def boundary(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def fanout_options(c: Any, forks: Any, connect_timeout: Any, host_timeout: Any = None) -> Any:
-    """The fan-out settings of a run from its flags and the configuration."""
+def fanout_options(c: Any, forks: Any, connect_timeout: Any, host_timeout: Any = None, *,
+                   read_only: bool = False) -> Any:
+    """The fan-out settings of a run from its flags and the configuration. ``read_only``: the run only reads
+    its hosts (facts, drift, a bundle) and changes nothing on them, not even a stale tmp file."""
     from ..transport.fanout import FanoutOptions
 
     options = FanoutOptions(forks=setting(c, "forks", forks), connect_timeout=setting(c, "connect_timeout",
-                                                                                      connect_timeout))
+                                                                                      connect_timeout),
+                            read_only=read_only)
     if host_timeout is not None:  # provisioning's: other tasks keep the fan-out's own per-host deadline
         options.host_deadline = setting(c, "host_timeout", host_timeout)
     return options

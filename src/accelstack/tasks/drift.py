@@ -32,7 +32,7 @@ def drift(c: Any, inventory: str | None = None, limit: str | None = None, json: 
     re-provision, or the pin to change.
     """
     overrides = extra_vars(set or [])
-    options = fanout_options(c, forks, connect_timeout)
+    options = fanout_options(c, forks, connect_timeout, read_only=True)
     inv, hosts = inventory_hosts(inventory, limit, overrides)
     # drift reports a bad pin; it does not refuse it
     contexts = resolve_contexts(hosts, overrides=overrides or None, run_preflight=False)

@@ -27,7 +27,7 @@ def facts(c: Any, inventory: str | None = None, limit: str | None = None, json: 
           forks: int | None = None, connect_timeout: float | None = None, set: list[str] | None = None) -> int:
     """Gather facts from every host: OS, CPUs, memory, NUMA, NICs, accelerators and the installed stack."""
     overrides = extra_vars(set or [])
-    options = fanout_options(c, forks, connect_timeout)
+    options = fanout_options(c, forks, connect_timeout, read_only=True)
     # A stack that does not exist is bad input, whatever task reads it.
     inv, selected = inventory_hosts(inventory, limit, overrides)
     hosts = with_vars(selected, overrides)

@@ -12,8 +12,9 @@ Nothing a run starts may outlive it. Every command runs in a session of its own 
 one; locally we ask for one), and :meth:`cancel` kills that session and every descendant of it (torchrun's ranks
 start sessions of their own), on every command still running: Ctrl-C stops the remote work, it does not just
 stop waiting for it. A dead link is noticed by keepalives that expect an answer (``ssh_keepalive_s``, default
-30 s without one), not by the command's own time limit. The first command on a host also removes the
-``*.accelstack-tmp`` files a killed upload or atomic write left in the folders we write to.
+30 s without one), not by the command's own time limit. In a run that writes to its hosts, the first command on
+a host also removes the ``*.accelstack-tmp`` files a killed upload or atomic write left in the folders we write
+to; a read-only run (facts, drift, a bundle) leaves the host as it found it.
 """
 
 from __future__ import annotations
@@ -129,13 +130,13 @@ class Transport(Protocol):
 class _Running:
     """The commands running on one transport, so :meth:`cancel` can kill them; thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, sweep_first: bool = True) -> None:
         self.cancelled = threading.Event()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.sids: dict[int, int | None] = {}
         self.killed: set[int] = set()
-        self.first = True
+        self.first = sweep_first
 
     def start(self, host: Host, command: str) -> int:
         with self._lock:
@@ -198,10 +199,10 @@ def _checked(result: CommandResult, host: Host, check: bool) -> CommandResult:
 class LocalTransport:
     """``connection: local``: this machine, through ``/bin/sh -c``, with the same contract as SSH."""
 
-    def __init__(self, host: Host, *, deadline: float | None = None) -> None:
+    def __init__(self, host: Host, *, deadline: float | None = None, sweep_stale_tmp: bool = True) -> None:
         self.host = host
         self._deadline = _Deadline(host, deadline)
-        self._running = _Running()
+        self._running = _Running(sweep_stale_tmp)
 
     def run(self, command: str, *, timeout: float | None = None, check: bool = False,
             stdin: bytes | None = None) -> CommandResult:
@@ -493,10 +494,10 @@ class SSHTransport:
     """One fabric ``Connection`` per host, opened once, a fresh channel per command."""
 
     def __init__(self, host: Host, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, sweep_stale_tmp: bool = True) -> None:
         self.host = host
         self._deadline = _Deadline(host, deadline)
-        self._running = _Running()
+        self._running = _Running(sweep_stale_tmp)
         self._channels: dict[int, paramiko.Channel] = {}
         self._closed = threading.Event()
         self._lost: str | None = None
@@ -778,8 +779,10 @@ def keepalive_deadline_for(host: Host) -> float:
         return DEFAULT_KEEPALIVE_DEADLINE
 
 
-def transport_for(host: Host, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                  deadline: float | None = None) -> LocalTransport | SSHTransport:
+def transport_for(host: Host, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, deadline: float | None = None,
+                  sweep_stale_tmp: bool = True) -> LocalTransport | SSHTransport:
+    """``sweep_stale_tmp``: the first command removes what a killed upload or atomic write left; False for a
+    read-only run (facts, drift, a bundle), which leaves the host exactly as it found it."""
     if host.connection == "local":
-        return LocalTransport(host, deadline=deadline)
-    return SSHTransport(host, connect_timeout=connect_timeout, deadline=deadline)
+        return LocalTransport(host, deadline=deadline, sweep_stale_tmp=sweep_stale_tmp)
+    return SSHTransport(host, connect_timeout=connect_timeout, deadline=deadline, sweep_stale_tmp=sweep_stale_tmp)

@@ -42,6 +42,8 @@ class FanoutOptions:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     host_deadline: float = DEFAULT_HOST_DEADLINE
     connect_attempts: int = 5
+    # A run that writes to its hosts sweeps a killed upload's tmp files first; a read-only run touches nothing.
+    read_only: bool = False
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -111,7 +113,8 @@ class Fleet:
             return existing
         if self.cancelled.is_set():
             raise CommandInterrupted("not connected: the run was interrupted", host=host.name)
-        transport = transport_for(host, connect_timeout=self.options.connect_timeout, deadline=deadline)
+        transport = transport_for(host, connect_timeout=self.options.connect_timeout, deadline=deadline,
+                                  sweep_stale_tmp=not self.options.read_only)
         if isinstance(transport, SSHTransport):
             self._open_with_retry(transport, host)
         with self._lock:
