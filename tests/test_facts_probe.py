@@ -19,6 +19,7 @@ from accelstack.facts.probe import (
     MARKER,
     NET_SNIPPET,
     STACK_SNIPPET,
+    probe_argv,
     read_probe_output,
     without_comment_lines,
 )
@@ -122,6 +123,27 @@ def test_facts_round_trip_through_json(local_facts: Facts) -> None:
 def test_command_works_under_bash_too() -> None:
     facts = parse_probe_output(run_probe(ProbeOptions(python=sys.executable), shell="bash"))
     assert facts.hostname == socket.gethostname()
+
+
+@pytest.mark.parametrize("shell", [("dash",), ("bash",), ("bash", "--posix"), ("busybox", "sh")])
+def test_the_script_reads_the_same_host_under_every_posix_shell(shell: tuple[str, ...],
+                                                                 local_facts: Facts) -> None:
+    # /bin/sh is dash on Debian and Ubuntu, bash on RHEL, EulerOS, openEuler and Kylin, busybox's ash in minimal
+    # images: the script itself, run by each, reads this host as the default /bin/sh does.
+    assert shutil.which(shell[0]), f"{shell[0]} is not installed (.ci/run installs it)"
+    options = ProbeOptions(python=sys.executable, disk_paths=["/", "/nonexistent"])
+    result = subprocess.run(probe_argv(options, shell=shell), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    facts = parse_probe_output(result.stdout)
+    assert facts.probe_errors == [], facts.probe_errors
+
+    def stable(f: Facts) -> dict:
+        view = f.to_dict()
+        view["disk_free"] = sorted((k, v is None) for k, v in f.disk_free.items())  # free space moves
+        view["interfaces"] = sorted(i.name for i in f.interfaces if not i.name.startswith(("acb", "acs", "lab")))
+        return view
+
+    assert stable(facts) == stable(local_facts)
 
 
 def test_fake_path_without_tools(tmp_path: Path) -> None:

@@ -35,9 +35,6 @@ MARKER = "@@accelstack-probe@@"
 MAX_TEXT_CHARS = 256 * 1024  # per section output and per file, as the host-side probe always bounded them
 STACK_MIN_TIMEOUT = 20.0  # a cold site-packages on network storage takes a while to scan
 _MARKER_LINE = re.compile(rf"^{re.escape(MARKER)} (\w+)(?: (.*))?$", re.MULTILINE)
-# Sections the script reads itself, as their document entries name them ("native": no child process).
-NATIVE_SECTIONS = frozenset({"hostname", "uname", "cpu_count", "numa_nodes", "pci", "memlock", "nccl_libs",
-                             "disk_paths"})
 
 
 @dataclass
@@ -64,27 +61,29 @@ def without_comment_lines(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _probe_prefix() -> str:
-    # The script and its two python snippets are the same for every host: quoted once per process.
-    script = without_comment_lines(_hostside_text(PROBE_SCRIPT))
-    return " ".join(["/bin/sh", "-c", shlex.quote(script), "accelstack-probe"])
+def _sent_texts() -> tuple[str, str, str]:
+    # The script and its two python snippets are the same for every host: read and trimmed once per process.
+    script, stack, net = (without_comment_lines(_hostside_text(name))
+                          for name in (PROBE_SCRIPT, STACK_SNIPPET, NET_SNIPPET))
+    return script, stack, net
 
 
-@functools.lru_cache(maxsize=1)
-def _snippets() -> str:
-    return " ".join(shlex.quote(without_comment_lines(_hostside_text(name))) for name in (STACK_SNIPPET, NET_SNIPPET))
+def probe_argv(options: ProbeOptions | None = None, shell: tuple[str, ...] = ("/bin/sh",)) -> list[str]:
+    """The probe as an argument vector: ``SHELL -c SCRIPT accelstack-probe TIMEOUT STACK_TIMEOUT ASCEND_ROOT
+    PYTHON STACK_SNIPPET NET_SNIPPET DISK_PATH...`` (tests run the script under other shells through it)."""
+    opts = options or ProbeOptions()
+    timeout = float(opts.timeout)
+    script, stack, net = _sent_texts()
+    return [*shell, "-c", script, "accelstack-probe", f"{timeout:g}", f"{max(timeout, STACK_MIN_TIMEOUT):g}",
+            opts.ascend_root, opts.python, stack, net, *map(str, opts.disk_paths)]
 
 
 def probe_command(options: ProbeOptions | None = None) -> str:
-    """One shell line (any POSIX login shell) that prints the probe's framed output.
+    """One shell line, for any POSIX login shell, that runs :func:`probe_argv` under ``/bin/sh``.
 
     Every option value reaches the script as a positional parameter through ``shlex.quote``: data, never code.
     """
-    opts = options or ProbeOptions()
-    timeout = float(opts.timeout)
-    values = [f"{timeout:g}", f"{max(timeout, STACK_MIN_TIMEOUT):g}", opts.ascend_root, opts.python]
-    paths = " ".join(shlex.quote(str(p)) for p in opts.disk_paths)
-    return f"{_probe_prefix()} {' '.join(shlex.quote(v) for v in values)} {_snippets()} {paths}".rstrip()
+    return shlex.join(probe_argv(options))
 
 
 @functools.lru_cache(maxsize=8)
@@ -189,7 +188,7 @@ def _as_document_shapes(sections: dict[str, dict[str, Any]]) -> None:
     reshape("cpu_count", lambda t: str(len(parse_cpu_list(t))))
     reshape("numa_nodes", lambda t: _dumps(sorted(lines(t), key=lambda n: int(n[4:]) if n[4:].isdigit() else 0)))
     reshape("pci", lambda t: _dumps([_pci_entry(line) for line in lines(t)]))
-    reshape("memlock", lambda t: _dumps(dict(zip(("soft", "hard"), map(_kib_limit, t.split("\n")), strict=True))))
+    reshape("memlock", lambda t: _dumps(dict(zip(("soft", "hard"), map(_limit, t.split("\n")), strict=True))))
     reshape("nccl_libs", lambda t: _dumps(sorted(set(lines(t)))))
     reshape("probe_python", lambda t: t.strip().removeprefix("Python ").strip())
     if "probe_python" in sections and sections["probe_python"].get("rc") == 0:
@@ -211,10 +210,10 @@ def _pci_entry(line: str) -> dict[str, str | None]:
                                                (("device", device), ("class", klass), ("numa_node", numa))}}
 
 
-def _kib_limit(text: str) -> int | str:
-    # ulimit -l counts KiB; the document has always given bytes, as getrlimit does.
+def _limit(text: str) -> int | str:
+    # /proc/self/limits gives bytes, as getrlimit does, or "unlimited".
     text = text.strip()
-    return "unlimited" if text == "unlimited" else int(text) * 1024
+    return "unlimited" if text == "unlimited" else int(text)
 
 
 def _statvfs_sections(sections: dict[str, dict[str, Any]]) -> None:

@@ -155,7 +155,12 @@ probe() {
     done
     set -f
     native pci "read /sys/bus/pci/devices/*/{vendor,device,class,numa_node}" "$list"
-    native memlock "ulimit -S -l; ulimit -H -l" "$(ulimit -S -l; ulimit -H -l)"
+    # The shell's own limits are its children's: read them, no subshell for `ulimit`.
+    list=
+    while read -r w1 w2 w3 soft hard unit; do
+        if [ "$w1 $w2 $w3" = "Max locked memory" ]; then list="$soft$NL$hard"; break; fi
+    done </proc/self/limits
+    native memlock "read Max locked memory from /proc/self/limits" "$list"
     for path in /etc/os-release /proc/meminfo; do put_file "$path" small; done
     # Free space of /dev/shm and of every disk path, one statvfs each: block size, blocks, available, name.
     list=
