@@ -4,13 +4,25 @@
     python bench/fanout.py --tiny    # 4 hosts on the local connection, accelstack only: the CI smoke test
 
 Brings up a lab of its own (tag ``acb``, subnet 10.216) and prints, in one run and side by side: each tool's median
-wall time and control-side CPU on ``--hosts`` hosts, the CPU per host two ways (the whole run divided by the hosts,
-and the marginal cost of a host: the run on every host minus the run on one, over the hosts added), the ratios
-against the goals of issue 14 (control CPU per host <= 0.5x pyinfra's, wall <= 1.0x pyinfra's), and how busy the
-whole machine was during accelstack's run (the lab hosts' sshd and probes share this machine's cores: their CPU
-over the core count is a floor under any tool's wall time here). Then ``--big`` hosts: wall, error records and
-that floor (goal: under 6 s, 0 errors). With ``--slurm``: the quick tier of `accelstack validate` on
-``--slurm-hosts`` lab nodes through one ``srun`` (``--engine slurm``) next to the same over SSH.
+wall time, its control-side CPU (the tool and its children) and the lab hosts' CPU (what their sshd and every
+process under it spent, read from each sshd listener's reaped children: exact, whatever else the machine does) on
+``--hosts`` hosts; the CPU per host two ways (the whole run over the hosts, and the marginal cost of a host: the
+run on every host minus the run on one, over the hosts added); and the ratios against the goals of issue 14
+(control CPU per host <= 0.5x pyinfra's, wall <= 1.0x pyinfra's). Ratios are taken within each round, the tools
+having run one after the other, then the median: this machine's speed drifts by half again over minutes, and a
+ratio of medians from different minutes would carry that drift.
+
+Two floor lines come with it, bare paramiko with none of any tool around it: connect, run the same facts probe
+and read it (the least a paramiko-based tool can spend here to gather these facts), and connect and run `true`
+(the least any paramiko-based tool spends to reach a host at all). The lab hosts share this machine's two cores
+with every tool, so the hosts' CPU over the cores is a floor under any wall time here. Then ``--big`` hosts:
+wall, error records, both CPUs, and the bare `true` floor (goal: under 6 s, 0 errors). With ``--slurm``: the
+quick tier of `accelstack validate` on ``--slurm-hosts`` lab nodes through one ``srun`` (``--engine slurm``) next
+to the same over SSH.
+
+accelstack runs from compiled bytecode, as an installed package does: this machine sets PYTHONDONTWRITEBYTECODE,
+so an editable checkout would otherwise recompile every module on every run (about 90 ms) while ansible and
+pyinfra, installed by pip, run theirs from .pyc files.
 
 Needs root. ansible-core and pyinfra are installed into ``bench/.venv`` on first use (never into the project's
 environment: pyinfra pins its own paramiko). pyinfra gathers two facts (``server.Os``, ``server.KernelVersion``),
@@ -61,20 +73,39 @@ def machine_busy_s() -> float:
     return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def hosts_cpu_s(sshd_pids: list[int]) -> float:
+    """CPU seconds the lab hosts' sshd listeners' reaped children spent: every connection's sshd, its shell and
+    all they ran. A connection's share is counted once its sshd has exited."""
+    total = 0
+    for pid in sshd_pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 class Run:
     """One timed command: wall, exit code, output, the control side's CPU (the tool and its children, e.g.
-    ansible's ssh processes) and the whole machine's busy CPU over the same interval. On a real fleet the hosts'
-    work runs elsewhere; here every lab host shares this machine's cores, so wall time also pays for it."""
+    ansible's ssh processes), the lab hosts' CPU and the whole machine's busy CPU over the same interval. On a
+    real fleet the hosts' work runs elsewhere; here every lab host shares this machine's cores, so wall time
+    also pays for it."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+                 sshd_pids: list[int] | None = None) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy = machine_busy_s()
+        hosts = hosts_cpu_s(sshd_pids or [])
         started = time.perf_counter()
         proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd)
         self.wall = time.perf_counter() - started
         self.busy = machine_busy_s() - busy
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        time.sleep(0.2 if sshd_pids else 0)  # the last sessions' sshd exit and are reaped
+        self.hosts_cpu = hosts_cpu_s(sshd_pids or []) - hosts
         self.code = proc.returncode
         self.out = proc.stdout + proc.stderr
         self.records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -84,9 +115,61 @@ class Run:
         return Counter(r.get("status", "?") for r in self.records)
 
 
-def accelstack(args: list[str], runs: Path, env: dict[str, str] | None = None) -> Run:
+def accelstack(args: list[str], runs: Path, env: dict[str, str] | None = None,
+               sshd_pids: list[int] | None = None) -> Run:
     return Run([sys.executable, "-m", "accelstack", *args, "--json"],
-               env={"ACCELSTACK_RUNS": str(runs), **(env or {})})
+               env={"ACCELSTACK_RUNS": str(runs), **(env or {})}, sshd_pids=sshd_pids)
+
+
+# Bare paramiko, none of any tool around it: a pool of 32 threads, each connects (the key read once, AES-GCM
+# offered first, the host key checked against the lab's known_hosts), runs one command, reads its output, closes.
+PARAMIKO_FLOOR = """
+import socket, sys
+from concurrent.futures import ThreadPoolExecutor
+import paramiko
+key_file, known_hosts, command_file, *addresses = sys.argv[1:]
+command = open(command_file).read()
+key = paramiko.Ed25519Key.from_private_key_file(key_file)
+known = paramiko.HostKeys(known_hosts)
+ciphers = tuple(sorted(paramiko.Transport._preferred_ciphers, key=lambda name: "-gcm@" not in name))
+def one(address):
+    transport = paramiko.Transport(socket.create_connection((address, 22), 10))
+    transport._preferred_ciphers = ciphers
+    transport.start_client(timeout=10)
+    server_key = transport.get_remote_server_key()
+    assert known.check(address, server_key), address
+    transport.auth_publickey("root", key)
+    channel = transport.open_session()
+    channel.exec_command(command)
+    out = channel.makefile().read()
+    status = channel.recv_exit_status()
+    transport.close()
+    return status, len(out)
+with ThreadPoolExecutor(32) as pool:
+    results = list(pool.map(one, addresses))
+bad = [r for r in results if r[0] != 0]
+print(len(results) - len(bad), "ok", len(bad), "failed")
+sys.exit(1 if bad else 0)
+"""
+
+
+def paramiko_floor(lab: Lab, command: str, work: Path, sshd_pids: list[int], hosts: int | None = None) -> Run:
+    """The bare-paramiko fan-out of ``command`` over the lab's first ``hosts`` hosts (all of them when None)."""
+    path = work / "floor-command.sh"
+    path.write_text(command)
+    addresses = [h["address"] for h in lab.status()][:hosts]
+    return Run([sys.executable, "-c", PARAMIKO_FLOOR, str(lab.key), str(lab.known_hosts), str(path), *addresses],
+               sshd_pids=sshd_pids)
+
+
+def probe_command_for(inventory: Path) -> str:
+    """The facts probe exactly as `accelstack facts` sends it to the inventory's first host."""
+    from accelstack.facts.gather import probe_options_for
+    from accelstack.facts.probe import probe_command
+    from accelstack.inventory import load_inventory
+
+    first = next(iter(load_inventory(str(inventory)).hosts.values()))
+    return probe_command(probe_options_for(first))
 
 
 def write_peer_inventories(lab: Lab, work: Path) -> tuple[Path, Path, Path]:
@@ -112,6 +195,11 @@ def median(runs: list[Run], what: Callable[[Run], float]) -> float:
     return statistics.median(what(r) for r in runs)
 
 
+def paired(ours: list[Run], theirs: list[Run], what: Callable[[Run], float]) -> float:
+    """The median of round-by-round ratios: the two ran one after the other, at the same machine speed."""
+    return statistics.median(what(a) / max(what(b), 1e-9) for a, b in zip(ours, theirs, strict=True))
+
+
 def verdict(value: float, goal: float) -> str:
     return f"{value:.2f}x (goal <= {goal:.2f}x: {'met' if value <= goal else 'NOT met'})"
 
@@ -134,6 +222,7 @@ def main() -> int:
         print("bench/fanout.py needs root (it brings up a lab)", file=sys.stderr)
         return 3
     bin_dir = ensure_peer_tools()
+    compile_bytecode()
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -142,27 +231,34 @@ def main() -> int:
         lab = Lab(work, tag="acb", subnet="10.216")
         try:
             lab.up(args.hosts)
+            sshd = [h.sshd_pid for h in lab.load().values()]
             ini, py, py_one = write_peer_inventories(lab, work)
             ansible_env = {"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "True",
                            "ANSIBLE_FORKS": str(args.hosts), "ANSIBLE_LOCAL_TEMP": str(work / "ansible-tmp"),
                            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "0"}
             inventory = str(lab.inventory)
+            probe = probe_command_for(lab.inventory)
 
             def ansible(limit: list[str]) -> Run:
                 return Run([str(bin_dir / "ansible"), "all", "-i", str(ini), "-m", "setup", "-f", str(args.hosts),
-                            *limit], env=ansible_env)
+                            *limit], env=ansible_env, sshd_pids=sshd)
 
             def pyinfra(inv: Path) -> Run:
                 return Run([str(bin_dir / "pyinfra"), str(inv), "fact", "server.Os", "server.KernelVersion",
-                            "--parallel", str(args.hosts), "-y"], cwd=work)
+                            "--parallel", str(args.hosts), "-y"], cwd=work, sshd_pids=sshd)
+
+            def facts(*limit: str) -> Run:
+                return accelstack(["facts", "--inventory", inventory, *limit], runs, sshd_pids=sshd)
 
             # Each tool on every host, and on one host: the difference is what the other hosts cost.
             tools: dict[str, tuple[Callable[[], Run], Callable[[], Run]]] = {
-                "accelstack facts": (lambda: accelstack(["facts", "--inventory", inventory], runs),
-                                     lambda: accelstack(["facts", "--inventory", inventory, "--limit", "lab1"],
-                                                        runs)),
+                "accelstack facts": (facts, lambda: facts("--limit", "lab1")),
                 "ansible -m setup": (lambda: ansible([]), lambda: ansible(["-l", "lab1"])),
                 "pyinfra fact": (lambda: pyinfra(py), lambda: pyinfra(py_one)),
+                "paramiko + probe": (lambda: paramiko_floor(lab, probe, work, sshd),
+                                     lambda: paramiko_floor(lab, probe, work, sshd, 1)),
+                "paramiko + true": (lambda: paramiko_floor(lab, "true", work, sshd),
+                                    lambda: paramiko_floor(lab, "true", work, sshd, 1)),
             }
             # One unmeasured warm-up each, then the tools take turns, so none always runs first after lab.up
             # or right after ansible's ControlPersist masters.
@@ -178,46 +274,68 @@ def main() -> int:
                     full[name].append(run)
                     if round_ < max(1, (args.repeat + 1) // 2):
                         single[name].append(one())
-            n = args.hosts
-            wall = {name: median(rs, lambda r: r.wall) for name, rs in full.items()}
-            cpu = {name: median(rs, lambda r: r.cpu) for name, rs in full.items()}
-            cpu_one = {name: median(rs, lambda r: r.cpu) for name, rs in single.items()}
-            per_host = {name: cpu[name] / n for name in tools}
-            marginal = {name: max(cpu[name] - cpu_one[name], 0.0) / max(n - 1, 1) for name in tools}
-            ours = "accelstack facts"
-            print(f"\nfan-out on {n} lab hosts, median of {args.repeat} (one host: of "
-                  f"{len(single[ours])}); {cores} cores, load average {os.getloadavg()[0]:.1f}")
-            print(f"{'tool':<18}{'wall s':>8}{'ours/it':>9}{'ctl CPU s':>11}{'ms/host':>9}{'ours/it':>9}"
-                  f"{'1 host s':>10}{'ms/extra host':>15}{'ours/it':>9}")
-            for name in tools:
-                print(f"{name:<18}{wall[name]:>8.2f}{wall[ours] / wall[name]:>9.2f}{cpu[name]:>11.2f}"
-                      f"{per_host[name] * 1000:>9.1f}{per_host[ours] / per_host[name]:>9.2f}{cpu_one[name]:>10.2f}"
-                      f"{marginal[name] * 1000:>15.1f}{marginal[ours] / max(marginal[name], 1e-9):>9.2f}")
-            peer = "pyinfra fact"
-            print(f"goals against pyinfra: control CPU per host "
-                  f"{verdict(per_host[ours] / per_host[peer], GOAL_CPU_PER_HOST)} over the whole run, "
-                  f"{verdict(marginal[ours] / max(marginal[peer], 1e-9), GOAL_CPU_PER_HOST)} per extra host; "
-                  f"wall {verdict(wall[ours] / wall[peer], GOAL_WALL)}")
-            busy = median(full[ours], lambda r: r.busy)
-            print(f"machine busy during accelstack's run: {busy:.2f} CPU s, {cpu[ours]:.2f} of them accelstack's; "
-                  f"the rest (the lab hosts' sshd and probe, and anything else running) over {cores} cores "
-                  f"is {max(busy - cpu[ours], 0) / cores:.2f} s of wall no control side can remove here")
+            report_fanout(full, single, args.hosts, args.repeat, cores)
             if args.slurm:
                 slurm_line(lab, runs, args.slurm_hosts)
             if args.big:
                 lab.up(args.big)
-                big = [accelstack(["facts", "--inventory", inventory], runs) for _ in range(3)]
-                errors = [r.statuses.get("error", 0) + (args.big - len(r.records)) for r in big]
-                big_wall = median(big, lambda r: r.wall)
-                big_busy = median(big, lambda r: r.busy)
-                print(f"\naccelstack facts on {args.big} lab hosts, median of 3: {big_wall:.2f} s wall "
-                      f"(goal < {GOAL_BIG_WALL_S:.0f} s: {'met' if big_wall < GOAL_BIG_WALL_S else 'NOT met'}), "
-                      f"error or missing records {errors} (goal 0), control CPU {median(big, lambda r: r.cpu):.2f} s "
-                      f"({median(big, lambda r: r.cpu) / args.big * 1000:.1f} ms/host); machine busy "
-                      f"{big_busy:.1f} CPU s: over {cores} cores at least {big_busy / cores:.1f} s of wall here")
+                big_run(lab, inventory, runs, work, args.big, cores)
         finally:
             lab.down()
     return 0
+
+
+def compile_bytecode() -> None:
+    """Compile accelstack as pip does when it installs a package (this machine sets PYTHONDONTWRITEBYTECODE, so
+    the checkout would otherwise be compiled anew on every run, where the peers, installed by pip, are not)."""
+    import accelstack
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(accelstack.__file__).parent)], check=True)
+
+
+def report_fanout(full: dict[str, list[Run]], single: dict[str, list[Run]], n: int, repeat: int, cores: int) -> None:
+    ours, peer = "accelstack facts", "pyinfra fact"
+    wall = {name: median(rs, lambda r: r.wall) for name, rs in full.items()}
+    cpu = {name: median(rs, lambda r: r.cpu) for name, rs in full.items()}
+    hosts = {name: median(rs, lambda r: r.hosts_cpu) for name, rs in full.items()}
+    cpu_one = {name: median(rs, lambda r: r.cpu) for name, rs in single.items()}
+    marginal = {name: max(cpu[name] - cpu_one[name], 0.0) / max(n - 1, 1) for name in full}
+    print(f"\nfan-out on {n} lab hosts, median of {repeat} (one host: of {len(single[ours])}); {cores} cores, "
+          f"load average {os.getloadavg()[0]:.1f}; ours/it: accelstack over that tool, round by round")
+    print(f"{'tool':<18}{'wall s':>8}{'ours/it':>9}{'ctl CPU s':>11}{'ms/host':>9}{'ours/it':>9}{'hosts ms/host':>15}"
+          f"{'1 host s':>10}{'ms/extra host':>15}{'ours/it':>9}")
+    for name in full:
+        print(f"{name:<18}{wall[name]:>8.2f}{paired(full[ours], full[name], lambda r: r.wall):>9.2f}"
+              f"{cpu[name]:>11.2f}{cpu[name] / n * 1000:>9.1f}{paired(full[ours], full[name], lambda r: r.cpu):>9.2f}"
+              f"{hosts[name] / n * 1000:>15.1f}{cpu_one[name]:>10.2f}{marginal[name] * 1000:>15.1f}"
+              f"{marginal[ours] / max(marginal[name], 1e-9):>9.2f}")
+    print(f"goals against pyinfra: control CPU per host "
+          f"{verdict(paired(full[ours], full[peer], lambda r: r.cpu), GOAL_CPU_PER_HOST)} over the whole run, "
+          f"{verdict(marginal[ours] / max(marginal[peer], 1e-9), GOAL_CPU_PER_HOST)} per extra host "
+          f"(bare paramiko with the same probe: {marginal['paramiko + probe'] / max(marginal[peer], 1e-9):.2f}x); "
+          f"wall {verdict(paired(full[ours], full[peer], lambda r: r.wall), GOAL_WALL)}")
+    print(f"the lab hosts' CPU during accelstack's run: {hosts[ours]:.2f} s (sshd and a shell alone: "
+          f"{hosts['paramiko + true']:.2f} s); over {cores} cores that is {hosts[ours] / cores:.2f} s of wall no "
+          "control side can remove here")
+
+
+def big_run(lab: Lab, inventory: str, runs: Path, work: Path, n: int, cores: int) -> None:
+    sshd = [h.sshd_pid for h in lab.load().values()]
+    pairs = [(accelstack(["facts", "--inventory", inventory], runs, sshd_pids=sshd),
+              paramiko_floor(lab, "true", work, sshd)) for _ in range(3)]
+    big = [pair[0] for pair in pairs]
+    floor = [pair[1] for pair in pairs]
+    errors = [r.statuses.get("error", 0) + (n - len(r.records)) for r in big]
+    big_wall = median(big, lambda r: r.wall)
+    big_hosts = median(big, lambda r: r.hosts_cpu)
+    print(f"\naccelstack facts on {n} lab hosts, median of 3: {big_wall:.2f} s wall "
+          f"(goal < {GOAL_BIG_WALL_S:.0f} s: {'met' if big_wall < GOAL_BIG_WALL_S else 'NOT met'}), "
+          f"error or missing records {errors} (goal 0), control CPU {median(big, lambda r: r.cpu):.2f} s "
+          f"({median(big, lambda r: r.cpu) / n * 1000:.1f} ms/host), the hosts' CPU {big_hosts:.1f} s "
+          f"({big_hosts / n * 1000:.1f} ms/host: over {cores} cores at least {big_hosts / cores:.1f} s of wall here)")
+    print(f"  floor, bare paramiko connect + true on the same hosts: {median(floor, lambda r: r.wall):.2f} s wall, "
+          f"control CPU {median(floor, lambda r: r.cpu):.2f} s, the hosts' CPU {median(floor, lambda r: r.hosts_cpu):.1f} s;"
+          f" accelstack/floor {paired(big, floor, lambda r: r.wall):.2f}x wall")
 
 
 def slurm_line(lab: Lab, runs: Path, hosts: int) -> None:
