@@ -132,6 +132,40 @@ def test_connections_prefer_aes_gcm_and_keep_every_other_cipher_paramiko_offers(
         theirs.close()
 
 
+def test_sshds_debug_message_is_made_printable_only_when_someone_logs_it(monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import socket
+
+    import paramiko
+
+    from accelstack.transport.connection import _FleetTransport
+
+    def message() -> paramiko.Message:
+        m = paramiko.Message()
+        m.add_boolean(False)
+        m.add_string("key options: agent-forwarding port-forwarding pty user-rc x11-forwarding")
+        m.add_string("")
+        m.rewind()
+        return m
+
+    made: list[str] = []
+    real = paramiko.util.safe_string
+    monkeypatch.setattr(paramiko.util, "safe_string", lambda s: made.append("made") or real(s))
+    ours, theirs = socket.socketpair()
+    try:
+        transport = _FleetTransport(ours)
+        transport._parse_debug(message())
+        assert made == []  # nobody logs paramiko at DEBUG: nothing made printable, a byte at a time
+        with caplog.at_level(logging.DEBUG, logger=transport.logger.name):
+            transport._parse_debug(message())
+        assert made == ["made"] and "key options: agent-forwarding" in caplog.text
+        transport.close()
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_a_record_is_encoded_once_and_the_same_line_goes_to_the_file_and_stdout(tmp_path: Path) -> None:
     import io
 

@@ -442,11 +442,6 @@ class _FleetTransport(paramiko.Transport):
             super()._parse_debug(m)
 
 
-def _aead_first_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
-    """paramiko's ``transport_factory`` (SSHClient.connect)."""
-    return _FleetTransport(sock, **kwargs)
-
-
 def _known_hosts_name(host: Host) -> str:
     return host.address if host.port == 22 else f"[{host.address}]:{host.port}"
 
@@ -510,7 +505,7 @@ class SSHTransport:
         connect_kwargs: dict[str, object] = {
             "banner_timeout": connect_timeout,
             "auth_timeout": connect_timeout,
-            "transport_factory": _aead_first_transport,
+            "transport_factory": _FleetTransport,  # SSHClient.connect builds it
         }
         if host.key_file:
             # Explicit key: no agent, no probing of ~/.ssh (paramiko #2155: probing made connect take 35 s).
