@@ -8,13 +8,14 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from accelstack.errors import ConfigError
 from accelstack.nodecheck import drain_reason, load_node_file
-from accelstack.results.records import Record
+from accelstack.results.records import Record, prune_runs
 from tests.test_provision_plan import facts, host, plan_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,6 +124,57 @@ def test_an_error_never_drains(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert [r["status"] for r in lines(proc)] == ["error"]
     assert not calls.exists()
+
+
+def test_a_node_keeps_its_newest_node_check_runs_and_nothing_else_is_touched(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_keep_runs=2)
+    assert load_node_file(path).keep_runs == 2
+    default = tmp_path / "default"
+    default.mkdir()
+    assert load_node_file(rendered_node_file(default)).keep_runs == 500  # not set: node-check's default
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    other = runs / "20200101T000000Z-validate-0a0a"  # another kind of run in the same folder: never touched
+    other.mkdir()
+    (other / "meta.json").write_text('{"finished": "2020-01-01T00:00:00Z"}')
+    made = []
+    for _ in range(3):
+        proc = node_check("--config", str(path), "--only", "devices", "--json", tmp_path=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        made.append(lines(proc)[0]["run_id"])
+        time.sleep(1.1)  # run ids are stamped to the second
+    kept = sorted(p.name for p in runs.iterdir())
+    assert kept == sorted([other.name, *made[-2:]]), kept
+
+
+def test_pruning_removes_only_ended_or_long_dead_runs_of_its_kind(tmp_path: Path) -> None:
+    def run(name: str, meta: dict | None, age_s: float = 0) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        if meta is not None:
+            (folder / "meta.json").write_text(json.dumps(meta))
+        if age_s:
+            os.utime(folder, (time.time() - age_s, time.time() - age_s))
+        return folder
+
+    killed = run("20260101T000000Z-node-check-0001", {"started": "x"}, age_s=3 * 86400)  # never closed, long dead
+    going = run("20260102T000000Z-node-check-0002", {"started": "x"})  # no end yet: a prolog still running
+    old = run("20260103T000000Z-node-check-0003", {"finished": "x"})
+    stopped = run("20260104T000000Z-node-check-0004", {"interrupted": "x"})
+    newest = [run(f"20260105T00000{i}Z-node-check-000{i}", {"finished": "x"}) for i in range(2)]
+    stray = run("notes-node-check", None)
+    assert prune_runs(tmp_path, "node-check", 0) == []  # 0 keeps every run
+    removed = prune_runs(tmp_path, "node-check", 2)
+    assert sorted(removed) == sorted([killed, old, stopped])
+    assert going.exists() and stray.exists() and all(p.exists() for p in newest)
+    assert prune_runs(tmp_path / "absent", "node-check", 2) == []
+
+
+def test_a_bad_keep_runs_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path)
+    path.write_text(path.read_text() + "keep_runs: -1\n")
+    with pytest.raises(ConfigError, match=r"node.yml:\d+: 'keep_runs' must be a whole number >= 0"):
+        load_node_file(path)
 
 
 def test_bad_input_is_one_line_and_exit_3(tmp_path: Path) -> None:

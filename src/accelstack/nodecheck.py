@@ -28,7 +28,9 @@ from .yamlfile import MarkedDict, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 NODE_TIERS = ("quick", "standard")
-NODE_FIELDS = ("node", "stack", "stack_python", "runs_dir", "vars")
+NODE_FIELDS = ("node", "stack", "stack_python", "runs_dir", "keep_runs", "vars")
+# A health check every 5 minutes is 288 run folders a day on every node: the newest 500 are kept by default.
+DEFAULT_KEEP_RUNS = 500
 # Slurm keeps a reason of any length, but `sinfo -R` shows 20 characters and `scontrol show node` one line: the
 # check's name and the start of its summary are what a person needs; the records hold the rest.
 REASON_LIMIT = 160
@@ -44,6 +46,7 @@ class NodeFile:
     stack: Stack
     vars: dict[str, Any] = field(default_factory=dict)
     runs_dir: str | None = None
+    keep_runs: int = DEFAULT_KEEP_RUNS  # node-check runs kept in the runs folder; 0 keeps every one
 
 
 def load_node_file(path: Path | None = None) -> NodeFile:
@@ -78,8 +81,14 @@ def load_node_file(path: Path | None = None) -> NodeFile:
             merged[str(key)] = value
     if data.get("stack_python"):
         merged["stack_python"] = str(data["stack_python"])
+    keep = data.get("keep_runs")
+    if keep is None:
+        keep = DEFAULT_KEEP_RUNS
+    elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise ConfigError(f"'keep_runs' must be a whole number >= 0 (0 keeps every run), not {keep!r}",
+                          where=f"{path}:{data.line_of('keep_runs')}")
     return NodeFile(path=path, node=str(data.get("node") or ""), stack=stack, vars=merged,
-                    runs_dir=str(data["runs_dir"]) if data.get("runs_dir") else None)
+                    runs_dir=str(data["runs_dir"]) if data.get("runs_dir") else None, keep_runs=keep)
 
 
 def _parse_node_stack(section: Any, path: Path) -> Stack:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Iterable
@@ -105,6 +107,37 @@ def exit_code_for(records: Iterable[Record]) -> int:
         return EXIT_ERROR
     return EXIT_OK
 
+
+
+def prune_runs(base: Path, kind: str, keep: int, *, stale_s: float = 86400.0) -> list[Path]:
+    """Remove the oldest run folders of ``kind`` under ``base`` beyond the newest ``keep`` (0 keeps every one).
+
+    Only a run that ended (its meta.json says finished or interrupted), or one begun over ``stale_s`` ago that
+    never closed (a killed run), is removed: a run still going (a prolog beside a health check) is never
+    touched. Never raises; returns what it removed."""
+    if keep <= 0:
+        return []
+    pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(kind)}-[0-9a-f]+$")
+    try:
+        # By the time in the name, then by the folder's own (two runs begun in the same second).
+        folders = sorted((p for p in base.iterdir() if pattern.match(p.name) and p.is_dir()),
+                         key=lambda p: (p.name[:16], p.stat().st_mtime))
+    except OSError:
+        return []
+    removed = []
+    for folder in folders[:-keep]:
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            ended = isinstance(meta, dict) and bool(meta.get("finished") or meta.get("interrupted"))
+        except (OSError, ValueError):
+            ended = False
+        try:
+            if ended or time.time() - folder.stat().st_mtime > stale_s:
+                shutil.rmtree(folder)
+                removed.append(folder)
+        except OSError:
+            continue
+    return removed
 
 
 def runs_dir(base: Path | None = None) -> Path:

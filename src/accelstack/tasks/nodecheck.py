@@ -39,7 +39,7 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
         slurm_node_name,
     )
     from ..results.output import Reporter
-    from ..results.records import RunWriter, runs_dir
+    from ..results.records import RunWriter, prune_runs, runs_dir
     from ..validate.registry import select
 
     check_tier(tier)
@@ -59,6 +59,7 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
     reporter = Reporter(writer, json_lines=json, total_hosts=1, title=f"node-check {name} ({tier})")
     records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
     code = reporter.finish()
+    prune_runs(writer.path.parent, "node-check", node_file.keep_runs)  # a check every few minutes adds up
     reason = drain_reason(records) if drain else None
     if reason is not None:
         outcome = drain_node(name, reason)
