@@ -88,10 +88,10 @@ def facts_record(outcome: Outcome[Facts]) -> Record:
                   duration_s=round(outcome.duration_s, 3))
 
 
-def gather_facts(fleet: Fleet, hosts: list[Host], options_for: Callable[[Host], ProbeOptions] = probe_options_for,
-                 *, release: bool = True) -> Iterable[Outcome[Facts]]:
-    """Yield each host's facts (or its error) as it arrives. ``release``: facts are the run's last use of the
-    hosts, and each connection closes when its host is done (see :meth:`Fleet.map`)."""
+def gather_facts(fleet: Fleet, hosts: list[Host],
+                 options_for: Callable[[Host], ProbeOptions] = probe_options_for) -> Iterable[Outcome[Facts]]:
+    """Yield each host's facts (or its error) as it arrives. Its callers (facts, drift) use the hosts for
+    nothing else, so each connection closes when its host is done (``release``, see :meth:`Fleet.map`)."""
     by_name = {host.name: host for host in hosts}
     return fleet.map(hosts, lambda transport: probe(transport, options_for(by_name[transport.host.name])),
-                     release=release)
+                     release=True)

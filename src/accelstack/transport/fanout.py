@@ -240,10 +240,7 @@ class Fleet:
         with self._lock:
             transport = self._transports.pop(host.name, None)
         if transport is not None:
-            try:
-                transport.close()
-            except Exception:
-                pass
+            _close_quietly(transport)
 
     def wait_idle(self, timeout: float) -> bool:
         """After a cancel: wait (bounded) for the workers still running to end; whether they all did."""
@@ -260,10 +257,7 @@ class Fleet:
             transports = list(self._transports.values())
             self._transports.clear()
         for transport in transports:
-            try:
-                transport.close()
-            except Exception:
-                pass
+            _close_quietly(transport)
 
     def __enter__(self) -> Fleet:
         return self
@@ -271,6 +265,12 @@ class Fleet:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+def _close_quietly(transport: Transport) -> None:
+    try:
+        transport.close()
+    except Exception:
+        pass  # a connection that is already gone is closed enough
 
 
 def _cancel_quietly(transport: Transport) -> None:
