@@ -198,3 +198,67 @@ def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_withou
     with pytest.raises(SystemExit), run.interrupt_guard(Fleet()):  # type: ignore[arg-type]
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # type: ignore[operator]
     assert exits == [130]
+
+
+def _session_members(sid: int) -> list[str]:
+    """Live processes (not zombies) whose session is ``sid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(stat.parent.name)
+    return found
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash", "busybox"])
+def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str) -> None:
+    """A process forked between the listing and the kill (a shell starting `timeout`, `timeout` starting the
+    validator) was named by no listing and ran on to its own time limit; the line lists and kills again until
+    nothing is left. Run under the shells a host's /bin/sh can be."""
+    import shutil
+    import subprocess
+
+    from accelstack.transport.connection import kill_tree_command
+
+    argv = {"sh": ["/bin/sh"], "bash": ["bash"], "busybox": ["busybox", "sh"]}[shell]
+    if shutil.which(argv[0]) is None:
+        pytest.fail(f"{argv[0]} is not installed (.ci/run installs it)")
+    for _ in range(3):  # one listing left survivors in 9 of 10 tries of this
+        leader = subprocess.Popen(["sh", "-c", "while :; do sleep 60 & done"], start_new_session=True)
+        try:
+            time.sleep(0.2)
+            assert len(_session_members(leader.pid)) > 3
+            subprocess.run([*argv, "-c", kill_tree_command(leader.pid)], timeout=30, check=True)
+            leader.wait(timeout=10)
+            time.sleep(0.05)
+            assert _session_members(leader.pid) == []
+        finally:
+            subprocess.run(["pkill", "-KILL", "-s", str(leader.pid)])
+
+
+def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
+    """A rank in a session of its own whose parent is killed first hangs from init: no parent links it to the
+    command any more, but its session was remembered when its first process was killed."""
+    import subprocess
+
+    from accelstack.transport.connection import kill_tree_command
+
+    # The leader starts a child that starts a session of its own, which keeps forking sleepers.
+    leader = subprocess.Popen(["sh", "-c", "setsid sh -c 'while :; do sleep 60 & sleep 0.01; done' & sleep 60"],
+                              start_new_session=True)
+    try:
+        time.sleep(0.3)
+        inner = [int(p) for p in _descendants(leader.pid) if _alive(p)]
+        inner_sids = {int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[3]) for p in inner}
+        others = inner_sids - {leader.pid}
+        assert others, "the inner session never started"
+        subprocess.run(["/bin/sh", "-c", kill_tree_command(leader.pid)], timeout=30, check=True)
+        leader.wait(timeout=10)
+        time.sleep(0.05)
+        assert [p for sid in others for p in _session_members(sid)] == []
+    finally:
+        for sid in inner_sids if "inner_sids" in locals() else ():
+            subprocess.run(["pkill", "-KILL", "-s", str(sid)])

@@ -76,16 +76,29 @@ class CommandInterrupted(HostError):
     """The run was interrupted (Ctrl-C) while this command ran, or before it started: it did not finish."""
 
 
+KILL_ROUNDS = 20  # kill_tree_command lists and kills until nothing is left, at most this many times
+
+
 def kill_tree_command(sid: int) -> str:
     """A shell line that SIGKILLs session ``sid`` (or the process ``sid`` if it leads none) and every
-    descendant: torchrun's ranks run in sessions of their own, so killing the session alone would miss them."""
-    awk = ("{pid[NR]=$1; ppid[NR]=$2; sid[NR]=$3} "
-           "END {for (i = 1; i <= NR; i++) if (sid[i] == s || pid[i] == s) mark[pid[i]] = 1; "
-           "more = 1; while (more) {more = 0; for (i = 1; i <= NR; i++) "
-           "if (!(pid[i] in mark) && (ppid[i] in mark)) {mark[pid[i]] = 1; more = 1}} "
-           "for (p in mark) print p}")
-    return (f"ps -eo pid=,ppid=,sid= | awk -v s={int(sid)} {shlex.quote(awk)} | "
-            "xargs -r kill -KILL 2>/dev/null; true")
+    descendant: torchrun's ranks run in sessions of their own, so killing the session alone would miss them.
+
+    One listing is not enough: a process that forks between ``ps`` and ``kill`` (the shell starting
+    ``timeout``, ``timeout`` starting the validator) leaves a child that no listing named, and it runs on to
+    its own time limit. So the line lists and kills again until a listing finds nothing alive, at most
+    KILL_ROUNDS times. A killed process cannot fork, so each round ends what the last one missed; the sessions
+    of everything killed are remembered, so an orphan (its parent killed, it now hangs from init) is still
+    found by its session. Zombies are dead already and never count."""
+    awk = ("BEGIN {n = split(sids, a, \" \"); for (i = 1; i <= n; i++) want[a[i]] = 1} "
+           "$4 !~ /^Z/ {pid[++k] = $1; ppid[k] = $2; sid[k] = $3} "
+           "END {for (i = 1; i <= k; i++) if ((sid[i] in want) || (pid[i] in want)) mark[pid[i]] = sid[i]; "
+           "more = 1; while (more) {more = 0; for (i = 1; i <= k; i++) "
+           "if (!(pid[i] in mark) && (ppid[i] in mark)) {mark[pid[i]] = sid[i]; more = 1}} "
+           "p = \"\"; q = \"\"; for (x in mark) {p = p \" \" x; q = q \" \" mark[x]} print p \"|\" q}")
+    return (f"sids={int(sid)}; n=0; while [ $n -lt {KILL_ROUNDS} ]; do "
+            f"out=$(ps -eo pid=,ppid=,sid=,stat= | awk -v sids=\"$sids\" {shlex.quote(awk)}); "
+            "pids=${out%%|*}; [ -z \"${pids# }\" ] && break; sids=\"$sids ${out#*|}\"; "
+            "kill -KILL $pids 2>/dev/null; n=$((n + 1)); done; true")
 
 
 def stale_tmp_command(host_vars: Mapping[str, Any] | None = None) -> str:
