@@ -166,7 +166,7 @@ probe() {
     list=
     for path in "$@"; do list="$list$path$NL"; done
     native disk_paths "the disk paths asked for" "$list"
-    tool statvfs "$TO" stat -f -c '%S %b %a %n' /dev/shm "$@"
+    tool statvfs "$TO" stat -f -c '%S %b %a %n' -- /dev/shm "$@"  # after --, a path that begins with - is a path
 
     # Network: iproute2's JSON; its one-line text where -j is unknown (iproute2 < 4.13); else /sys/class/net.
     tool ip_addr "" ip -j addr
