@@ -401,7 +401,11 @@ def private_key(path: str) -> paramiko.PKey | None:
         if path in _private_keys:
             return _private_keys[path]
         key: paramiko.PKey | None = None
-        for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        # A certificate beside the key (KEY-cert.pub): paramiko's key_filename loads it with the key, and a host
+        # that trusts only the user CA needs it, so such a key is left to paramiko.
+        kinds = () if os.path.isfile(path + "-cert.pub") else (paramiko.Ed25519Key, paramiko.ECDSAKey,
+                                                                paramiko.RSAKey)
+        for kind in kinds:
             try:
                 key = kind.from_private_key_file(path)
                 break
