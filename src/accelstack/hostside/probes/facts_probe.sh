@@ -174,10 +174,13 @@ probe() {
     missing:*) ;;
     0:\[*) ;;
     *)
+        json_rc=$rc
         tool ip_addr_text "" ip -o addr
         text_rc=$rc
         tool ip_link_text "" ip -o link
-        [ "$text_rc" = 0 ] && rc=0
+        # /sys/class/net when ip -j failed and ip -o addr gave no addresses, whatever ip -o link did
+        rc=$text_rc
+        [ "$json_rc" = 0 ] && rc=0
         ;;
     esac
     if [ "$rc" != 0 ]; then
