@@ -77,3 +77,17 @@ def test_known_hosts_index_plain_hashed_revoked_and_accepting(tmp_path: Path) ->
     accepting.verify(host, "10.0.0.9", key_a)
     assert path.read_text().endswith(f"10.0.0.9 ssh-ed25519 {blob_a}\n")
     assert KnownHosts(path, accept_new=False).known_keys("10.0.0.9") == {"ssh-ed25519": {blob_a}}
+
+
+def test_accepting_a_key_after_a_last_line_without_newline_keeps_both_entries(tmp_path: Path) -> None:
+    # A hand-edited known_hosts often ends without a newline: the accepted key goes on a line of its own, not
+    # onto the end of the last entry (which would turn that host's key into a mismatch on the next run).
+    blob_a = keygen(tmp_path / "a", "-N", "")
+    blob_b = keygen(tmp_path / "b", "-N", "")
+    key_b = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "b"))
+    path = tmp_path / "known_hosts"
+    path.write_text(f"10.0.0.1 ssh-ed25519 {blob_a}")
+    KnownHosts(path, accept_new=True).verify(Host(name="n", address="10.0.0.2"), "10.0.0.2", key_b)
+    again = KnownHosts(path, accept_new=False)
+    assert again.known_keys("10.0.0.1") == {"ssh-ed25519": {blob_a}}
+    assert again.known_keys("10.0.0.2") == {"ssh-ed25519": {blob_b}}

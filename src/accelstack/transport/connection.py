@@ -384,8 +384,12 @@ class KnownHosts:
             line = f"{hostname} {kind} {blob}"
             self._add_line(line)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+            with self.path.open("a+b") as handle:
+                # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
+                end = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, end - 1))
+                start = b"\n" if end and handle.read(1) != b"\n" else b""
+                handle.write(start + (line + "\n").encode("utf-8"))
 
 
 _private_keys: dict[str, paramiko.PKey | None] = {}
