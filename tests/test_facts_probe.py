@@ -404,3 +404,25 @@ def test_h100_facts_without_ip_list_interfaces_from_sys_class_net(tmp_path: Path
     assert real.interfaces, "this machine's ip -j addr lists interfaces"
     assert view(facts.interfaces) == view(real.interfaces)
     assert facts.probe_errors == []  # the fallback covered the failing ip
+
+
+def test_a_disk_path_that_looks_like_an_option_costs_only_itself() -> None:
+    # stat reads its paths after `--`: a path beginning with "-" is a path (unmeasured, as it does not exist),
+    # not an option that fails the whole statvfs and with it /dev/shm and every other disk path.
+    facts = parse_probe_output(run_probe(ProbeOptions(python=sys.executable, disk_paths=["/", "-x", "--help"])))
+    assert facts.shm_bytes
+    assert facts.disk_free["/"]
+    assert facts.disk_free["-x"] is None and facts.disk_free["--help"] is None
+
+
+def test_ip_that_lists_links_but_no_addresses_falls_back_to_sys_class_net(tmp_path: Path) -> None:
+    # As the python probe did: /sys/class/net (and its ioctls) whenever neither ip -j addr nor ip -o addr gave
+    # the addresses, whatever ip -o link did.
+    real_ip = shutil.which("ip") or "/usr/sbin/ip"
+    env = path_with(
+        tmp_path,
+        {"ip": f'case "$1 $2" in "-o link") exec {real_ip} "$@" ;; esac\necho "ip: broken" >&2; exit 1\n'},
+    )
+    facts = parse_probe_output(run_probe(ProbeOptions(python="python3"), env=env))
+    lo = next(i for i in facts.interfaces if i.name == "lo")
+    assert any(a.address == "127.0.0.1" for a in lo.addresses)

@@ -147,6 +147,27 @@ def test_a_node_keeps_its_newest_node_check_runs_and_nothing_else_is_touched(tmp
     assert kept == sorted([other.name, *made[-2:]]), kept
 
 
+def test_nodes_sharing_a_runs_folder_keep_each_others_runs(tmp_path: Path) -> None:
+    # node_runs_dir on a shared file system: each node keeps the newest keep_runs of its own runs, and never
+    # removes another node's.
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_keep_runs=1)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    others = []
+    for i in range(2):
+        other = runs / f"2020010{i + 1}T000000Z-node-check-0b0{i}"
+        other.mkdir()
+        (other / "meta.json").write_text(json.dumps({"kind": "node-check", "node": "node2", "finished": "x"}))
+        others.append(other)
+    mine = []
+    for _ in range(2):
+        proc = node_check("--config", str(path), "--node", "node1", "--only", "devices", "--json", tmp_path=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        mine.append(lines(proc)[0]["run_id"])
+        time.sleep(1.1)  # run ids are stamped to the second
+    assert sorted(p.name for p in runs.iterdir()) == sorted([*(o.name for o in others), mine[-1]])
+
+
 def test_pruning_removes_only_ended_or_long_dead_runs_of_its_kind(tmp_path: Path) -> None:
     def run(name: str, meta: dict | None, age_s: float = 0) -> Path:
         folder = tmp_path / name

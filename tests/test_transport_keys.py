@@ -10,7 +10,7 @@ import pytest
 
 from accelstack.errors import HostUnreachable
 from accelstack.inventory import Host
-from accelstack.transport.connection import KnownHosts, private_key
+from accelstack.transport.connection import KnownHosts, SSHTransport, private_key
 
 
 def keygen(path: Path, *extra: str) -> str:
@@ -28,6 +28,22 @@ def test_a_private_key_is_read_once_and_an_encrypted_one_is_left_to_paramiko(tmp
     # Encrypted (or missing): None, and the connection hands paramiko the file name, whose error says why.
     assert private_key(str(locked)) is None
     assert private_key(str(tmp_path / "absent")) is None
+
+
+def test_a_key_with_its_certificate_beside_it_still_signs_in_with_the_certificate(tmp_path: Path) -> None:
+    # paramiko's key_filename loads KEY-cert.pub with KEY (a host that trusts only the user CA needs it): the
+    # key read once must not drop the certificate.
+    ca, user = tmp_path / "ca", tmp_path / "user"
+    keygen(ca, "-N", "")
+    keygen(user, "-N", "")
+    subprocess.run(["ssh-keygen", "-q", "-s", str(ca), "-I", "user", "-n", "root", str(user) + ".pub"], check=True)
+    assert (tmp_path / "user-cert.pub").is_file()
+    kwargs = SSHTransport(Host("h1", "10.99.0.1", key_file=str(user))).connection.connect_kwargs
+    key = kwargs.get("pkey")
+    if key is None:
+        assert kwargs["key_filename"] == [str(user)]  # paramiko reads the key and its certificate
+    else:
+        assert key.public_blob is not None and key.public_blob.key_type.endswith("-cert-v01@openssh.com")
 
 
 def test_known_hosts_index_plain_hashed_revoked_and_accepting(tmp_path: Path) -> None:
@@ -61,3 +77,17 @@ def test_known_hosts_index_plain_hashed_revoked_and_accepting(tmp_path: Path) ->
     accepting.verify(host, "10.0.0.9", key_a)
     assert path.read_text().endswith(f"10.0.0.9 ssh-ed25519 {blob_a}\n")
     assert KnownHosts(path, accept_new=False).known_keys("10.0.0.9") == {"ssh-ed25519": {blob_a}}
+
+
+def test_accepting_a_key_after_a_last_line_without_newline_keeps_both_entries(tmp_path: Path) -> None:
+    # A hand-edited known_hosts often ends without a newline: the accepted key goes on a line of its own, not
+    # onto the end of the last entry (which would turn that host's key into a mismatch on the next run).
+    blob_a = keygen(tmp_path / "a", "-N", "")
+    blob_b = keygen(tmp_path / "b", "-N", "")
+    key_b = paramiko.Ed25519Key.from_private_key_file(str(tmp_path / "b"))
+    path = tmp_path / "known_hosts"
+    path.write_text(f"10.0.0.1 ssh-ed25519 {blob_a}")
+    KnownHosts(path, accept_new=True).verify(Host(name="n", address="10.0.0.2"), "10.0.0.2", key_b)
+    again = KnownHosts(path, accept_new=False)
+    assert again.known_keys("10.0.0.1") == {"ssh-ed25519": {blob_a}}
+    assert again.known_keys("10.0.0.2") == {"ssh-ed25519": {blob_b}}

@@ -109,12 +109,14 @@ def exit_code_for(records: Iterable[Record]) -> int:
 
 
 
-def prune_runs(base: Path, kind: str, keep: int, *, stale_s: float = 86400.0) -> list[Path]:
+def prune_runs(base: Path, kind: str, keep: int, *, node: str | None = None,
+               stale_s: float = 86400.0) -> list[Path]:
     """Remove the oldest run folders of ``kind`` under ``base`` beyond the newest ``keep`` (0 keeps every one).
 
     Only a run that ended (its meta.json says finished or interrupted), or one begun over ``stale_s`` ago that
     never closed (a killed run), is removed: a run still going (a prolog beside a health check) is never
-    touched. Never raises; returns what it removed."""
+    touched. ``node``: only that node's runs (their meta.json's ``node``) are counted and removed, so nodes that
+    share a runs folder do not remove each other's runs. Never raises; returns what it removed."""
     if keep <= 0:
         return []
     pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(kind)}-[0-9a-f]+$")
@@ -124,13 +126,13 @@ def prune_runs(base: Path, kind: str, keep: int, *, stale_s: float = 86400.0) ->
                          key=lambda p: (p.name[:16], p.stat().st_mtime))
     except OSError:
         return []
+    metas = {folder: _read_meta(folder) for folder in folders}
+    if node is not None:
+        folders = [folder for folder in folders if metas[folder].get("node") == node]
     removed = []
     for folder in folders[:-keep]:
-        try:
-            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-            ended = isinstance(meta, dict) and bool(meta.get("finished") or meta.get("interrupted"))
-        except (OSError, ValueError):
-            ended = False
+        meta = metas[folder]
+        ended = bool(meta.get("finished") or meta.get("interrupted"))
         try:
             if ended or time.time() - folder.stat().st_mtime > stale_s:
                 shutil.rmtree(folder)
@@ -138,6 +140,14 @@ def prune_runs(base: Path, kind: str, keep: int, *, stale_s: float = 86400.0) ->
         except OSError:
             continue
     return removed
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def runs_dir(base: Path | None = None) -> Path:

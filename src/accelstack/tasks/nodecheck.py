@@ -59,7 +59,7 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
     reporter = Reporter(writer, json_lines=json, total_hosts=1, title=f"node-check {name} ({tier})")
     records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
     code = reporter.finish()
-    prune_runs(writer.path.parent, "node-check", node_file.keep_runs)  # a check every few minutes adds up
+    prune_runs(writer.path.parent, "node-check", node_file.keep_runs, node=name)  # a check every few minutes adds up
     reason = drain_reason(records) if drain else None
     if reason is not None:
         outcome = drain_node(name, reason)

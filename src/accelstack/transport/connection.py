@@ -384,8 +384,12 @@ class KnownHosts:
             line = f"{hostname} {kind} {blob}"
             self._add_line(line)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+            with self.path.open("a+b") as handle:
+                # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
+                end = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, end - 1))
+                start = b"\n" if end and handle.read(1) != b"\n" else b""
+                handle.write(start + (line + "\n").encode("utf-8"))
 
 
 _private_keys: dict[str, paramiko.PKey | None] = {}
@@ -401,7 +405,11 @@ def private_key(path: str) -> paramiko.PKey | None:
         if path in _private_keys:
             return _private_keys[path]
         key: paramiko.PKey | None = None
-        for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        # A certificate beside the key (KEY-cert.pub): paramiko's key_filename loads it with the key, and a host
+        # that trusts only the user CA needs it, so such a key is left to paramiko.
+        kinds = () if os.path.isfile(path + "-cert.pub") else (paramiko.Ed25519Key, paramiko.ECDSAKey,
+                                                                paramiko.RSAKey)
+        for kind in kinds:
             try:
                 key = kind.from_private_key_file(path)
                 break

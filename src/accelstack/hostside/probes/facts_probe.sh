@@ -166,7 +166,7 @@ probe() {
     list=
     for path in "$@"; do list="$list$path$NL"; done
     native disk_paths "the disk paths asked for" "$list"
-    tool statvfs "$TO" stat -f -c '%S %b %a %n' /dev/shm "$@"
+    tool statvfs "$TO" stat -f -c '%S %b %a %n' -- /dev/shm "$@"  # after --, a path that begins with - is a path
 
     # Network: iproute2's JSON; its one-line text where -j is unknown (iproute2 < 4.13); else /sys/class/net.
     tool ip_addr "" ip -j addr
@@ -174,10 +174,13 @@ probe() {
     missing:*) ;;
     0:\[*) ;;
     *)
+        json_rc=$rc
         tool ip_addr_text "" ip -o addr
         text_rc=$rc
         tool ip_link_text "" ip -o link
-        [ "$text_rc" = 0 ] && rc=0
+        # /sys/class/net when ip -j failed and ip -o addr gave no addresses, whatever ip -o link did
+        rc=$text_rc
+        [ "$json_rc" = 0 ] && rc=0
         ;;
     esac
     if [ "$rc" != 0 ]; then
