@@ -462,6 +462,8 @@ ERROR_CASES = [
     ("port_bool.yml", "hosts:\n  a: {port: true}\n", 2, "port True is not an integer"),
     ("conn.yml", "hosts:\n  a: {}\n  b:\n    connection: winrm\n", 4, "unknown connection 'winrm'"),
     ("accept.yml", "hosts:\n  a:\n    accept_new_host_keys: maybe\n", 3, "accept_new_host_keys must be true"),
+    ("keep.yml", "vars:\n  stack: cpu\n  node_keep_runs: -1\nhosts: {a: {}}\n", 3, "node_keep_runs must be a whole"),
+    ("keepstr.ini", "[all]\nnode01\n[all:vars]\nnode_keep_runs=many\n", 4, "node_keep_runs must be a whole"),
     ("alias.yml", "hosts:\n  a:\n    address: 10.0.0.1\n    ansible_host: 10.0.0.2\n", 4, "give one of them"),
     ("list.yml", "- a\n- b\n", 1, "mapping at the top level"),
     ("nohost.yml", "# nothing\nvars: {stack: cpu}\n", 1, "defines no host"),

@@ -234,6 +234,11 @@ def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: 
     if not isinstance(accept, bool):
         raise InventoryError(f"host {name}: accept_new_host_keys must be true or false, not {accept!r}",
                              where=where("accept_new_host_keys"))
+    keep = merged.get("node_keep_runs")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
+        # Rendered into every node's node file, a bad value would make each health check there exit 3.
+        raise InventoryError(f"host {name}: node_keep_runs must be a whole number >= 0 (0 keeps every run), "
+                             f"not {keep!r}", where=where("node_keep_runs"))
     user = settings.get("user")
     if isinstance(user, bool) or not isinstance(user, (str, int, type(None))):
         raise InventoryError(f"host {name}: user {user!r} is not a user name", where=where("user"))
