@@ -31,7 +31,7 @@ from .errors import AccelstackError, ConfigError
 from .history import History
 from .history.metrics import CLUSTER_HOST
 from .report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
-from .report.model import RERUN_FILE, actionable, read_meta, verdict
+from .report.model import RERUN_FILE, actionable, verdict
 from .results.baseline import (
     Regression,
     baseline_from_records,
@@ -43,7 +43,7 @@ from .results.baseline import (
     save_baseline,
 )
 from .results.figures import busbw_history
-from .results.records import Record, RunWriter, error_record, utc_now
+from .results.records import Record, RunWriter, error_record, read_meta, utc_now
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..results.records import Record, read_run, runs_dir
+from ..results.records import Record, read_meta, read_run, runs_dir
 from .metrics import scalar_metrics, size_points
 from .queries import (
     DrainEntry,
@@ -184,14 +184,6 @@ class _FileStamp:
         return cls(stat.st_size, stat.st_mtime_ns)
 
 
-def _read_meta(folder: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def _read_drains(path: Path) -> list[tuple[Any, ...]]:
     """``(ts, host, reason, command, exit_status, output)`` per line of a run's drains.jsonl; torn lines
     (a crash mid-write) are skipped."""
@@ -295,7 +287,7 @@ class History:
     def _index_run(self, folder: Path, results: _FileStamp, meta_stamp: _FileStamp,
                    drains_stamp: _FileStamp) -> None:
         run_id = folder.name
-        meta = _read_meta(folder)
+        meta = read_meta(folder)
         records = read_run(folder) if results.size >= 0 else []
         started = str(meta.get("started") or (records[0].ts if records else ""))
         started_at = parse_timestamp(started) or _run_id_time(run_id) or datetime.fromtimestamp(

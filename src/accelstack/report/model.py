@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable
@@ -23,7 +22,7 @@ from ..results.baseline import (
     needs_rerun,
 )
 from ..results.figures import BusbwPoint, busbw_history
-from ..results.records import SEVERITY, STATUSES, Record, read_run, runs_dir, utc_now
+from ..results.records import SEVERITY, STATUSES, Record, read_meta, read_run, runs_dir, utc_now
 
 
 @dataclass
@@ -169,14 +168,6 @@ def resolve_run(run: str | None, base: Path | None = None) -> Path:
         raise ConfigError(f"no validate or fleet-check run under {root}",
                           hint="run `inv validate` first, name a run with --run, or set ACCELSTACK_RUNS")
     return root / latest.run_id
-
-
-def read_meta(folder: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_pct: float = 10.0,

@@ -126,7 +126,7 @@ def prune_runs(base: Path, kind: str, keep: int, *, node: str | None = None,
                          key=lambda p: (p.name[:16], p.stat().st_mtime))
     except OSError:
         return []
-    metas = {folder: _read_meta(folder) for folder in folders}
+    metas = {folder: read_meta(folder) for folder in folders}
     if node is not None:
         folders = [folder for folder in folders if metas[folder].get("node") == node]
     removed = []
@@ -142,7 +142,8 @@ def prune_runs(base: Path, kind: str, keep: int, *, node: str | None = None,
     return removed
 
 
-def _read_meta(folder: Path) -> dict[str, Any]:
+def read_meta(folder: Path) -> dict[str, Any]:
+    """A run folder's meta.json; {} when it is missing, torn or not a mapping."""
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
