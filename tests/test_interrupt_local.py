@@ -5,7 +5,9 @@ line; and a killed upload's tmp file is gone once the next run reaches the host.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from accelstack.inventory import Host
 from accelstack.results.records import read_run
-from accelstack.transport.connection import CommandInterrupted, LocalTransport
+from accelstack.transport.connection import CommandInterrupted, LocalTransport, kill_tree_command
 
 from .labtools import assert_interrupted, cli_process, first_results, interrupt
 
@@ -218,11 +220,6 @@ def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str
     """A process forked between the listing and the kill (a shell starting `timeout`, `timeout` starting the
     validator) was named by no listing and ran on to its own time limit; the line lists and kills again until
     nothing is left. Run under the shells a host's /bin/sh can be."""
-    import shutil
-    import subprocess
-
-    from accelstack.transport.connection import kill_tree_command
-
     argv = {"sh": ["/bin/sh"], "bash": ["bash"], "busybox": ["busybox", "sh"]}[shell]
     if shutil.which(argv[0]) is None:
         pytest.fail(f"{argv[0]} is not installed (.ci/run installs it)")
@@ -242,13 +239,10 @@ def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str
 def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
     """A rank in a session of its own whose parent is killed first hangs from init: no parent links it to the
     command any more, but its session was remembered when its first process was killed."""
-    import subprocess
-
-    from accelstack.transport.connection import kill_tree_command
-
     # The leader starts a child that starts a session of its own, which keeps forking sleepers.
     leader = subprocess.Popen(["sh", "-c", "setsid sh -c 'while :; do sleep 60 & sleep 0.01; done' & sleep 60"],
                               start_new_session=True)
+    inner_sids: set[int] = set()
     try:
         time.sleep(0.3)
         inner = [int(p) for p in _descendants(leader.pid) if _alive(p)]
@@ -260,5 +254,5 @@ def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
         time.sleep(0.05)
         assert [p for sid in others for p in _session_members(sid)] == []
     finally:
-        for sid in inner_sids if "inner_sids" in locals() else ():
+        for sid in inner_sids:
             subprocess.run(["pkill", "-KILL", "-s", str(sid)])
