@@ -12,7 +12,14 @@ from invoke.exceptions import Exit
 
 from accelstack.errors import StackError
 from accelstack.paths import project_root
-from accelstack.stacks import Violation, check_components, check_stack, load_matrix, load_stack, preflight
+from accelstack.stacks import (
+    Violation,
+    check_components,
+    check_stack,
+    load_matrix,
+    load_stack,
+    preflight_stack,
+)
 from accelstack.stacks.model import Pin
 from accelstack.tasks.stack import check as check_task
 from accelstack.tasks.stack import list_ as list_task
@@ -66,7 +73,7 @@ def test_uncertain_rows_are_marked() -> None:
 def test_torch_npu_251_on_cann_80rc2_is_refused_with_everything_a_person_needs() -> None:
     stack = _restack("ascend-910b-cann8.0.rc2", torch_npu="2.5.1", torch="2.5.1")
     with pytest.raises(StackError) as info:
-        preflight(stack)
+        preflight_stack(stack)
     assert info.value.exit_code == 3
     text = str(info.value)
     assert "torch_npu-cann" in text
@@ -191,7 +198,7 @@ def test_cuda_128_with_driver_535_is_refused() -> None:
     assert "torch_cuda-driver" in _rules(violations, "warning")
     assert "driver-branch" in _rules(violations)
     with pytest.raises(StackError) as info:
-        preflight(stack)
+        preflight_stack(stack)
     text = str(info.value)
     assert "driver for CUDA 12.8: 570.26 or newer" in text
     assert "The NVIDIA driver on your system is too old" in text

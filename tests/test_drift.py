@@ -8,7 +8,7 @@ from rich.console import Console
 
 from accelstack.errors import HostUnreachable
 from accelstack.results.records import exit_code_for
-from accelstack.stacks import drift, load_stack, run_drift
+from accelstack.stacks import drift_records, load_stack, run_drift
 from accelstack.stacks.render import drift_table
 
 
@@ -24,7 +24,7 @@ def _installed(name: str, **changes: str | None) -> dict[str, str | None]:
 
 def test_converged_host_passes_every_component() -> None:
     stack = load_stack("ascend-910b-cann8.1.rc1")
-    records = drift("npu01", stack, _installed("ascend-910b-cann8.1.rc1", python="3.11.9", torch="2.5.1+cpu"))
+    records = drift_records("npu01", stack, _installed("ascend-910b-cann8.1.rc1", python="3.11.9", torch="2.5.1+cpu"))
     assert [r.check for r in records] == [f"drift.{key}" for key in stack.components]
     assert {r.status for r in records} == {"pass"}
     assert all(r.host == "npu01" for r in records)
@@ -34,15 +34,15 @@ def test_converged_host_passes_every_component() -> None:
 def test_cpu_torch_local_tag_counts_as_the_pinned_release() -> None:
     stack = load_stack("cpu")
     for torch in ("2.13.0", "2.13.0+cpu"):
-        records = _by_component(drift("lab1", stack, {"python": "3.11.4", "torch": torch}))
+        records = _by_component(drift_records("lab1", stack, {"python": "3.11.4", "torch": torch}))
         assert records["torch"].status == "pass", torch
-    records = _by_component(drift("lab1", stack, {"python": "3.11.4", "torch": "2.13.1+cpu"}))
+    records = _by_component(drift_records("lab1", stack, {"python": "3.11.4", "torch": "2.13.1+cpu"}))
     assert records["torch"].status == "warn"
 
 
 def test_nvidia_torch_local_tag_is_not_ignored() -> None:
     stack = load_stack("nvidia-cuda12.4")
-    records = _by_component(drift("gpu01", stack, _installed("nvidia-cuda12.4", torch="2.6.0+cpu", torch_cuda=None)))
+    records = _by_component(drift_records("gpu01", stack, _installed("nvidia-cuda12.4", torch="2.6.0+cpu", torch_cuda=None)))
     assert records["torch"].status == "fail"
     assert "torch-cuda-variant" in records["torch"].summary
     assert records["torch_cuda"].status == "fail"  # missing, and critical
@@ -52,7 +52,7 @@ def test_nvidia_torch_local_tag_is_not_ignored() -> None:
 def test_cann_older_than_torch_npu_fails_naming_rule_source_and_fix() -> None:
     stack = load_stack("ascend-910b-cann8.1.rc1")
     installed = _installed("ascend-910b-cann8.1.rc1", cann_toolkit="8.0.RC2", cann_kernels="8.0.RC2", nnal="8.0.RC2")
-    records = _by_component(drift("npu02", stack, installed))
+    records = _by_component(drift_records("npu02", stack, installed))
     toolkit = records["cann_toolkit"]
     assert toolkit.status == "fail"
     assert "torch_npu-cann" in toolkit.summary
@@ -67,7 +67,7 @@ def test_cann_older_than_torch_npu_fails_naming_rule_source_and_fix() -> None:
 
 def test_internal_cann_version_matches_the_pinned_release() -> None:
     stack = load_stack("ascend-910b-cann8.1.rc1")
-    records = _by_component(drift("npu03", stack, _installed(
+    records = _by_component(drift_records("npu03", stack, _installed(
         "ascend-910b-cann8.1.rc1", cann_toolkit="7.7.0.1.238", cann_kernels="7.7.0.1.238")))
     assert records["cann_toolkit"].status == "pass"
     assert records["cann_kernels"].status == "pass"
@@ -76,7 +76,7 @@ def test_internal_cann_version_matches_the_pinned_release() -> None:
 def test_compatible_difference_is_a_warning_with_both_fixes() -> None:
     stack = load_stack("ascend-910b-cann8.0.rc2")
     # a newer HDK still meets CANN 8.0.RC2's floor: different from the pin, breaks nothing
-    records = _by_component(drift("npu04", stack, _installed(
+    records = _by_component(drift_records("npu04", stack, _installed(
         "ascend-910b-cann8.0.rc2", ascend_driver="24.1.rc2", ascend_firmware="7.3.0.1.231")))
     driver = records["ascend_driver"]
     assert driver.status == "warn"
@@ -89,28 +89,28 @@ def test_compatible_difference_is_a_warning_with_both_fixes() -> None:
 
 def test_missing_components_by_criticality() -> None:
     stack = load_stack("ascend-910b-cann8.1.rc1")
-    records = _by_component(drift("npu05", stack, _installed("ascend-910b-cann8.1.rc1", nnal=None, torch_npu=None)))
+    records = _by_component(drift_records("npu05", stack, _installed("ascend-910b-cann8.1.rc1", nnal=None, torch_npu=None)))
     assert records["nnal"].status == "warn"
     assert records["torch_npu"].status == "fail"
     assert "installs torch_npu 2.5.1" in (records["torch_npu"].remedy or "")
     nvidia = load_stack("nvidia-cuda12.8")
-    records = _by_component(drift("gpu02", nvidia, _installed("nvidia-cuda12.8", cuda=None)))
+    records = _by_component(drift_records("gpu02", nvidia, _installed("nvidia-cuda12.8", cuda=None)))
     assert records["cuda"].status == "warn"
 
 
 def test_old_driver_fails_and_warning_rules_warn() -> None:
     stack = load_stack("nvidia-cuda12.8")
-    records = _by_component(drift("gpu03", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05")))
+    records = _by_component(drift_records("gpu03", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05")))
     assert records["nvidia_driver"].status == "fail"
     assert "cuda-driver" in records["nvidia_driver"].summary
-    records = _by_component(drift("gpu03", stack, _installed("nvidia-cuda12.8", nccl="2.27.3")))
+    records = _by_component(drift_records("gpu03", stack, _installed("nvidia-cuda12.8", nccl="2.27.3")))
     assert records["nccl"].status == "warn"
     assert "torch-nccl" in records["nccl"].summary
 
 
 def test_unreadable_version_warns() -> None:
     stack = load_stack("cpu")
-    records = _by_component(drift("lab2", stack, {"python": "3.11.2", "torch": "unknown"}))
+    records = _by_component(drift_records("lab2", stack, {"python": "3.11.2", "torch": "unknown"}))
     assert records["torch"].status == "warn"
     assert "not a version" in records["torch"].summary
 
@@ -139,7 +139,7 @@ def test_run_drift_gives_error_records_for_unreachable_and_stackless_hosts() -> 
 
 def test_drift_table_renders() -> None:
     stack = load_stack("nvidia-cuda12.8")
-    records = drift("gpu04", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05"))
+    records = drift_records("gpu04", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05"))
     records += run_drift({"gpu05": TimeoutError("timed out")}, {})
     out = StringIO()
     Console(file=out, width=200).print(drift_table(records))
@@ -154,7 +154,7 @@ def test_drift_rows_are_values_worst_first_with_the_fix() -> None:
     from accelstack.stacks import DriftRow, drift_rows
 
     stack = load_stack("nvidia-cuda12.8")
-    records = drift("gpu04", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05"))
+    records = drift_records("gpu04", stack, _installed("nvidia-cuda12.8", nvidia_driver="535.104.05"))
     records += run_drift({"gpu05": TimeoutError("timed out")}, {})
     rows = drift_rows(records)
     assert all(isinstance(row, DriftRow) for row in rows) and len(rows) == len(records)

@@ -10,7 +10,7 @@ from pathlib import Path
 from accelstack.bundle import analyze_bundle, bundle_facts
 from accelstack.facts import parsers as p
 from accelstack.facts.assemble import parse_sections
-from accelstack.stacks import drift, load_matrix, load_stack
+from accelstack.stacks import drift_records, load_matrix, load_stack
 
 from .conftest import run_cli
 
@@ -54,7 +54,7 @@ def test_h100_versions_nccl_judges_the_library_torch_loads() -> None:
     assert (facts.torch.nccl, facts.torch.nccl_library) == ("2.28.9", VENV_NCCL)
     installed = facts.components()
     assert installed["nccl"] == "2.28.9" and installed["torch"] == "2.11.0+cu130"
-    records = by_check(drift("h100", load_stack(REAL_STACK), installed, load_matrix()))
+    records = by_check(drift_records("h100", load_stack(REAL_STACK), installed, load_matrix()))
     nccl = records["drift.nccl"]
     assert nccl.status == "pass", nccl.summary  # type: ignore[attr-defined]
     # Both are reported: the one judged and the system one beside it.
@@ -72,7 +72,7 @@ def test_h100_versions_without_an_nccl_of_torchs_own_judge_the_system_one() -> N
     facts = parse_sections(sections, files)
     assert facts.components()["nccl"] == "2.28.3"
     assert facts.torch_nccl() == ("2.28.3", "system")
-    record = by_check(drift("h100", load_stack(REAL_STACK), facts.components(), load_matrix()))["drift.nccl"]
+    record = by_check(drift_records("h100", load_stack(REAL_STACK), facts.components(), load_matrix()))["drift.nccl"]
     assert record.status == "fail"  # type: ignore[attr-defined]  # 2.28.3 under torch 2.11 breaks torch-nccl
 
 

@@ -45,7 +45,7 @@ judge):
 * ``host_error``: ``error`` (a class in :mod:`accelstack.errors`) with ``message`` for host ``host`` read
   from ``source`` (``inventory file:line``), made into the run's record by :func:`host_error_record`.
 * ``drift``: ``installed`` (component -> version, as the facts give them) against the stack file ``stack``
-  (relative to the repository), judged by :func:`accelstack.stacks.drift` and renamed ``versions.<component>``
+  (relative to the repository), judged by :func:`accelstack.stacks.drift_records` and renamed ``versions.<component>``
   as :func:`accelstack.validate.host.versions_records` does.
 
 ``validator`` names a script of the registry (:func:`load_registry`, by its file's stem), wherever the registry
@@ -79,7 +79,7 @@ import pytest
 from accelstack import errors
 from accelstack.inventory.model import Host
 from accelstack.results.records import STATUSES, Record
-from accelstack.stacks import drift, load_matrix, load_stack
+from accelstack.stacks import drift_records, load_matrix, load_stack
 from accelstack.validate.cluster import judge_clock
 from accelstack.validate.device_floors import load_device_floors
 from accelstack.validate.registry import all_checks, judge_for, load_registry
@@ -194,7 +194,7 @@ def case_config(case: dict[str, Any], places: dict[str, str]) -> dict[str, Any]:
 
 def from_drift(case: dict[str, Any]) -> list[Record]:
     """What versions_records does with the facts' components: drift against the stack, renamed."""
-    records = drift(case.get("host", HOST), load_stack(REPO / case["stack"]), case["installed"], load_matrix())
+    records = drift_records(case.get("host", HOST), load_stack(REPO / case["stack"]), case["installed"], load_matrix())
     for record in records:
         record.check = "versions." + record.check.split(".", 1)[-1]
     return records

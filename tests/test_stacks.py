@@ -8,7 +8,7 @@ import pytest
 
 from accelstack.errors import ConfigError, StackError
 from accelstack.paths import project_root
-from accelstack.stacks import COMPONENTS, list_stacks, load_stack, preflight, stack_names
+from accelstack.stacks import COMPONENTS, list_stacks, load_stack, preflight_stack, stack_names
 
 SHIPPED = [
     "ascend-910b-cann8.0.rc2", "ascend-910b-cann8.0.0", "ascend-910b-cann8.1.rc1", "ascend-910b-cann8.2.rc1",
@@ -27,7 +27,7 @@ def test_shipped_stack_passes_preflight(name: str) -> None:
     assert set(stack.components) <= set(COMPONENTS)
     assert stack.paths["venv"] == "/opt/accelstack/venv"
     assert stack.paths["python"] == "/opt/accelstack/venv/bin/python"
-    warnings = preflight(stack)
+    warnings = preflight_stack(stack)
     assert [w for w in warnings if w.severity == "error"] == []
 
 

@@ -30,7 +30,7 @@ from .errors import ConfigError, HostError
 from .facts import Facts, ProbeOptions, parse_probe_document
 from .facts.probe import embedded_script_command, probe_command, read_probe_output
 from .results.records import Record, Status, utc_now
-from .stacks import drift, load_matrix, load_stack
+from .stacks import drift_records, load_matrix, load_stack
 from .transport.connection import Transport
 
 COLLECT_SCRIPT = "collect_probe.py"
@@ -171,7 +171,7 @@ def analyze_bundle(path: Path, *, expect_devices: int | None = None,
             records.append(Record(host, "versions", "error", f"stack {meta['stack']!r}: {err.message}",
                                   remedy="name a stack that pins this host with analyze --stack NAME|FILE"))
     if chosen is not None:
-        for record in drift(host, chosen, facts.components(), load_matrix()):
+        for record in drift_records(host, chosen, facts.components(), load_matrix()):
             record.check = "versions." + record.check.split(".", 1)[-1]
             records.append(record)
     if expect_devices is not None:

@@ -21,7 +21,7 @@ from typing import Any
 from .errors import ConfigError, StackError
 from .inventory import Host
 from .results.records import Record, RecordSink
-from .stacks import Stack, preflight
+from .stacks import Stack, preflight_stack
 from .stacks.model import parse_stack
 from .transport.context import HostContext
 from .yamlfile import MarkedDict, load_marked_file
@@ -111,7 +111,7 @@ def slurm_node_name(environ: Mapping[str, str] | None = None) -> str:
 
 
 def node_context(node: NodeFile, name: str) -> HostContext:
-    preflight(node.stack)
+    preflight_stack(node.stack)
     host = Host(name=name, address="localhost", connection="local", vars=dict(node.vars), source=str(node.path))
     return HostContext(host, node.stack, dict(node.vars))
 

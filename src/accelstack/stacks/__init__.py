@@ -8,16 +8,16 @@ from ..lazy import lazy_name
 
 if TYPE_CHECKING:
     from .compat import Matrix, Violation, check_components, check_stack, load_matrix
-    from .drift import DriftRow, drift, drift_rows, run_drift
+    from .drift import DriftRow, drift_records, drift_rows, run_drift
     from .model import COMPONENTS, Pin, Stack, list_stacks, load_stack, stack_names
-    from .preflight import format_violations, preflight
+    from .preflight import format_violations, preflight_stack
     from .versions import ComponentVersion, compare, parse_version, version_key, versions_match
 
 _SUBMODULES = {
     **dict.fromkeys(("Matrix", "Violation", "check_components", "check_stack", "load_matrix"), "compat"),
-    **dict.fromkeys(("DriftRow", "drift", "drift_rows", "run_drift"), "drift"),
+    **dict.fromkeys(("DriftRow", "drift_records", "drift_rows", "run_drift"), "drift"),
     **dict.fromkeys(("COMPONENTS", "Pin", "Stack", "list_stacks", "load_stack", "stack_names"), "model"),
-    **dict.fromkeys(("format_violations", "preflight"), "preflight"),
+    **dict.fromkeys(("format_violations", "preflight_stack"), "preflight"),
     **dict.fromkeys(("ComponentVersion", "compare", "parse_version", "version_key", "versions_match"), "versions"),
 }
 
@@ -29,6 +29,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "COMPONENTS", "ComponentVersion", "DriftRow", "Matrix", "Pin", "Stack", "Violation", "check_components",
-    "check_stack", "compare", "drift", "drift_rows", "format_violations", "list_stacks", "load_matrix", "load_stack",
-    "parse_version", "preflight", "run_drift", "stack_names", "version_key", "versions_match",
+    "check_stack", "compare", "drift_records", "drift_rows", "format_violations", "list_stacks", "load_matrix", "load_stack",
+    "parse_version", "preflight_stack", "run_drift", "stack_names", "version_key", "versions_match",
 ]

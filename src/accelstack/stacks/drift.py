@@ -51,8 +51,8 @@ def _provision(host: str) -> str:
     return f"inv provision --limit {host}"
 
 
-def drift(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: Matrix | None = None,
-          details: Mapping[str, Mapping[str, Any]] | None = None) -> list[Record]:
+def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], matrix: Matrix | None = None,
+                  details: Mapping[str, Mapping[str, Any]] | None = None) -> list[Record]:
     """One ``drift.<component>`` record per component the stack pins, in the vocabulary's order.
 
     ``details`` (default: ``installed.details`` when it has them, as :meth:`Facts.components` gives) join each
@@ -161,7 +161,7 @@ def run_drift(hosts_facts: Mapping[str, Mapping[str, str | None] | Exception], s
                 host, "drift", "error", "no stack is named for this host", evidence={},
                 remedy="set stack: NAME in the host's host_vars or its group's group_vars"))
             continue
-        records.extend(drift(host, stack, facts, matrix))
+        records.extend(drift_records(host, stack, facts, matrix))
     return records
 
 

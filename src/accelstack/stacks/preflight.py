@@ -15,7 +15,7 @@ def format_violations(violations: list[Violation]) -> str:
     return "\n".join(violation.describe() for violation in violations)
 
 
-def preflight(stack: Stack, matrix: Matrix | None = None) -> list[Violation]:
+def preflight_stack(stack: Stack, matrix: Matrix | None = None) -> list[Violation]:
     """Raise :class:`StackError` if the stack breaks any compatibility rule; return the warnings otherwise.
 
     Warnings (a combination only a disputed row allows, a release missing from the matrix, a driver that runs a

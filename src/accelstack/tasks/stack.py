@@ -11,7 +11,7 @@ from invoke.tasks import Task
 from rich.console import Console
 
 from ..errors import EXIT_BAD_INPUT, EXIT_OK, StackError
-from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight
+from ..stacks import check_stack, list_stacks, load_matrix, load_stack, preflight_stack
 from ..stacks.render import stacks_table
 from .common import boundary, task
 
@@ -32,7 +32,7 @@ def check(c: Context, name: str) -> int:
     if naming is not None:
         print(f"accelstack: {naming}", file=sys.stderr)
     try:
-        warnings = preflight(stack, load_matrix())
+        warnings = preflight_stack(stack, load_matrix())
     except StackError as err:
         if naming is None:
             raise

@@ -50,9 +50,9 @@ def resolve_contexts(hosts: Iterable[Host], *, overrides: Mapping[str, Any] | No
         if name not in stacks:
             stack = load_stack(name)
             if run_preflight:
-                from ..stacks.preflight import preflight  # the matrices: only for runs that preflight
+                from ..stacks.preflight import preflight_stack  # the matrices: only for runs that preflight
 
-                preflight(stack)
+                preflight_stack(stack)
             stacks[name] = stack
         stack = stacks[name]
         merged = merge_layers(role_defaults, dict(host.vars), {"env": dict(stack.env)} if stack.env else None,

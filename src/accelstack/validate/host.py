@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import AccelstackError
 from ..facts.gather import probe, probe_options_for
 from ..results.records import Record, error_record
-from ..stacks import drift, load_matrix
+from ..stacks import drift_records, load_matrix
 from ..transport.connection import Transport
 from ..transport.context import HostContext
 from .registry import Validator
@@ -28,7 +28,7 @@ def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
     """Installed against the stack: the drift layer's records, renamed into this run's vocabulary."""
     started = time.monotonic()
     facts = probe(transport, probe_options_for(ctx.host, ctx))
-    records = drift(ctx.host.name, ctx.stack, facts.components(), load_matrix())
+    records = drift_records(ctx.host.name, ctx.stack, facts.components(), load_matrix())
     for record in records:
         record.check = "versions." + record.check.split(".", 1)[-1]
         record.duration_s = round(time.monotonic() - started, 3)
