@@ -17,7 +17,7 @@ from accelstack.inventory import Host, load_inventory
 from accelstack.results.records import read_run
 from accelstack.transport.fanout import FanoutOptions, Fleet
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, lab_ids, run_cli
 
 pytestmark = pytest.mark.lab
 
@@ -195,7 +195,8 @@ def test_lab_up_is_idempotent_and_down_leaves_nothing(tmp_path: Path) -> None:
     from accelstack.lab import Lab
 
     (tmp_path / "inventories").mkdir()
-    lab = Lab(tmp_path, tag="acz", subnet="10.215")
+    tag, subnet = lab_ids("acz", "10.215")
+    lab = Lab(tmp_path, tag=tag, subnet=subnet)
     try:
         lab.up(2)
         pids = [(r["host"], r["sshd"]) for r in lab.status()]
@@ -208,8 +209,8 @@ def test_lab_up_is_idempotent_and_down_leaves_nothing(tmp_path: Path) -> None:
     finally:
         lab.down()
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "acz-" not in netns
-    assert not Path("/sys/class/net/aczbr0").exists()
+    assert f"{tag}-" not in netns
+    assert not Path(f"/sys/class/net/{tag}br0").exists()
     assert not lab.dir.exists() and not (tmp_path / "inventories" / "lab.yml").exists()
 
 

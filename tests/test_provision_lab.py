@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import REPO
+from .conftest import REPO, lab_ids
 from .labtools import by_host, cli, host_root, lab_repository, records
 
 pytestmark = pytest.mark.lab
 
-TAG, SUBNET = "acp", "10.218"
+TAG, SUBNET = lab_ids("acp", "10.218")
 LAB_ASCEND = """\
 name: lab-ascend
 vendor: ascend

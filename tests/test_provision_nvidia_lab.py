@@ -26,11 +26,12 @@ import yaml
 from accelstack.inventory import load_inventory
 from accelstack.transport.fanout import Fleet
 
+from .conftest import lab_ids
 from .labtools import by_host, cli, host_root, lab_repository, records
 
 pytestmark = pytest.mark.lab
 
-TAG, SUBNET = "acn", "10.223"
+TAG, SUBNET = lab_ids("acn", "10.223")
 ROLES = "nvidia_driver,cuda_toolkit,nccl,env"
 H100 = "NVIDIA H100 80GB HBM3"
 
