@@ -475,3 +475,58 @@ def test_the_fleet_grid_with_every_check_fits_1400_px(tmp_path: Path) -> None:
     found = re.search(r'data-right="(\d+)"', done.stdout)
     assert found, done.stdout[:500]
     assert int(found.group(1)) <= 1400
+
+
+# -- a real H200 run (validate --tier full, every check): headlines, device figures, one-rank sweeps ----------
+
+H200_RUN = Path(__file__).parent / "data" / "reports" / "20261126T114846Z-validate-145d"
+
+
+@pytest.fixture
+def h200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The H200 capture's run folder under a fresh runs folder; returns that runs folder."""
+    base = tmp_path / "runs"
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(base))
+    shutil.copytree(H200_RUN, base / H200_RUN.name)
+    return base
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    (["pass", "skip", "pass"], "pass"),
+    (["skip", "skip"], "skip"),
+    (["skip", "warn", "pass"], "warn"),
+    (["warn", "error", "skip"], "error"),
+    (["error", "fail", "pass"], "fail"),
+    (["pass"], "pass"),
+    ([], "skip"),
+])
+def test_headline_is_the_worst_measured_status_and_skip_only_when_all_skipped(statuses: list[str],
+                                                                             expected: str) -> None:
+    from accelstack.report.model import headline
+
+    assert headline(statuses) == expected
+
+
+def test_h200_family_and_host_headlines(h200: Path) -> None:
+    """On the H200 `health` showed SKIP while 6 of its 8 parts passed: the skipped parts (no retired pages on
+    Hopper, no NVLink peer on one GPU) hide nothing now, in the HTML grid, the rich report and Prometheus."""
+    data = load_report()
+    dom = _DomCollector()
+    dom.feed(render_html(data))
+    grid = {check: status for _, check, status in dom.cells}
+    assert grid["health"] == "pass" and grid["perf"] == "warn" and grid["env"] == "fail"
+    assert grid["hccn"] == "skip" and grid["ports"] == "skip" and grid["versions"] == "pass"
+    rich = render(data, "rich")
+    family_rows = {line.split("│")[1].strip(): line for line in rich.splitlines() if line.count("│") == 5}
+    assert re.search(r"│ PASS +│ 1 pass +│ 6 pass, 2 skip", family_rows["health"]), family_rows["health"]
+    assert "WARN" in family_rows["perf"] and "2 warn, 3 pass" in family_rows["perf"]
+    assert "SKIP" in family_rows["hccn"]
+    # A host whose checks passed but for the ones that do not apply is a passing host, not a skipped one.
+    passing = [r for r in data.records if r.status in ("pass", "skip")]
+    from accelstack.report import ReportData
+
+    only_passed = ReportData(run_id=data.run_id, records=passing)
+    families = parse_exposition(render_prom(only_passed))
+    assert families["accelstack_host_status"]["samples"] == [({"host": "localhost"}, 0.0)]
+    assert re.search(r"│ PASS +│ localhost +│", render(only_passed, "rich"))
+    assert json.loads(render(only_passed, "json"))["summary"]["hosts_by_status"] == {"pass": ["localhost"]}

@@ -5,14 +5,14 @@ opens the same from a CI artifact, a mail attachment or an air-gapped laptop.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from html import escape
 
 from ..history import parse_timestamp
 from ..results.figures import sweep
-from ..results.records import SEVERITY
-from .model import REGRESSION_COLUMNS, ReportData, cells, regression_row, summary, verdict
+from ..results.records import SEVERITY, STATUSES
+from .model import REGRESSION_COLUMNS, ReportData, family_of, family_status, headline, regression_row, summary, verdict
 from .svg import Series, line_chart
 
 HISTORY_RUNS = 30
@@ -59,9 +59,8 @@ def _badge(status: str) -> str:
 
 
 def column_of(check: str) -> str:
-    """The fleet grid's column for a check: its family (``versions.driver`` -> ``versions``), so a report with
-    every check, one column per installed component included, still fits a 1400 px screen."""
-    return check.split(".", 1)[0]
+    """The fleet grid's column for a check: its family (``versions.driver`` -> ``versions``)."""
+    return family_of(check)
 
 
 def _header(name: str) -> str:
@@ -70,7 +69,7 @@ def _header(name: str) -> str:
 
 
 def _fleet_table(data: ReportData) -> str:
-    found = cells(data.records)
+    families = family_status(data.records)
     columns = list(dict.fromkeys(column_of(check) for check in data.checks))
     members: dict[str, list[str]] = defaultdict(list)
     for check in data.checks:
@@ -82,23 +81,25 @@ def _fleet_table(data: ReportData) -> str:
     for host in data.hosts:
         row = [f'<tr data-host="{escape(host)}"><th scope="row">{escape(host)}</th>']
         for column in columns:
-            records = [found[(host, check)] for check in sorted(members[column]) if (host, check) in found]
+            records = families.get((host, column), [])
             if not records:
                 row.append('<td class="st-none" data-status="none">&ndash;</td>')
                 continue
-            worst = max(records, key=lambda r: SEVERITY[r.status])
+            status = headline(r.status for r in records)
             regressions = [r for record in records for r in data.regressions_for(host, record.check)]
             if len(records) == 1:
-                tip = worst.summary
+                tip = records[0].summary
             else:
-                tip = "\n".join(f"{r.check}: {r.status} {r.summary}" for r in records)
+                counts = Counter(r.status for r in records)
+                tip = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + "\n"
+                tip += "\n".join(f"{r.check}: {r.status} {r.summary}" for r in records)
             tip += "".join(f"\nregression: {r.message}" for r in regressions)
             marker = " &#9660;" if regressions else ""
             count = f' <span class="n">{len(records)}</span>' if len(records) > 1 else ""
-            css = f"st-{worst.status}" + (" regressed" if regressions else "")
-            row.append(f'<td class="{css}" data-status="{escape(worst.status)}" '
-                       f'data-check="{escape(column)}" title="{escape(tip)}">'
-                       f"{escape(worst.status.upper())}{count}{marker}</td>")
+            css = f"st-{status}" + (" regressed" if regressions else "")
+            row.append(f'<td class="{css}" data-status="{escape(status)}" '
+                       f'data-check="{escape(column)}" data-parts="{len(records)}" title="{escape(tip)}">'
+                       f"{escape(status.upper())}{count}{marker}</td>")
         rows.append("".join(row) + "</tr>")
     rows.append("</tbody></table>")
     return "".join(rows)
@@ -221,8 +222,8 @@ def render_html(data: ReportData) -> str:
 <p class="counts">{counts}</p>{interrupted}
 <h2>Fleet</h2>
 <p class="muted">hosts worst first, checks that failed somewhere first; a column holds a check and its
-parts (versions: one part per component; the number is how many), showing the worst; hover a cell for the
-summaries; &#9660; marks a regression.</p>
+parts (versions: one part per component; the number is how many), showing the worst of fail, error, warn
+and pass (SKIP only when every part skipped); hover a cell for the summaries; &#9660; marks a regression.</p>
 {_fleet_table(data)}
 <h2>Problems and what to do</h2>
 {_problems(data)}
