@@ -394,7 +394,8 @@ def real_run(base: Path) -> str:
 def test_the_sweep_plot_draws_a_real_runs_points(tmp_path: Path) -> None:
     run_id = real_run(tmp_path / "runs")
     page = render_html(load_report(run_id, base=tmp_path / "runs"))
-    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)">(.*?)</figure>', page)
+    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)" data-figure="busbw">'
+                         r"(.*?)</figure>", page)
     assert sorted(check for check, _ in figures) == ["allgather", "allreduce"]
     for check, svg in figures:
         # One point per message size the validator measured (64 KiB, 1 MiB, 16 MiB), with its busbw.

@@ -3,19 +3,19 @@ figures against their floors and its health readings, failing checks first with 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ..results.output import STATUS_STYLE, records_table, render_to_text, status_text, totals_line
-from ..results.records import STATUSES
 from .devices import FIGURES, Figure, HostHealth, HostPerf, Link, device_health, device_perf, figure_text
 from .model import (
     HEADLINE_RANK,
     REGRESSION_COLUMNS,
     ReportData,
+    counts_text,
     family_status,
     headline,
     host_status,
@@ -42,37 +42,32 @@ def hosts_table(data: ReportData) -> Table:
     return table
 
 
-def counts_text(counts: Counter[str]) -> str:
-    """``6 pass, 2 skip``: worst first."""
-    return ", ".join(f"{counts[s]} {s}" for s in sorted(STATUSES, key=lambda s: -HEADLINE_RANK[s]) if counts[s])
-
-
 def families_table(data: ReportData) -> Table:
     """Each check family across the hosts: its headline, the hosts by their headline in it (the ones not passing
     named), and how its parts ended."""
     cells = family_status(data.records)
     hosts: dict[str, dict[str, str]] = defaultdict(dict)  # family -> host -> headline
-    parts: dict[str, Counter[str]] = defaultdict(Counter)
+    parts: dict[str, list[str]] = defaultdict(list)
     for (host, family), records in cells.items():
         hosts[family][host] = headline(r.status for r in records)
-        parts[family].update(r.status for r in records)
-    table = Table(title="checks by family (worst of fail, error, warn, pass; SKIP only when every part skipped)",
-                  title_justify="left")
+        parts[family] += [r.status for r in records]
+    table = Table(title="checks by family", title_justify="left",
+                  caption="a family's status is the worst of fail, error, warn and pass; SKIP only when every part "
+                          "skipped", caption_justify="left")
     for column in ("family", "status", "hosts", "parts"):
         table.add_column(column, overflow="fold")
     order = list(dict.fromkeys(family for family in (c.split(".", 1)[0] for c in data.checks)))
     for family in order:
         by_host = hosts[family]
         status = headline(by_host.values())
-        host_counts = Counter(by_host.values())
         described = []
-        for state in sorted(host_counts, key=lambda s: -HEADLINE_RANK[s]):
-            text = f"{host_counts[state]} {state}"
+        for state in sorted(set(by_host.values()), key=lambda s: -HEADLINE_RANK[s]):
+            named = [h for h in data.hosts if by_host.get(h) == state]
+            text = f"{len(named)} {state}"
             if state in ("fail", "error", "warn"):
-                named = [h for h in data.hosts if by_host.get(h) == state]
                 text += " (" + ", ".join(named[:HOSTS_NAMED]) + (", ..." if len(named) > HOSTS_NAMED else "") + ")"
             described.append(text)
-        table.add_row(family, status_text(status), "; ".join(described), counts_text(parts[family]))
+        table.add_row(family, status_text(status), ", ".join(described), counts_text(parts[family]))
     return table
 
 
@@ -168,7 +163,7 @@ def health_table(data: ReportData, found: dict[str, HostHealth]) -> list[Rendera
         first = host.host != last
         last = host.host
         cells: list[RenderableType] = [host.host if first else "", status_text(host.status) if first else "",
-                                       counts_text(host.counts) if first else "", device.device]
+                                       counts_text(r.status for r in host.records) if first else "", device.device]
         if columns[0][1]:
             cells.append("-" if device.temperature_c is None else f"{device.temperature_c:g}")
         if columns[1][1]:

@@ -16,7 +16,6 @@ under the name its own tool gave.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -158,10 +157,6 @@ class HostHealth:
     @property
     def status(self) -> str:
         return headline(r.status for r in self.records)
-
-    @property
-    def counts(self) -> Counter[str]:
-        return Counter(r.status for r in self.records)
 
 
 # -- reading the records -------------------------------------------------------------------------------------

@@ -89,6 +89,12 @@ def headline(statuses: Iterable[str]) -> str:
     return max(statuses, key=HEADLINE_RANK.__getitem__, default="skip")
 
 
+def counts_text(statuses: Iterable[str]) -> str:
+    """``6 pass, 2 skip``: how a group's parts ended, worst first (in :data:`HEADLINE_RANK`'s order)."""
+    counts = Counter(statuses)
+    return ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: -HEADLINE_RANK[s]))
+
+
 def family_of(check: str) -> str:
     """A check's family: ``health.ecc`` -> ``health``, ``versions.driver`` -> ``versions``, ``devices`` itself. A
     report's column is a family, so one with every check, a part per installed component, still fits a screen."""
