@@ -531,3 +531,184 @@ def test_h200_family_and_host_headlines(h200: Path) -> None:
     assert families["accelstack_host_status"]["samples"] == [({"host": "localhost"}, 0.0)]
     assert re.search(r"│ PASS +│ localhost +│", render(only_passed, "rich"))
     assert json.loads(render(only_passed, "json"))["summary"]["hosts_by_status"] == {"pass": ["localhost"]}
+
+
+def test_h200_device_figures_against_their_floors_in_rich(h200: Path) -> None:
+    text = render(load_report(), "rich")
+    row = next(line for line in text.splitlines() if "cuda:0" in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells == ["localhost", "H200*", "cuda:0", "792 (634)", "4.23 (3.46)", "55.3 (55)", "55.3 (55)",
+                     "Gen5 x16"], row
+    assert re.search(r"bf16 matmul +┃ copy +┃ H2D +┃ D2H +┃.*\n.*TFLOP/s +┃ TB/s +┃ GB/s +┃ GB/s", text)
+    assert "*: some of the SKU's floors are estimates" in text
+    health = next(line for line in text.splitlines() if "gpu 0" in line)
+    assert [c.strip() for c in health.split("│")[1:-1]] == ["localhost", "PASS", "6 pass, 2 skip", "gpu 0", "40",
+                                                           "none"], health
+
+
+def test_device_floors_are_the_ones_the_checks_judged(h200: Path) -> None:
+    """The floor shown is the record's (what its check judged), which for the H200 is its row of
+    data/thresholds.yml; the PCIe link is set against the same row's generation and width, and a floor the
+    inventory raised is the one the report measures against."""
+    from accelstack.report.devices import device_perf
+    from accelstack.validate.device_floors import load_device_floors
+
+    row = next(r for r in load_device_floors()["device_rows"] if r["sku"] == "H200")
+    data = load_report()
+    host = device_perf(data.records)["localhost"]
+    [device] = host.devices
+    assert {check: figure.floor for check, figure in device.figures.items()} == {
+        "perf.matmul": row["min_matmul_bf16_tflops"], "perf.copy": row["min_copy_tbps"],
+        "perf.h2d": row["min_h2d_gbps"], "perf.d2h": row["min_d2h_gbps"]}
+    assert {check: figure.state for check, figure in device.figures.items()} == {
+        "perf.matmul": "pass", "perf.copy": "pass", "perf.h2d": "warn", "perf.d2h": "warn"}
+    assert device.link is not None and (device.link.sku_gen, device.link.sku_width) == (row["pcie_gen"],
+                                                                                         row["pcie_width"])
+    assert "azurehpc-health-checks" in host.sources["perf.h2d"] and host.estimate
+    raised = next(r for r in data.records if r.check == "perf.matmul")
+    raised.metrics["floor"] = 800
+    [again] = device_perf(data.records)["localhost"].devices
+    assert again.figures["perf.matmul"].state == "fail" and again.figures["perf.matmul"].floor == 800
+
+
+def _copy(record: Record, host: str, **changes: Any) -> Record:
+    copied = Record.from_dict({**record.to_dict(), "host": host})
+    for name, value in changes.items():
+        setattr(copied, name, value)
+    return copied
+
+
+def degraded_fleet() -> list[Record]:
+    """The H200 run on gpu-node-001 as captured; gpu-node-002 the same host with two GPUs, one of them bad (a
+    link trained at Gen4 x8, 20 GB/s to the device, a copy that ran out of memory, thermal slowdown); gpu-node-003
+    without torch or nvidia-smi, so perf and health could measure nothing."""
+    from accelstack.results.records import read_run
+
+    real = {r.check: r for r in read_run(H200_RUN)}
+    fleet = [_copy(r, "gpu-node-001") for r in real.values()]
+
+    def figures(check: str, status: str, per_device: dict[str, float], summary: str) -> Record:
+        metrics = {**real[check].metrics, "per_device": per_device, "min": min(per_device.values())}
+        return _copy(real[check], "gpu-node-002", status=status, metrics=metrics, summary=summary)
+
+    fleet += [
+        figures("perf.matmul", "pass", {"cuda:0": 790.2, "cuda:1": 701.5}, "bf16 matmul above the floor"),
+        figures("perf.copy", "error", {"cuda:0": 4.21}, "device copy cuda:0 4.21 (TB/s); not measured on "
+                "cuda:1: OutOfMemoryError: CUDA out of memory"),
+        figures("perf.h2d", "fail", {"cuda:0": 55.9, "cuda:1": 20.1}, "cuda:1 below the 55 GB/s floor for H200"),
+        figures("perf.d2h", "warn", {"cuda:0": 61.0, "cuda:1": 57.0}, "cuda:1 within 10% of the 55 GB/s floor"),
+        _copy(real["perf.pcie"], "gpu-node-002", status="fail", summary="cuda:1: link trained at x8 of x16",
+              metrics={"links": {"cuda:0": "Gen5 x16 of Gen5 x16", "cuda:1": "Gen4 x8 of Gen5 x16"}}),
+        _copy(real["health.temperature"], "gpu-node-002", status="warn", summary="gpu 1: 87 C",
+              evidence={"temperature_c": {"gpu 0": 41, "gpu 1": 87}, "sku": "H200"}),
+        _copy(real["health.throttle"], "gpu-node-002", status="fail", summary="gpu 1: clocks held down",
+              evidence={"active_reasons": {"gpu 0": [], "gpu 1": ["hw_thermal_slowdown"]}, "sku": "H200"}),
+        _copy(real["health.ecc"], "gpu-node-002"),
+        Record(host="gpu-node-003", check="perf", status="error",
+               summary="torch does not import in the stack's python: ModuleNotFoundError: No module named 'torch'",
+               remedy="inv provision --limit <host> installs the stack's pins"),
+        Record(host="gpu-node-003", check="health", status="error", summary="nvidia-smi not found on PATH"),
+    ]
+    return fleet
+
+
+def test_a_bad_device_stands_out_in_rich(tmp_path: Path) -> None:
+    from accelstack.report import ReportData
+
+    text = render(ReportData(run_id="r", records=degraded_fleet()), "rich")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 8 and cells[2].startswith("cuda:"):
+            rows[(cells[0], cells[2])] = cells
+    assert rows[("gpu-node-002", "cuda:0")] == ["gpu-node-002", "H200*", "cuda:0", "790 (634)", "4.21 (3.46)",
+                                                 "55.9 (55)", "61 (55)", "Gen5 x16"]
+    # The second device's row carries no host cells: it belongs to the row above.
+    assert rows[("", "cuda:1")] == ["", "", "cuda:1", "702 (634)", "not measured", "20.1 (55)", "57 (55)",
+                                    "Gen4 x8 of Gen5 x16"]
+    assert rows[("gpu-node-001", "cuda:0")][3] == "792 (634)"
+    assert re.search(r"no device figure: gpu-node-003 ERROR torch does not import", text.replace("\n", " "))
+    readings = [cells for cells in ([c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines())
+                if len(cells) == 6 and cells[3].startswith("gpu ")]
+    assert readings == [["gpu-node-001", "PASS", "6 pass, 2 skip", "gpu 0", "40", "none"],
+                        ["gpu-node-002", "FAIL", "1 fail, 1 warn, 1 pass", "gpu 0", "41", "none"],
+                        ["", "", "", "gpu 1", "87", "hw_thermal_slowdown"]]
+    assert "no health reading: gpu-node-003 ERROR nvidia-smi not found on PATH" in text
+
+
+def _device_cells(page: str) -> dict[tuple[str, str, str], dict[str, str]]:
+    """``{(host, device, check): the cell's data-* attributes}`` of the device tables."""
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+
+    class Cells(HTMLParser):
+        row: tuple[str, str] = ("", "")
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            attr = {k: v or "" for k, v in attrs}
+            if tag == "tr" and "data-device" in attr:
+                self.row = (attr["data-host"], attr["data-device"])
+            key = attr.get("data-check") or attr.get("data-reading")
+            if tag == "td" and key and self.row[0]:
+                found[(*self.row, key)] = attr
+
+    Cells().feed(page)
+    return found
+
+
+def test_html_device_tables_mark_each_device_against_its_floor() -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(ReportData(run_id="r", records=degraded_fleet()))
+    cells = _device_cells(page)
+    good, bad = ("gpu-node-002", "cuda:0"), ("gpu-node-002", "cuda:1")
+    assert cells[(*bad, "perf.h2d")]["data-state"] == "fail"
+    assert (cells[(*bad, "perf.h2d")]["data-value"], cells[(*bad, "perf.h2d")]["data-floor"]) == ("20.1", "55")
+    assert cells[(*bad, "perf.d2h")]["data-state"] == "warn" and cells[(*good, "perf.d2h")]["data-state"] == "pass"
+    assert cells[(*bad, "perf.copy")]["data-state"] == "missing"
+    assert "OutOfMemoryError" in cells[(*bad, "perf.copy")]["title"]
+    assert cells[(*bad, "perf.pcie")]["data-state"] == "fail" and cells[(*bad, "perf.pcie")]["data-link"] == "Gen4 x8"
+    assert cells[(*good, "perf.pcie")]["data-state"] == "pass"
+    assert "floor from: Azure/azurehpc-health-checks" in cells[(*good, "perf.h2d")]["title"]
+    assert cells[("gpu-node-002", "gpu 1", "clock_events")]["class"] == "st-warn"
+    assert cells[("gpu-node-001", "gpu 0", "temperature")]["data-value"] == "40"
+    assert re.search(r'<tr data-host="gpu-node-003"><td>gpu-node-003</td><td><span class="badge error">ERROR'
+                     r"</span></td><td class=\"summary\">perf: torch does not import", page)
+    # Hosts in the report's order (worst first, then by name) here too.
+    data = ReportData(run_id="r", records=degraded_fleet())
+    assert re.findall(r'<tbody data-host="([^"]+)">', page.split('id="device-health"')[0]) == [
+        h for h in data.hosts if h != "gpu-node-003"] == ["gpu-node-001", "gpu-node-002"]
+
+
+def test_html_without_device_figures_says_why(runs: Path) -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(load_report())
+    assert "no device performance check in this run" in page and 'id="device-perf"' not in page
+    assert "no per-device health reading in this run" in page
+    skipped = [Record(host=f"lab{i}", check="perf", status="skip", summary="cpu stack: no device to measure")
+               for i in (1, 2)]
+    page = render_html(ReportData(run_id="r", records=skipped))
+    assert "perf skipped on 2 host(s): cpu stack: no device to measure" in page
+    assert 'id="device-perf"' not in page
+
+
+def test_a_one_rank_sweep_plots_algbw_and_never_busbw(h200: Path) -> None:
+    from accelstack.results.records import read_run
+
+    data = load_report()
+    page = render_html(data)
+    figures = dict(re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)" '
+                              r'data-figure="algbw">(.*?)</figure>', page))
+    assert sorted(figures) == ["allgather", "allreduce"]
+    assert 'data-figure="busbw"' not in page and "busbw GB/s" not in page
+    records = {r.check: r for r in read_run(H200_RUN)}
+    for check, svg in figures.items():
+        drawn = re.findall(r"<circle [^>]*><title>localhost: ([0-9.]+)</title>", svg)
+        assert drawn == [f'{p["algbw_gbps"]:g}' for p in records[check].metrics["sizes"]], check
+        assert "algbw by message size (one rank: no busbw)" in svg
+    assert "accelstack_busbw_gbps" not in render_prom(data)
+
+
+def test_h200_junit_validates_against_the_ci_schema(h200: Path, tmp_path: Path) -> None:
+    done = _xmllint_schema(render_junit(load_report()), tmp_path)
+    assert done.returncode == 0, done.stderr

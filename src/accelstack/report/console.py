@@ -28,6 +28,8 @@ from .model import (
 MAX_DEVICE_ROWS = 64
 HOSTS_NAMED = 5
 STATE_STYLE = {**STATUS_STYLE, "unjudged": "", "missing": "magenta"}
+BAD = ("fail", "error", "warn")
+SHORT_LABELS = {"perf.matmul": "bf16 matmul", "perf.copy": "copy", "perf.h2d": "H2D", "perf.d2h": "D2H"}
 
 
 def hosts_table(data: ReportData) -> Table:
@@ -76,7 +78,7 @@ def figure_cell(figure: Figure | None) -> Text:
         return Text("-", style="dim")
     if figure.value is None:
         return Text("not measured", style=STATE_STYLE["missing"])
-    floor = f"floor {figure_text(figure.floor)}" if figure.floor is not None else "no floor"
+    floor = figure_text(figure.floor) if figure.floor is not None else "no floor"
     return Text.assemble((figure_text(figure.value), STATE_STYLE.get(figure.state, "")), (f" ({floor})", "dim"))
 
 
@@ -110,25 +112,30 @@ def perf_table(data: ReportData, found: dict[str, HostPerf]) -> list[RenderableT
                  or any(f.state != "pass" for f in d.figures.values()) or (d.link and d.link.state != "pass")]
     parts: list[RenderableType] = []
     if rows:
-        table = Table(title="device figures against their floors (red: below the floor; yellow: within the warning "
-                            "band above it)", title_justify="left")
-        for column in ("host", "perf", "SKU", "device"):
+        table = Table(title="device figures (floor) per device: red below the floor, yellow within the warning band "
+                            "above it", title_justify="left")
+        for column in ("host", "SKU", "device"):
             table.add_column(column, overflow="fold")
         for kind in FIGURES:
-            table.add_column(f"{kind.label} {units[kind.check]}", overflow="fold")
-        table.add_column("PCIe link", overflow="fold")
+            table.add_column(f"{SHORT_LABELS[kind.check]}\n{units[kind.check]}", overflow="fold", min_width=11)
+        table.add_column("PCIe link", overflow="fold", min_width=19)
         last = None
         for host, device in shown:
             first = host.host != last
             last = host.host
-            sku = (host.sku or "?") + (" (estimates)" if host.estimate else "")
-            table.add_row(host.host if first else "", status_text(host.status) if first else "",
+            sku = (host.sku or "?") + ("*" if host.estimate else "")
+            table.add_row(Text(host.host, style=STATE_STYLE[host.status]) if first else "",
                           sku if first else "", device.device,
                           *(figure_cell(device.figures.get(kind.check)) for kind in FIGURES), link_cell(device.link))
+        notes = []
+        if any(h.estimate for h, _ in shown):
+            notes.append("*: some of the SKU's floors are estimates (data/thresholds.yml names each source)")
         if len(shown) < len(rows):
             hidden = [h for h, d in rows if (h, d) not in shown]
-            table.caption = (f"and {len(hidden)} device(s) on {len({h.host for h in hidden})} host(s) above every "
-                             "floor: the HTML report lists every device")
+            notes.append(f"and {len(hidden)} device(s) on {len({h.host for h in hidden})} host(s) above every "
+                         "floor: the HTML report lists every device")
+        table.caption = "; ".join(notes) or None
+        table.caption_justify = "left"
         parts.append(table)
     unmeasured = [(h, h.status) for h in (found[n] for n in data.hosts if n in found) if not h.devices]
     failed = [(h.host, s, "; ".join(r.summary for r in h.records.values())) for h, s in unmeasured if s != "skip"]
@@ -143,8 +150,11 @@ def perf_table(data: ReportData, found: dict[str, HostPerf]) -> list[RenderableT
 def health_table(data: ReportData, found: dict[str, HostHealth]) -> list[RenderableType]:
     """One row per device with the readings the health parts keep for it."""
     hosts = [found[h] for h in data.hosts if h in found and found[h].devices]
+    unread = [(h.host, h.status, "; ".join(r.summary for r in h.records))
+              for h in (found[n] for n in data.hosts if n in found) if not h.devices and h.status in BAD]
+    parts: list[RenderableType] = [_unmeasured_line("no health reading", unread)] if unread else []
     if not hosts:
-        return []
+        return parts
     devices = [d for h in hosts for d in h.devices]
     columns = [("temperature C", any(d.temperature_c is not None for d in devices)),
                ("clock events", any(d.clock_events is not None for d in devices)),
@@ -176,7 +186,7 @@ def health_table(data: ReportData, found: dict[str, HostHealth]) -> list[Rendera
         table.add_row(*cells)
     if len(shown) < len(rows):
         table.caption = f"and {len(rows) - len(shown)} device(s) with nothing to note: the HTML report lists them"
-    return [table]
+    return [table, *parts]
 
 
 def regressions_table(data: ReportData) -> Table:
