@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -287,9 +288,20 @@ def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
                            page.as_uri()], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    keep = Path(str(__import__("os").environ.get("ACCELSTACK_KEEP_SCREENSHOT", "")))
-    if keep.name:
-        shutil.copy(shot, keep)
+    keep_screenshot(shot)
+
+
+def keep_screenshot(shot: Path, suffix: str = "") -> None:
+    """ACCELSTACK_KEEP_SCREENSHOT=PATH.png keeps a test's screenshot for a person to look at (PATH-SUFFIX.png for
+    the tests after the first); a folder keeps each under its own name."""
+    keep = Path(os.environ.get("ACCELSTACK_KEEP_SCREENSHOT", ""))
+    if not keep.name:
+        return
+    if keep.is_dir():
+        keep = keep / f"report{suffix}.png"
+    elif suffix:
+        keep = keep.with_name(f"{keep.stem}{suffix}{keep.suffix}")
+    shutil.copy(shot, keep)
 
 
 # -- JSON, rich, the tasks ---------------------------------------------------------------------------------
@@ -712,3 +724,50 @@ def test_a_one_rank_sweep_plots_algbw_and_never_busbw(h200: Path) -> None:
 def test_h200_junit_validates_against_the_ci_schema(h200: Path, tmp_path: Path) -> None:
     done = _xmllint_schema(render_junit(load_report()), tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+_GEOMETRY_PROBE = """<script>
+for (const td of document.querySelectorAll("td.fig[data-floor]")) {
+  const fill = td.querySelector(".meter .fill").getBoundingClientRect();
+  const mark = td.querySelector(".meter .mark").getBoundingClientRect();
+  td.setAttribute("data-drawn", fill.right <= mark.left ? "below" : "above");
+}
+document.body.setAttribute("data-right", Math.ceil(Math.max(
+  ...["fleet", "device-perf", "device-health"].map(id => document.getElementById(id).getBoundingClientRect().right))));
+</script></body>"""
+
+
+def test_html_device_figures_render_in_headless_chromium(tmp_path: Path) -> None:
+    """The fleet derived from the H200 run, as Chromium lays it out: each figure's bar ends left of its floor's mark
+    exactly where the figure is below its floor, the tables fit a 1400 px window, and the one-rank sweeps draw."""
+    base = tmp_path / "runs"
+    run_id = write_run(base, degraded_fleet(), run_id="20261126T114846Z-validate-145d")
+    page = render_html(load_report(run_id, base=base))
+    path = tmp_path / "report.html"
+    path.write_text(page.replace("</body>", _GEOMETRY_PROBE), encoding="utf-8")
+    args = _chromium_args(tmp_path / "profile")
+    done = subprocess.run([*args, "--window-size=1400,900", "--dump-dom", path.as_uri()], capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = _device_cells(done.stdout)
+    drawn = {key: (attr["data-state"], attr.get("data-drawn")) for key, attr in cells.items()
+             if "data-floor" in attr}
+    assert len(drawn) == 4 + 4 + 3  # gpu-node-001's and gpu-node-002's cuda:0, cuda:1 without its copy
+    for key, (state, where) in drawn.items():
+        assert where == ("below" if state == "fail" else "above"), key
+    assert drawn[("gpu-node-002", "cuda:1", "perf.h2d")] == ("fail", "below")
+    right = re.search(r'data-right="(\d+)"', done.stdout)
+    assert right and int(right.group(1)) <= 1400, done.stdout[:300]
+    dom = _DomCollector()
+    dom.feed(done.stdout)
+    assert ("sweep", "allreduce") in dom.plots and ("sweep", "allgather") in dom.plots
+    assert dom.polylines == 2 and ("gpu-node-001", "health", "pass") in dom.cells
+    # gpu-node-002 holds health.ecc, .temperature and .throttle only: its column is its worst part.
+    assert ("gpu-node-002", "health", "fail") in dom.cells and ("gpu-node-003", "health", "error") in dom.cells
+    path.write_text(page, encoding="utf-8")
+    shot = tmp_path / "devices.png"
+    done = subprocess.run([*args, "--hide-scrollbars", "--window-size=1400,2600", f"--screenshot={shot}",
+                           path.as_uri()], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    keep_screenshot(shot, "-devices")

@@ -63,7 +63,7 @@ td.st-skip { background: #f2f2f2; color: var(--skip); } td.st-none { color: #aaa
 td.regressed { outline: 2px solid var(--fail); outline-offset: -3px; }
 .badge { font-weight: 700; } .badge.pass { color: var(--pass); } .badge.warn { color: var(--warn); }
 .badge.fail { color: var(--fail); } .badge.error { color: var(--error); } .badge.skip { color: var(--skip); }
-td.remedy { color: #0b5cad; } td.summary, td.remedy { max-width: 520px; }
+td.remedy { color: #0b5cad; } #problems td:nth-child(-n+2) { white-space: nowrap; } td.summary, td.remedy { max-width: 520px; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; }
 figure.plot { margin: 0; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px; background: #fff; }
 svg .chart-title { font-size: 14px; font-weight: 600; }
