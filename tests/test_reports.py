@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -771,3 +772,15 @@ def test_html_device_figures_render_in_headless_chromium(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     keep_screenshot(shot, "-devices")
+
+
+def test_a_report_without_device_figures_loads_no_validation() -> None:
+    """Floors are read through validation's loader only when a run has device figures: `inv report` of a lab run
+    (perf skipped on the cpu stack) loads neither validation nor paramiko."""
+    code = ("import sys\nfrom accelstack.report import ReportData, render\nfrom accelstack.results.records import Record\n"
+            "records = [Record(host='lab1', check=c, status='skip', summary='cpu stack') for c in ('perf', 'health')]\n"
+            "for fmt in ('rich', 'html', 'junit', 'prom', 'json'):\n"
+            "    render(ReportData(run_id='r', records=records), fmt)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('accelstack.validate', 'paramiko'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

@@ -26,7 +26,6 @@ import yaml
 from ..history.metrics import number
 from ..paths import package_data
 from ..results.records import Record
-from ..validate.device_floors import load_device_floors
 from .model import family_of, headline
 
 PERF_FAMILY = "perf"
@@ -164,7 +163,11 @@ class HostHealth:
 
 @lru_cache(maxsize=1)
 def shipped_floors() -> tuple[dict[str, dict[str, Any]], float, dict[str, str]]:
-    """The SKU rows of ``data/thresholds.yml`` by ``sku``, the warning band above a floor, and the sources."""
+    """The SKU rows of ``data/thresholds.yml`` by ``sku``, the warning band above a floor, and the sources.
+    Read through validation's own loader, imported here: a report without device figures never loads validation
+    (and paramiko with it)."""
+    from ..validate.device_floors import load_device_floors
+
     floors = load_device_floors()
     rows = {str(row["sku"]): row for row in floors["device_rows"]}
     doc = yaml.safe_load(package_data("thresholds.yml").read_text(encoding="utf-8")) or {}
@@ -238,8 +241,10 @@ def _per_device(record: Record) -> dict[str, float]:
 
 def host_perf(host: str, records: list[Record]) -> HostPerf:
     """One host's perf records as figures per device (``records``: that host's ``perf`` family)."""
-    rows, margin, sources = shipped_floors()
     by_check = {r.check: r for r in records}
+    if not any(r.check in PERF_CHECKS for r in records):  # one ``perf`` record: it measured nothing
+        return HostPerf(host=host, records=by_check, devices=[])
+    rows, margin, sources = shipped_floors()
     sku = next((str(r.evidence["sku"]) for r in records if r.evidence.get("sku")), None)
     row = rows.get(sku) if sku else None
     devices: dict[str, DevicePerf] = {}

@@ -291,11 +291,12 @@ def _perf_table(data: ReportData, found: dict[str, HostPerf]) -> str:
         rows.append(f'<p class="muted">perf skipped on {len(skipped)} host(s): {escape(why)}</p>')
     if not rows:
         return '<p class="muted">no device performance check in this run (it runs in the standard tier).</p>'
-    margin = shipped_floors()[1]
+    if not measured:
+        return "".join(rows)
     return (f'<p class="muted">each device&#39;s figure with the floor its check judged it against '
             f"(data/thresholds.yml per SKU, or the inventory&#39;s device_thresholds); the bar&#39;s mark is the "
-            f"floor; amber: within {margin:.0%} above it, red: below it; hover a figure for where its floor "
-            "comes from.</p>" + "".join(rows))
+            f"floor; amber: within {shipped_floors()[1]:.0%} above it, red: below it; hover a figure for where its "
+            "floor comes from.</p>" + "".join(rows))
 
 
 def _health_table(data: ReportData, found: dict[str, HostHealth]) -> str:
