@@ -784,3 +784,69 @@ def test_a_report_without_device_figures_loads_no_validation() -> None:
             "print(sorted(m for m in sys.modules if m.startswith(('accelstack.validate', 'paramiko'))))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("reading", "status", "expected"), [
+    ("Gen5 x16 of Gen5 x16", "pass", "pass"),
+    ("Gen5 x8 of Gen5 x16", "fail", "fail"),  # narrower than its maximum
+    ("Gen4 x16 of Gen5 x16", "fail", "fail"),  # a lower generation under load: the check failed it
+    ("Gen4 x16 of Gen5 x16", "warn", "warn"),  # ... or read idle: the check warned
+    ("Gen4 x16 of Gen4 x16", "warn", "warn"),  # at its maximum, but the H200 is Gen5: the slot limits it
+    ("GenNone x16 of Gen5 x16", "error", "error"),
+    ("garbled", "error", "error"),
+])
+def test_a_pcie_link_against_its_maximum_and_its_sku(reading: str, status: str, expected: str) -> None:
+    from accelstack.report.devices import judge_link, shipped_floors
+
+    link = judge_link(reading, shipped_floors()[0]["H200"], status)
+    assert link.state == expected and link.sku == "Gen5 x16"
+
+
+@pytest.mark.parametrize(("value", "floor", "state"), [
+    (792.0, 634.0, "pass"), (640.0, 634.0, "warn"), (633.9, 634.0, "fail"), (697.5, 634.0, "pass"),
+    (280.5, None, "unjudged"), (None, 634.0, "missing")])
+def test_a_figure_against_its_floor_and_the_warning_band(value: float | None, floor: float | None,
+                                                         state: str) -> None:
+    from accelstack.report.devices import judge_figure
+
+    assert judge_figure(value, floor, "TFLOP/s", 0.10).state == state
+
+
+def test_a_sku_without_floors_is_reported_not_judged() -> None:
+    """An Ascend 910B: no published floor (data/thresholds.yml), so its figures are shown and judged by nothing."""
+    from accelstack.report import ReportData
+
+    records = [Record(host="npu-node-01", check="perf.matmul", status="pass",
+                      summary="bf16 8192^3 matmul npu:0 281 (TFLOP/s); not judged: no floor for 910B",
+                      metrics={"per_device": {"npu:0": 280.5, "npu:1": 279.9}, "floor": None, "unit": "TFLOP/s",
+                               "min": 279.9}, evidence={"sku": "910B"}),
+               Record(host="npu-node-01", check="health.temperature", status="pass", summary="2 NPU chip(s) at 38 C",
+                      metrics={"max_temperature_c": 38}, evidence={"temperature_c": {"npu 0": 38, "npu 1": 37}})]
+    data = ReportData(run_id="r", records=records)
+    cells = _device_cells(render_html(data))
+    matmul = cells[("npu-node-01", "npu:1", "perf.matmul")]
+    assert matmul["data-state"] == "unjudged" and "data-floor" not in matmul
+    assert "no floor for 910B: reported, not judged" in matmul["title"]
+    assert cells[("npu-node-01", "npu 1", "temperature")]["data-value"] == "37"
+    text = render(data, "rich")
+    assert re.search(r"│ npu-node-01 │ 910B +│ npu:0 +│ 280 \(no floor\) +│ - ", text), text
+
+
+def test_rich_keeps_the_devices_to_look_at_in_a_large_fleet() -> None:
+    """80 devices: the rich table keeps the one below its floor and says how many it left to the HTML report."""
+    from accelstack.report import ReportData
+
+    records = []
+    for n in range(10):
+        per_device = {f"cuda:{i}": 790.0 for i in range(8)}
+        if n == 7:
+            per_device["cuda:5"] = 512.0
+        records.append(Record(host=f"gpu{n:02d}", check="perf.matmul", status="fail" if n == 7 else "pass",
+                              summary="matmul", metrics={"per_device": per_device, "floor": 634, "unit": "TFLOP/s"},
+                              evidence={"sku": "H200"}))
+    data = ReportData(run_id="r", records=records)
+    text = render(data, "rich")
+    shown = re.findall(r"│ (cuda:\d) +│ (\d+) \(634\)", text)
+    assert ("cuda:5", "512") in shown and len(shown) == 8  # gpu07's eight devices: its perf failed
+    assert "and 72 device(s) on 9 host(s) above every floor: the HTML report lists every device" in text
+    assert len(_device_cells(render_html(data))) == 80

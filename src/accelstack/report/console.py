@@ -134,7 +134,7 @@ def perf_table(data: ReportData, found: dict[str, HostPerf]) -> list[RenderableT
             hidden = [h for h, d in rows if (h, d) not in shown]
             notes.append(f"and {len(hidden)} device(s) on {len({h.host for h in hidden})} host(s) above every "
                          "floor: the HTML report lists every device")
-        table.caption = "; ".join(notes) or None
+        table.caption = "\n".join(notes) or None
         table.caption_justify = "left"
         parts.append(table)
     unmeasured = [(h, h.status) for h in (found[n] for n in data.hosts if n in found) if not h.devices]
