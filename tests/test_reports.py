@@ -720,6 +720,14 @@ def test_a_one_rank_sweep_plots_algbw_and_never_busbw(h200: Path) -> None:
         assert drawn == [f'{p["algbw_gbps"]:g}' for p in records[check].metrics["sizes"]], check
         assert "algbw by message size (one rank: no busbw)" in svg
     assert "accelstack_busbw_gbps" not in render_prom(data)
+    # Beside a host that measured with two ranks, each figure keeps a chart of its own.
+    two_ranks = [Record.from_dict(json.loads(line)) for line in REAL_RUN.read_text().splitlines()]
+    mixed = [r for r in two_ranks if r.run_id == two_ranks[0].run_id] + data.records
+    from accelstack.report import ReportData
+
+    plots = re.findall(r'data-plot="sweep" data-check="(allreduce)" data-figure="(\w+)"',
+                       render_html(ReportData(run_id="r", records=mixed)))
+    assert plots == [("allreduce", "algbw"), ("allreduce", "busbw")]
 
 
 def test_h200_junit_validates_against_the_ci_schema(h200: Path, tmp_path: Path) -> None:

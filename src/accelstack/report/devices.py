@@ -26,7 +26,7 @@ import yaml
 from ..history.metrics import number
 from ..paths import package_data
 from ..results.records import Record
-from .model import family_of, headline
+from .model import cells, family_of, headline
 
 PERF_FAMILY = "perf"
 HEALTH_FAMILY = "health"
@@ -210,14 +210,13 @@ def judge_link(reading: str, row: Mapping[str, Any] | None, record_status: str) 
     than its maximum fails; a generation below it is what the check said (a fail under load); a maximum below
     the SKU's warns (the slot or root port limits it); an unreadable part is an error."""
     found = _LINK.match(reading or "")
-    gen, width, max_gen, max_width = ((_int(g) for g in found.groups()) if found else (None, None, None, None))
+    gen, width, max_gen, max_width = [_int(g) for g in found.groups()] if found else [None] * 4
     sku_gen = int(row["pcie_gen"]) if row and row.get("pcie_gen") else None
     sku_width = int(row["pcie_width"]) if row and row.get("pcie_width") else None
     states = ["pass"]
-    if None in (gen, width, max_gen, max_width):
+    if gen is None or width is None or max_gen is None or max_width is None:
         states.append("error")
     else:
-        assert gen is not None and width is not None and max_gen is not None and max_width is not None
         if width < max_width:
             states.append("fail")
         if gen < max_gen:
@@ -241,7 +240,7 @@ def _per_device(record: Record) -> dict[str, float]:
 
 def host_perf(host: str, records: list[Record]) -> HostPerf:
     """One host's perf records as figures per device (``records``: that host's ``perf`` family)."""
-    by_check = {r.check: r for r in records}
+    by_check = {check: record for (_, check), record in cells(records).items()}
     if not any(r.check in PERF_CHECKS for r in records):  # one ``perf`` record: it measured nothing
         return HostPerf(host=host, records=by_check, devices=[])
     rows, margin, sources = shipped_floors()
@@ -281,7 +280,7 @@ def _readings(record: Record | None, key: str) -> Mapping[str, Any]:
 
 def host_health(host: str, records: list[Record]) -> HostHealth:
     """One host's health parts and the readings they keep per device."""
-    by_check = {r.check: r for r in records}
+    by_check = {check: record for (_, check), record in cells(records).items()}
     temperatures = _readings(by_check.get("health.temperature"), "temperature_c")
     reasons = _readings(by_check.get("health.throttle"), "active_reasons")
     nvlink = by_check.get("health.nvlink")
