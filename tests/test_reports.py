@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -287,9 +289,20 @@ def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
                            page.as_uri()], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    keep = Path(str(__import__("os").environ.get("ACCELSTACK_KEEP_SCREENSHOT", "")))
-    if keep.name:
-        shutil.copy(shot, keep)
+    keep_screenshot(shot)
+
+
+def keep_screenshot(shot: Path, suffix: str = "") -> None:
+    """ACCELSTACK_KEEP_SCREENSHOT=PATH.png keeps a test's screenshot for a person to look at (PATH-SUFFIX.png for
+    the tests after the first); a folder keeps each under its own name."""
+    keep = Path(os.environ.get("ACCELSTACK_KEEP_SCREENSHOT", ""))
+    if not keep.name:
+        return
+    if keep.is_dir():
+        keep = keep / f"report{suffix}.png"
+    elif suffix:
+        keep = keep.with_name(f"{keep.stem}{suffix}{keep.suffix}")
+    shutil.copy(shot, keep)
 
 
 # -- JSON, rich, the tasks ---------------------------------------------------------------------------------
@@ -394,7 +407,8 @@ def real_run(base: Path) -> str:
 def test_the_sweep_plot_draws_a_real_runs_points(tmp_path: Path) -> None:
     run_id = real_run(tmp_path / "runs")
     page = render_html(load_report(run_id, base=tmp_path / "runs"))
-    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)">(.*?)</figure>', page)
+    figures = re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)" data-figure="busbw">'
+                         r"(.*?)</figure>", page)
     assert sorted(check for check, _ in figures) == ["allgather", "allreduce"]
     for check, svg in figures:
         # One point per message size the validator measured (64 KiB, 1 MiB, 16 MiB), with its busbw.
@@ -475,3 +489,372 @@ def test_the_fleet_grid_with_every_check_fits_1400_px(tmp_path: Path) -> None:
     found = re.search(r'data-right="(\d+)"', done.stdout)
     assert found, done.stdout[:500]
     assert int(found.group(1)) <= 1400
+
+
+# -- a real H200 run (validate --tier full, every check): headlines, device figures, one-rank sweeps ----------
+
+H200_RUN = Path(__file__).parent / "data" / "reports" / "20261126T114846Z-validate-145d"
+
+
+@pytest.fixture
+def h200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The H200 capture's run folder under a fresh runs folder; returns that runs folder."""
+    base = tmp_path / "runs"
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(base))
+    shutil.copytree(H200_RUN, base / H200_RUN.name)
+    return base
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    (["pass", "skip", "pass"], "pass"),
+    (["skip", "skip"], "skip"),
+    (["skip", "warn", "pass"], "warn"),
+    (["warn", "error", "skip"], "error"),
+    (["error", "fail", "pass"], "fail"),
+    (["pass"], "pass"),
+    ([], "skip"),
+])
+def test_headline_is_the_worst_measured_status_and_skip_only_when_all_skipped(statuses: list[str],
+                                                                             expected: str) -> None:
+    from accelstack.report.model import headline
+
+    assert headline(statuses) == expected
+
+
+def test_h200_family_and_host_headlines(h200: Path) -> None:
+    """On the H200 `health` showed SKIP while 6 of its 8 parts passed: the skipped parts (no retired pages on
+    Hopper, no NVLink peer on one GPU) hide nothing now, in the HTML grid, the rich report and Prometheus."""
+    data = load_report()
+    dom = _DomCollector()
+    dom.feed(render_html(data))
+    grid = {check: status for _, check, status in dom.cells}
+    assert grid["health"] == "pass" and grid["perf"] == "warn" and grid["env"] == "fail"
+    assert grid["hccn"] == "skip" and grid["ports"] == "skip" and grid["versions"] == "pass"
+    rich = render(data, "rich")
+    family_rows = {line.split("│")[1].strip(): line for line in rich.splitlines() if line.count("│") == 5}
+    assert re.search(r"│ PASS +│ 1 pass +│ 6 pass, 2 skip", family_rows["health"]), family_rows["health"]
+    assert "WARN" in family_rows["perf"] and "2 warn, 3 pass" in family_rows["perf"]
+    assert "SKIP" in family_rows["hccn"]
+    # A host whose checks passed but for the ones that do not apply is a passing host, not a skipped one.
+    passing = [r for r in data.records if r.status in ("pass", "skip")]
+    from accelstack.report import ReportData
+
+    only_passed = ReportData(run_id=data.run_id, records=passing)
+    families = parse_exposition(render_prom(only_passed))
+    assert families["accelstack_host_status"]["samples"] == [({"host": "localhost"}, 0.0)]
+    assert re.search(r"│ PASS +│ localhost +│", render(only_passed, "rich"))
+    assert json.loads(render(only_passed, "json"))["summary"]["hosts_by_status"] == {"pass": ["localhost"]}
+
+
+def test_h200_device_figures_against_their_floors_in_rich(h200: Path) -> None:
+    text = render(load_report(), "rich")
+    row = next(line for line in text.splitlines() if "cuda:0" in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells == ["localhost", "H200*", "cuda:0", "792 (634)", "4.23 (3.46)", "55.3 (55)", "55.3 (55)",
+                     "Gen5 x16"], row
+    assert re.search(r"bf16 matmul +┃ copy +┃ H2D +┃ D2H +┃.*\n.*TFLOP/s +┃ TB/s +┃ GB/s +┃ GB/s", text)
+    assert "*: some of the SKU's floors are estimates" in text
+    health = next(line for line in text.splitlines() if "gpu 0" in line)
+    assert [c.strip() for c in health.split("│")[1:-1]] == ["localhost", "PASS", "6 pass, 2 skip", "gpu 0", "40",
+                                                           "none"], health
+
+
+def test_device_floors_are_the_ones_the_checks_judged(h200: Path) -> None:
+    """The floor shown is the record's (what its check judged), which for the H200 is its row of
+    data/thresholds.yml; the PCIe link is set against the same row's generation and width, and a floor the
+    inventory raised is the one the report measures against."""
+    from accelstack.report.devices import device_perf
+    from accelstack.validate.device_floors import load_device_floors
+
+    row = next(r for r in load_device_floors()["device_rows"] if r["sku"] == "H200")
+    data = load_report()
+    host = device_perf(data.records)["localhost"]
+    [device] = host.devices
+    assert {check: figure.floor for check, figure in device.figures.items()} == {
+        "perf.matmul": row["min_matmul_bf16_tflops"], "perf.copy": row["min_copy_tbps"],
+        "perf.h2d": row["min_h2d_gbps"], "perf.d2h": row["min_d2h_gbps"]}
+    assert {check: figure.state for check, figure in device.figures.items()} == {
+        "perf.matmul": "pass", "perf.copy": "pass", "perf.h2d": "warn", "perf.d2h": "warn"}
+    assert device.link is not None and (device.link.sku_gen, device.link.sku_width) == (row["pcie_gen"],
+                                                                                         row["pcie_width"])
+    assert "azurehpc-health-checks" in host.sources["perf.h2d"] and host.estimate
+    raised = next(r for r in data.records if r.check == "perf.matmul")
+    raised.metrics["floor"] = 800
+    [again] = device_perf(data.records)["localhost"].devices
+    assert again.figures["perf.matmul"].state == "fail" and again.figures["perf.matmul"].floor == 800
+
+
+def _copy(record: Record, host: str, **changes: Any) -> Record:
+    copied = Record.from_dict({**record.to_dict(), "host": host})
+    for name, value in changes.items():
+        setattr(copied, name, value)
+    return copied
+
+
+def degraded_fleet() -> list[Record]:
+    """The H200 run on gpu-node-001 as captured; gpu-node-002 the same host with two GPUs, one of them bad (a
+    link trained at Gen4 x8, 20 GB/s to the device, a copy that ran out of memory, thermal slowdown); gpu-node-003
+    without torch or nvidia-smi, so perf and health could measure nothing."""
+    from accelstack.results.records import read_run
+
+    real = {r.check: r for r in read_run(H200_RUN)}
+    fleet = [_copy(r, "gpu-node-001") for r in real.values()]
+
+    def figures(check: str, status: str, per_device: dict[str, float], summary: str) -> Record:
+        metrics = {**real[check].metrics, "per_device": per_device, "min": min(per_device.values())}
+        return _copy(real[check], "gpu-node-002", status=status, metrics=metrics, summary=summary)
+
+    fleet += [
+        figures("perf.matmul", "pass", {"cuda:0": 790.2, "cuda:1": 701.5}, "bf16 matmul above the floor"),
+        figures("perf.copy", "error", {"cuda:0": 4.21}, "device copy cuda:0 4.21 (TB/s); not measured on "
+                "cuda:1: OutOfMemoryError: CUDA out of memory"),
+        figures("perf.h2d", "fail", {"cuda:0": 55.9, "cuda:1": 20.1}, "cuda:1 below the 55 GB/s floor for H200"),
+        figures("perf.d2h", "warn", {"cuda:0": 61.0, "cuda:1": 57.0}, "cuda:1 within 10% of the 55 GB/s floor"),
+        _copy(real["perf.pcie"], "gpu-node-002", status="fail", summary="cuda:1: link trained at x8 of x16",
+              metrics={"links": {"cuda:0": "Gen5 x16 of Gen5 x16", "cuda:1": "Gen4 x8 of Gen5 x16"}}),
+        _copy(real["health.temperature"], "gpu-node-002", status="warn", summary="gpu 1: 87 C",
+              evidence={"temperature_c": {"gpu 0": 41, "gpu 1": 87}, "sku": "H200"}),
+        _copy(real["health.throttle"], "gpu-node-002", status="fail", summary="gpu 1: clocks held down",
+              evidence={"active_reasons": {"gpu 0": [], "gpu 1": ["hw_thermal_slowdown"]}, "sku": "H200"}),
+        _copy(real["health.ecc"], "gpu-node-002"),
+        Record(host="gpu-node-003", check="perf", status="error",
+               summary="torch does not import in the stack's python: ModuleNotFoundError: No module named 'torch'",
+               remedy="inv provision --limit <host> installs the stack's pins"),
+        Record(host="gpu-node-003", check="health", status="error", summary="nvidia-smi not found on PATH"),
+    ]
+    return fleet
+
+
+def test_a_bad_device_stands_out_in_rich(tmp_path: Path) -> None:
+    from accelstack.report import ReportData
+
+    text = render(ReportData(run_id="r", records=degraded_fleet()), "rich")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 8 and cells[2].startswith("cuda:"):
+            rows[(cells[0], cells[2])] = cells
+    assert rows[("gpu-node-002", "cuda:0")] == ["gpu-node-002", "H200*", "cuda:0", "790 (634)", "4.21 (3.46)",
+                                                 "55.9 (55)", "61 (55)", "Gen5 x16"]
+    # The second device's row carries no host cells: it belongs to the row above.
+    assert rows[("", "cuda:1")] == ["", "", "cuda:1", "702 (634)", "not measured", "20.1 (55)", "57 (55)",
+                                    "Gen4 x8 of Gen5 x16"]
+    assert rows[("gpu-node-001", "cuda:0")][3] == "792 (634)"
+    assert re.search(r"no device figure: gpu-node-003 ERROR torch does not import", text.replace("\n", " "))
+    readings = [cells for cells in ([c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines())
+                if len(cells) == 6 and cells[3].startswith("gpu ")]
+    assert readings == [["gpu-node-001", "PASS", "6 pass, 2 skip", "gpu 0", "40", "none"],
+                        ["gpu-node-002", "FAIL", "1 fail, 1 warn, 1 pass", "gpu 0", "41", "none"],
+                        ["", "", "", "gpu 1", "87", "hw_thermal_slowdown"]]
+    assert "no health reading: gpu-node-003 ERROR nvidia-smi not found on PATH" in text
+
+
+def _device_cells(page: str) -> dict[tuple[str, str, str], dict[str, str]]:
+    """``{(host, device, check): the cell's data-* attributes}`` of the device tables."""
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+
+    class Cells(HTMLParser):
+        row: tuple[str, str] = ("", "")
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            attr = {k: v or "" for k, v in attrs}
+            if tag == "tr" and "data-device" in attr:
+                self.row = (attr["data-host"], attr["data-device"])
+            key = attr.get("data-check") or attr.get("data-reading")
+            if tag == "td" and key and self.row[0]:
+                found[(*self.row, key)] = attr
+
+    Cells().feed(page)
+    return found
+
+
+def test_html_device_tables_mark_each_device_against_its_floor() -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(ReportData(run_id="r", records=degraded_fleet()))
+    cells = _device_cells(page)
+    good, bad = ("gpu-node-002", "cuda:0"), ("gpu-node-002", "cuda:1")
+    assert cells[(*bad, "perf.h2d")]["data-state"] == "fail"
+    assert (cells[(*bad, "perf.h2d")]["data-value"], cells[(*bad, "perf.h2d")]["data-floor"]) == ("20.1", "55")
+    assert cells[(*bad, "perf.d2h")]["data-state"] == "warn" and cells[(*good, "perf.d2h")]["data-state"] == "pass"
+    assert cells[(*bad, "perf.copy")]["data-state"] == "missing"
+    assert "OutOfMemoryError" in cells[(*bad, "perf.copy")]["title"]
+    assert cells[(*bad, "perf.pcie")]["data-state"] == "fail" and cells[(*bad, "perf.pcie")]["data-link"] == "Gen4 x8"
+    assert cells[(*good, "perf.pcie")]["data-state"] == "pass"
+    assert "floor from: Azure/azurehpc-health-checks" in cells[(*good, "perf.h2d")]["title"]
+    assert cells[("gpu-node-002", "gpu 1", "clock_events")]["class"] == "st-warn"
+    assert cells[("gpu-node-001", "gpu 0", "temperature")]["data-value"] == "40"
+    assert re.search(r'<tr data-host="gpu-node-003"><td>gpu-node-003</td><td><span class="badge error">ERROR'
+                     r"</span></td><td class=\"summary\">perf: torch does not import", page)
+    # Hosts in the report's order (worst first, then by name) here too.
+    data = ReportData(run_id="r", records=degraded_fleet())
+    assert re.findall(r'<tbody data-host="([^"]+)">', page.split('id="device-health"')[0]) == [
+        h for h in data.hosts if h != "gpu-node-003"] == ["gpu-node-001", "gpu-node-002"]
+
+
+def test_html_without_device_figures_says_why(runs: Path) -> None:
+    from accelstack.report import ReportData
+
+    page = render_html(load_report())
+    assert "no device performance check in this run" in page and 'id="device-perf"' not in page
+    assert "no per-device health reading in this run" in page
+    skipped = [Record(host=f"lab{i}", check="perf", status="skip", summary="cpu stack: no device to measure")
+               for i in (1, 2)]
+    page = render_html(ReportData(run_id="r", records=skipped))
+    assert "perf skipped on 2 host(s): cpu stack: no device to measure" in page
+    assert 'id="device-perf"' not in page
+
+
+def test_a_one_rank_sweep_plots_algbw_and_never_busbw(h200: Path) -> None:
+    from accelstack.results.records import read_run
+
+    data = load_report()
+    page = render_html(data)
+    figures = dict(re.findall(r'<figure class="plot" data-plot="sweep" data-check="([^"]+)" '
+                              r'data-figure="algbw">(.*?)</figure>', page))
+    assert sorted(figures) == ["allgather", "allreduce"]
+    assert 'data-figure="busbw"' not in page and "busbw GB/s" not in page
+    records = {r.check: r for r in read_run(H200_RUN)}
+    for check, svg in figures.items():
+        drawn = re.findall(r"<circle [^>]*><title>localhost: ([0-9.]+)</title>", svg)
+        assert drawn == [f'{p["algbw_gbps"]:g}' for p in records[check].metrics["sizes"]], check
+        assert "algbw by message size (one rank: no busbw)" in svg
+    assert "accelstack_busbw_gbps" not in render_prom(data)
+    # Beside a host that measured with two ranks, each figure keeps a chart of its own.
+    two_ranks = [Record.from_dict(json.loads(line)) for line in REAL_RUN.read_text().splitlines()]
+    mixed = [r for r in two_ranks if r.run_id == two_ranks[0].run_id] + data.records
+    from accelstack.report import ReportData
+
+    plots = re.findall(r'data-plot="sweep" data-check="(allreduce)" data-figure="(\w+)"',
+                       render_html(ReportData(run_id="r", records=mixed)))
+    assert plots == [("allreduce", "algbw"), ("allreduce", "busbw")]
+
+
+def test_h200_junit_validates_against_the_ci_schema(h200: Path, tmp_path: Path) -> None:
+    done = _xmllint_schema(render_junit(load_report()), tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+_GEOMETRY_PROBE = """<script>
+for (const td of document.querySelectorAll("td.fig[data-floor]")) {
+  const fill = td.querySelector(".meter .fill").getBoundingClientRect();
+  const mark = td.querySelector(".meter .mark").getBoundingClientRect();
+  td.setAttribute("data-drawn", fill.right <= mark.left ? "below" : "above");
+}
+document.body.setAttribute("data-right", Math.ceil(Math.max(
+  ...["fleet", "device-perf", "device-health"].map(id => document.getElementById(id).getBoundingClientRect().right))));
+</script></body>"""
+
+
+def test_html_device_figures_render_in_headless_chromium(tmp_path: Path) -> None:
+    """The fleet derived from the H200 run, as Chromium lays it out: each figure's bar ends left of its floor's mark
+    exactly where the figure is below its floor, the tables fit a 1400 px window, and the one-rank sweeps draw."""
+    base = tmp_path / "runs"
+    run_id = write_run(base, degraded_fleet(), run_id="20261126T114846Z-validate-145d")
+    page = render_html(load_report(run_id, base=base))
+    path = tmp_path / "report.html"
+    path.write_text(page.replace("</body>", _GEOMETRY_PROBE), encoding="utf-8")
+    args = _chromium_args(tmp_path / "profile")
+    done = subprocess.run([*args, "--window-size=1400,900", "--dump-dom", path.as_uri()], capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = _device_cells(done.stdout)
+    drawn = {key: (attr["data-state"], attr.get("data-drawn")) for key, attr in cells.items()
+             if "data-floor" in attr}
+    assert len(drawn) == 4 + 4 + 3  # gpu-node-001's and gpu-node-002's cuda:0, cuda:1 without its copy
+    for key, (state, where) in drawn.items():
+        assert where == ("below" if state == "fail" else "above"), key
+    assert drawn[("gpu-node-002", "cuda:1", "perf.h2d")] == ("fail", "below")
+    right = re.search(r'data-right="(\d+)"', done.stdout)
+    assert right and int(right.group(1)) <= 1400, done.stdout[:300]
+    dom = _DomCollector()
+    dom.feed(done.stdout)
+    assert ("sweep", "allreduce") in dom.plots and ("sweep", "allgather") in dom.plots
+    assert dom.polylines == 2 and ("gpu-node-001", "health", "pass") in dom.cells
+    # gpu-node-002 holds health.ecc, .temperature and .throttle only: its column is its worst part.
+    assert ("gpu-node-002", "health", "fail") in dom.cells and ("gpu-node-003", "health", "error") in dom.cells
+    path.write_text(page, encoding="utf-8")
+    shot = tmp_path / "devices.png"
+    done = subprocess.run([*args, "--hide-scrollbars", "--window-size=1400,2600", f"--screenshot={shot}",
+                           path.as_uri()], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    keep_screenshot(shot, "-devices")
+
+
+def test_a_report_without_device_figures_loads_no_validation() -> None:
+    """Floors are read through validation's loader only when a run has device figures: `inv report` of a lab run
+    (perf skipped on the cpu stack) loads neither validation nor paramiko."""
+    code = ("import sys\nfrom accelstack.report import ReportData, render\nfrom accelstack.results.records import Record\n"
+            "records = [Record(host='lab1', check=c, status='skip', summary='cpu stack') for c in ('perf', 'health')]\n"
+            "for fmt in ('rich', 'html', 'junit', 'prom', 'json'):\n"
+            "    render(ReportData(run_id='r', records=records), fmt)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('accelstack.validate', 'paramiko'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("reading", "status", "expected"), [
+    ("Gen5 x16 of Gen5 x16", "pass", "pass"),
+    ("Gen5 x8 of Gen5 x16", "fail", "fail"),  # narrower than its maximum
+    ("Gen4 x16 of Gen5 x16", "fail", "fail"),  # a lower generation under load: the check failed it
+    ("Gen4 x16 of Gen5 x16", "warn", "warn"),  # ... or read idle: the check warned
+    ("Gen4 x16 of Gen4 x16", "warn", "warn"),  # at its maximum, but the H200 is Gen5: the slot limits it
+    ("GenNone x16 of Gen5 x16", "error", "error"),
+    ("garbled", "error", "error"),
+])
+def test_a_pcie_link_against_its_maximum_and_its_sku(reading: str, status: str, expected: str) -> None:
+    from accelstack.report.devices import judge_link, shipped_floors
+
+    link = judge_link(reading, shipped_floors()[0]["H200"], status)
+    assert link.state == expected and link.sku == "Gen5 x16"
+
+
+@pytest.mark.parametrize(("value", "floor", "state"), [
+    (792.0, 634.0, "pass"), (640.0, 634.0, "warn"), (633.9, 634.0, "fail"), (697.5, 634.0, "pass"),
+    (280.5, None, "unjudged"), (None, 634.0, "missing")])
+def test_a_figure_against_its_floor_and_the_warning_band(value: float | None, floor: float | None,
+                                                         state: str) -> None:
+    from accelstack.report.devices import judge_figure
+
+    assert judge_figure(value, floor, "TFLOP/s", 0.10).state == state
+
+
+def test_a_sku_without_floors_is_reported_not_judged() -> None:
+    """An Ascend 910B: no published floor (data/thresholds.yml), so its figures are shown and judged by nothing."""
+    from accelstack.report import ReportData
+
+    records = [Record(host="npu-node-01", check="perf.matmul", status="pass",
+                      summary="bf16 8192^3 matmul npu:0 281 (TFLOP/s); not judged: no floor for 910B",
+                      metrics={"per_device": {"npu:0": 280.5, "npu:1": 279.9}, "floor": None, "unit": "TFLOP/s",
+                               "min": 279.9}, evidence={"sku": "910B"}),
+               Record(host="npu-node-01", check="health.temperature", status="pass", summary="2 NPU chip(s) at 38 C",
+                      metrics={"max_temperature_c": 38}, evidence={"temperature_c": {"npu 0": 38, "npu 1": 37}})]
+    data = ReportData(run_id="r", records=records)
+    cells = _device_cells(render_html(data))
+    matmul = cells[("npu-node-01", "npu:1", "perf.matmul")]
+    assert matmul["data-state"] == "unjudged" and "data-floor" not in matmul
+    assert "no floor for 910B: reported, not judged" in matmul["title"]
+    assert cells[("npu-node-01", "npu 1", "temperature")]["data-value"] == "37"
+    text = render(data, "rich")
+    assert re.search(r"│ npu-node-01 │ 910B +│ npu:0 +│ 280 \(no floor\) +│ - ", text), text
+
+
+def test_rich_keeps_the_devices_to_look_at_in_a_large_fleet() -> None:
+    """80 devices: the rich table keeps the one below its floor and says how many it left to the HTML report."""
+    from accelstack.report import ReportData
+
+    records = []
+    for n in range(10):
+        per_device = {f"cuda:{i}": 790.0 for i in range(8)}
+        if n == 7:
+            per_device["cuda:5"] = 512.0
+        records.append(Record(host=f"gpu{n:02d}", check="perf.matmul", status="fail" if n == 7 else "pass",
+                              summary="matmul", metrics={"per_device": per_device, "floor": 634, "unit": "TFLOP/s"},
+                              evidence={"sku": "H200"}))
+    data = ReportData(run_id="r", records=records)
+    text = render(data, "rich")
+    shown = re.findall(r"│ (cuda:\d) +│ (\d+) \(634\)", text)
+    assert ("cuda:5", "512") in shown and len(shown) == 8  # gpu07's eight devices: its perf failed
+    assert "and 72 device(s) on 9 host(s) above every floor: the HTML report lists every device" in text
+    assert len(_device_cells(render_html(data))) == 80

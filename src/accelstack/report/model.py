@@ -39,16 +39,16 @@ class ReportData:
 
     @property
     def hosts(self) -> list[str]:
-        """Worst host first, then by name; the cluster aggregate last among equals."""
+        """Worst host first (by its headline), then by name; the cluster aggregate last among equals."""
         worst = host_status(self.records)
-        return sorted(worst, key=lambda host: (-SEVERITY.get(worst[host], 0), host == CLUSTER_HOST, host))
+        return sorted(worst, key=lambda host: (-HEADLINE_RANK[worst[host]], host == CLUSTER_HOST, host))
 
     @property
     def checks(self) -> list[str]:
-        """Checks that failed somewhere first, then by name."""
+        """Checks that failed somewhere first, then by name; a check that only ever skipped comes last."""
         worst: dict[str, int] = {}
         for record in self.records:
-            worst[record.check] = max(worst.get(record.check, 0), SEVERITY.get(record.status, 0))
+            worst[record.check] = max(worst.get(record.check, 0), HEADLINE_RANK[record.status])
         return sorted(worst, key=lambda check: (-worst[check], check))
 
     def regressions_for(self, host: str, check: str) -> list[Regression]:
@@ -78,23 +78,53 @@ def regression_row(regression: Regression) -> tuple[str, ...]:
     return (r.host, r.check, kind, str(r.then), str(r.now), drop, band, rerun)
 
 
+# What a group of records (a host, a check family such as health.*, one check run twice) shows as its one
+# status: the worst of fail, error, warn and pass; skip only when every part skipped. A part that does not apply
+# (health.nvlink on a one-GPU host) says nothing about the parts that were measured, so it never hides a pass.
+HEADLINE_RANK: dict[str, int] = {"fail": 4, "error": 3, "warn": 2, "pass": 1, "skip": 0}
+
+
+def headline(statuses: Iterable[str]) -> str:
+    """The one status of a group of parts (see :data:`HEADLINE_RANK`); ``skip`` for none at all."""
+    return max(statuses, key=HEADLINE_RANK.__getitem__, default="skip")
+
+
+def counts_text(statuses: Iterable[str]) -> str:
+    """``6 pass, 2 skip``: how a group's parts ended, worst first (in :data:`HEADLINE_RANK`'s order)."""
+    counts = Counter(statuses)
+    return ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: -HEADLINE_RANK[s]))
+
+
+def family_of(check: str) -> str:
+    """A check's family: ``health.ecc`` -> ``health``, ``versions.driver`` -> ``versions``, ``devices`` itself. A
+    report's column is a family, so one with every check, a part per installed component, still fits a screen."""
+    return check.split(".", 1)[0]
+
+
 def host_status(records: Iterable[Record]) -> dict[str, str]:
-    """Each host's worst status."""
-    worst: dict[str, str] = {}
+    """Each host's headline: the worst of its checks, a skip only when every check skipped."""
+    statuses: dict[str, list[str]] = {}
     for record in records:
-        current = worst.get(record.host)
-        if current is None or SEVERITY.get(record.status, 0) > SEVERITY.get(current, 0):
-            worst[record.host] = record.status
-    return worst
+        statuses.setdefault(record.host, []).append(record.status)
+    return {host: headline(found) for host, found in statuses.items()}
+
+
+def family_status(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
+    """``{(host, family): its records}``, parts in check order; :func:`headline` of their statuses is the cell."""
+    found: dict[tuple[str, str], list[Record]] = {}
+    for record in sorted(records, key=lambda r: r.check):
+        found.setdefault((record.host, family_of(record.check)), []).append(record)
+    return found
 
 
 def cells(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
     """One record per host and check, in the records' order: where a check has several (a retry, a host in
-    two inventories), the worst speaks for it. JUnit testcases and Prometheus series must be unique."""
+    two inventories), the headline's record speaks for it (a skip only when each of them skipped). JUnit
+    testcases and Prometheus series must be unique."""
     found: dict[tuple[str, str], Record] = {}
     for record in records:
         key = (record.host, record.check)
-        if key not in found or SEVERITY[record.status] > SEVERITY[found[key].status]:
+        if key not in found or HEADLINE_RANK[record.status] > HEADLINE_RANK[found[key].status]:
             found[key] = record
     return found
 

@@ -35,7 +35,8 @@ _MAPPING = ", ".join(f"{status} {value}" for status, value in sorted(SEVERITY.it
 
 _METRICS = {
     "accelstack_check_status": ("gauge", f"Status of one check on one host ({_MAPPING})."),
-    "accelstack_host_status": ("gauge", f"Worst check status of a host ({_MAPPING})."),
+    "accelstack_host_status": ("gauge", f"Headline status of a host: its worst check, skip only when every check "
+                                        f"skipped ({_MAPPING})."),
     "accelstack_busbw_gbps": ("gauge", "Peak collective bus bandwidth of a check on a host, in GB/s."),
     "accelstack_regression": ("gauge", ("1 for each regression against the baseline (kind: busbw_drop, "
                                        "new_failure, version_change).")),

@@ -5,6 +5,8 @@ one of them is chosen. The collective validators (``validate/bandwidth.py``) wri
 ``metrics.busbw_gbps`` and each size's ``busbw_gbps`` (with ``algbw_gbps`` and ``time_us``) in
 ``metrics.sizes``. One rank has no bus bandwidth: a record of one rank (``metrics.ranks == 1``) has no
 busbw figure here even when an old record carries one, so it never reaches a baseline, a report or a plot.
+Algorithm bandwidth (bytes over time) is defined at any rank count, one included: a report plots it where busbw
+means nothing, and follows nothing with it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 TRACKED_METRIC = "busbw_gbps"
 RANKS_METRIC = "ranks"
+ALGBW_METRIC = "algbw_gbps"
 # A drop of the tracked figure beyond this percentage (and beyond the baseline's own spread) is a regression.
 DEFAULT_BUSBW_DROP_PCT = 10.0
 
@@ -60,6 +63,12 @@ def sweep(record: Record) -> list[SweepPoint]:
     return [SweepPoint(bytes=point.bytes, busbw_gbps=point.values[TRACKED_METRIC],
                        algbw_gbps=point.values.get("algbw_gbps"), time_us=point.values.get("time_us"))
             for point in size_points(record) if TRACKED_METRIC in point.values]
+
+
+def algbw_sweep(record: Record) -> list[tuple[int, float]]:
+    """``(bytes, algbw GB/s)`` per message size, smallest first, at any rank count (one rank included)."""
+    return [(point.bytes, point.values[ALGBW_METRIC]) for point in size_points(record)
+            if ALGBW_METRIC in point.values]
 
 
 def scalar_metrics(record: Record) -> dict[str, float]:
