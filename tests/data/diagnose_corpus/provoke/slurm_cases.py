@@ -1,0 +1,71 @@
+"""Provoke real Slurm job ends on the lab's real Slurm (Debian's slurmctld/slurmd) and keep srun's console output.
+
+    PYTHONPATH=src python tests/data/diagnose_corpus/provoke/slurm_cases.py OUTDIR   (root)
+
+Brings up a two-host lab of its own (tag ``crp6``), Slurm over it, runs each case, and takes it all down again:
+- time-limit: a training loop under ``srun --time=1`` that runs past its minute;
+- node-failure: a two-node step whose second node loses its slurmd and every process of it (as a node that
+  lost power), so the controller declares the node down and ends the job.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from accelstack.lab import Lab
+from accelstack.lab.slurm import SlurmLab, _read_pid, _session_members
+
+LOOP = ("i=0; while true; do i=$((i+1)); echo \"[$(hostname)] step $i loss 2.$((RANDOM % 1000)) "
+        "lr 3.0e-04 tokens/s 1843.2\"; sleep 2; done")
+
+
+def srun(slurm: SlurmLab, out: Path, *argv: str, timeout: float) -> subprocess.Popen[str]:
+    handle = out.open("w")
+    return subprocess.Popen(["srun", *argv], env=slurm.env(), stdout=handle, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL)
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="corpus-slurm-"))
+    (root / "inventories").mkdir()
+    lab = Lab(root, tag="crp6", subnet="10.239")
+    lab.down()
+    lab.up(2)
+    slurm = SlurmLab(lab)
+    try:
+        slurm.up(health_check=False)
+        proc = srun(slurm, out / "slurm-time-limit.log", "--time=1", "-N1", "-J", "pretrain-7b", "bash", "-c", LOOP,
+                    timeout=300)
+        proc.wait(timeout=300)
+        print("time-limit exit", proc.returncode)
+
+        proc = srun(slurm, out / "slurm-node-failure.log", "-N2", "--ntasks-per-node=1", "-J", "pretrain-7b",
+                    "bash", "-c", LOOP, timeout=300)
+        time.sleep(15)
+        slurmd = _read_pid(slurm.dir / "nodes" / "lab2" / "mypid")
+        victims = [slurmd, *_session_members([slurmd])]
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        print("node-failure exit", proc.returncode)
+    finally:
+        slurm.down()
+        lab.down()
+
+
+if __name__ == "__main__":
+    main()
