@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime
+import logging
 import os
 import sys
 import time
@@ -32,7 +33,9 @@ def main() -> None:
         import apex  # noqa: F401  (the job's environment lacks it)
     if CASE == "missing-lib":
         ctypes.CDLL("libfused_layernorm_cuda.so")
-    if CASE in ("compile-fullgraph", "compile-no-compiler"):
+    if CASE == "healthy-retry":
+        load_shard_with_retries()
+    if CASE in ("compile-fullgraph", "compile-no-compiler", "compile-graph-break"):
         compile_step()
     if CASE == "cuda-on-cpu-build":
         torch.zeros(4).cuda()
@@ -62,7 +65,7 @@ def main() -> None:
     if CASE == "save-full":
         torch.save({"w": torch.randn(1024, 1024)}, os.environ["CKPT"])
     dist.barrier()
-    if CASE in ("healthy", "flaky", "save-full", "save-ro", "save-denied") and rank == 0:
+    if CASE in ("healthy", "healthy-retry", "flaky", "save-full", "save-ro", "save-denied") and rank == 0:
         path = os.environ.get("CKPT", "/tmp/ckpt.pt")
         torch.save(model.state_dict(), path)
         log(f"saved checkpoint to {path}")
@@ -75,11 +78,30 @@ def compile_step() -> None:
     inductor cannot build the CPU kernel."""
     def step(x: torch.Tensor) -> torch.Tensor:
         y = torch.nn.functional.gelu(x) * 2
-        if CASE == "compile-fullgraph" and y.sum() > 0:
+        if CASE in ("compile-fullgraph", "compile-graph-break") and y.sum() > 0:
             return y.cos()
         return y.sin()
     compiled = torch.compile(step, fullgraph=CASE == "compile-fullgraph")
     log(f"compiled step: {compiled(torch.randn(16, 16)).sum().item():.4f}")
+
+
+def load_shard_with_retries() -> None:
+    """Read a data shard that is not there on the first attempt (it is being written by another process, as a
+    shard on a network filesystem can be); the loader logs the error with its traceback, waits and retries."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logger = logging.getLogger("data.loader")
+    path = f"/tmp/corpus-shard-{os.getpid()}.bin"
+    for attempt in range(1, 6):
+        try:
+            with open(path, "rb") as f:
+                logger.info("read shard %s (%d bytes) on attempt %d", path, len(f.read()), attempt)
+            os.unlink(path)
+            return
+        except FileNotFoundError:
+            logger.warning("Error reading shard %s, retrying in 1s [Retry %d/5]", path, attempt, exc_info=True)
+            with open(path, "wb") as f:
+                f.write(b"\0" * 4096)
+            time.sleep(1)
 
 
 def fail_here(rank: int) -> None:

@@ -40,6 +40,14 @@ case_mismatch()     { trun CASE=mismatch PG_TIMEOUT_S=15; }
 case_mismatch_detail() { trun CASE=mismatch PG_TIMEOUT_S=15 TORCH_DISTRIBUTED_DEBUG=DETAIL; }
 case_bad_ifname()   { trun CASE=healthy GLOO_SOCKET_IFNAME=ib0; }
 case_healthy()      { trun CASE=healthy CKPT=/tmp/corpus-healthy-ckpt.pt; }
+case_healthy_detail() { trun CASE=healthy TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_CPP_LOG_LEVEL=INFO STEPS=4; }
+case_healthy_retry() { trun CASE=healthy-retry; }
+case_healthy_graph_break() { trun CASE=compile-graph-break TORCH_LOGS=graph_breaks; }
+case_healthy_lo()   { trun CASE=healthy GLOO_SOCKET_IFNAME=lo STEPS=3; }
+case_healthy_single() {
+  CASE=healthy RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
+    timeout -k 5 120 "$PY" "$JOB"
+}
 
 # A rank killed from outside (kill -9 while it stalls): nothing in the job says why.
 case_sigkill() {
