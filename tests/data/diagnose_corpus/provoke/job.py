@@ -44,6 +44,10 @@ def main() -> None:
     log(f"init {backend} world={world} torch={torch.__version__}")
     model = torch.nn.Linear(64, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if CASE == "healthy-sched":
+        torch.optim.lr_scheduler.StepLR(opt, step_size=2).step()  # before any opt.step(): torch warns
+    if CASE == "healthy-storage":
+        log(f"parameter storage holds {model.weight.storage().size()} floats")
     if CASE == "healthy":
         warnings.warn("torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
                       "torch.amp.GradScaler('cuda', args...) instead.", FutureWarning, stacklevel=1)
