@@ -31,7 +31,8 @@ LOOP = ("i=0; while true; do i=$((i+1)); echo \"[$(hostname)] step $i loss 2.$((
         "lr 3.0e-04 tokens/s 1843.2\"; sleep 2; done")
 
 
-def srun(slurm: SlurmLab, out: Path, *argv: str, timeout: float) -> subprocess.Popen[str]:
+def srun(slurm: SlurmLab, out: Path, *argv: str) -> subprocess.Popen[str]:
+    """srun in the background, its stdout and stderr together into ``out`` (as a user pastes them)."""
     handle = out.open("w")
     return subprocess.Popen(["srun", *argv], env=slurm.env(), stdout=handle, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
@@ -51,30 +52,28 @@ def main() -> None:
         slurm.up(health_check=False)
         if "healthy" in cases:
             proc = srun(slurm, out / "slurm-healthy.log", "-N2", "--ntasks-per-node=1", "-J", "finetune", "bash", "-c",
-                        SHORT, timeout=120)
+                        SHORT)
             proc.wait(timeout=120)
             print("healthy exit", proc.returncode)
         if "healthy-queued" in cases:
-            blocker = srun(slurm, out / "slurm-blocker.log", "-N2", "--exclusive", "-J", "eval", "sleep", "8",
-                           timeout=120)
+            blocker = srun(slurm, out / "slurm-blocker.log", "-N2", "--exclusive", "-J", "eval", "sleep", "8")
             time.sleep(2)
             proc = srun(slurm, out / "slurm-healthy-queued.log", "-N2", "--exclusive", "-J", "finetune", "bash", "-c",
-                        SHORT, timeout=120)
+                        SHORT)
             proc.wait(timeout=120)
             blocker.wait(timeout=60)
             (out / "slurm-blocker.log").unlink()
             print("healthy-queued exit", proc.returncode)
         if "time-limit" not in cases:
             return
-        proc = srun(slurm, out / "slurm-time-limit.log", "--time=1", "-N1", "-J", "pretrain-7b", "bash", "-c", LOOP,
-                    timeout=300)
+        proc = srun(slurm, out / "slurm-time-limit.log", "--time=1", "-N1", "-J", "pretrain-7b", "bash", "-c", LOOP)
         proc.wait(timeout=300)
         print("time-limit exit", proc.returncode)
         if "node-failure" not in cases:
             return
 
         proc = srun(slurm, out / "slurm-node-failure.log", "-N2", "--ntasks-per-node=1", "-J", "pretrain-7b",
-                    "bash", "-c", LOOP, timeout=300)
+                    "bash", "-c", LOOP)
         time.sleep(15)
         slurmd = _read_pid(slurm.dir / "nodes" / "lab2" / "mypid")
         victims = [slurmd, *_session_members([slurmd])]
