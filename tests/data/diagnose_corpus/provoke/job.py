@@ -1,0 +1,150 @@
+"""A small data-parallel training job on the CPU stack (torch + gloo) that fails in the way CASE names.
+
+Run by provoke.sh under torchrun (or alone); each case is a real failure of a real job, provoked on purpose to
+fill the diagnosis corpus. CASE=healthy trains to the end.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import logging
+import os
+import sys
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+
+CASE = os.environ.get("CASE", "healthy")
+STEPS = int(os.environ.get("STEPS", "6"))
+TIMEOUT = datetime.timedelta(seconds=int(os.environ.get("PG_TIMEOUT_S", "20")))
+
+
+def log(msg: str) -> None:
+    print(f"[rank{os.environ.get('RANK', '0')}] {msg}", flush=True)
+
+
+def main() -> None:
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if CASE == "missing-module":
+        import apex  # noqa: F401  (the job's environment lacks it)
+    if CASE == "missing-lib":
+        ctypes.CDLL("libfused_layernorm_cuda.so")
+    if CASE == "healthy-retry":
+        load_shard_with_retries()
+    if CASE in ("compile-fullgraph", "compile-no-compiler", "compile-graph-break"):
+        compile_step()
+    if CASE == "cuda-on-cpu-build":
+        torch.zeros(4).cuda()
+    backend = "nccl" if CASE == "nccl-on-cpu-build" else "gloo"
+    dist.init_process_group(backend, timeout=TIMEOUT)
+    log(f"init {backend} world={world} torch={torch.__version__}")
+    model = torch.nn.Linear(64, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if CASE == "healthy-sched":
+        torch.optim.lr_scheduler.StepLR(opt, step_size=2).step()  # before any opt.step(): torch warns
+    if CASE == "healthy-storage":
+        log(f"parameter storage holds {model.weight.storage().size()} floats")
+    if CASE == "healthy":
+        warnings.warn("torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
+                      "torch.amp.GradScaler('cuda', args...) instead.", FutureWarning, stacklevel=1)
+    for step in range(STEPS):
+        x = torch.randn(32, 64)
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        for p in model.parameters():
+            assert p.grad is not None
+            if CASE == "mismatch" and rank == 1:
+                dist.all_reduce(torch.zeros(p.grad.numel() + 3))
+            else:
+                dist.all_reduce(p.grad)
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step} loss {loss.item():.4f}")
+        if step == 2 and rank == world - 1:
+            fail_here(rank)
+    if CASE == "save-full":
+        torch.save({"w": torch.randn(1024, 1024)}, os.environ["CKPT"])
+    dist.barrier()
+    if CASE in ("healthy", "healthy-retry", "flaky", "save-full", "save-ro", "save-denied") and rank == 0:
+        path = os.environ.get("CKPT", "/tmp/ckpt.pt")
+        torch.save(model.state_dict(), path)
+        log(f"saved checkpoint to {path}")
+    dist.destroy_process_group()
+    log("done")
+
+
+def compile_step() -> None:
+    """torch.compile on a step: with fullgraph a data-dependent branch cannot be traced; without a C++ compiler
+    inductor cannot build the CPU kernel."""
+    def step(x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.gelu(x) * 2
+        if CASE in ("compile-fullgraph", "compile-graph-break") and y.sum() > 0:
+            return y.cos()
+        return y.sin()
+    compiled = torch.compile(step, fullgraph=CASE == "compile-fullgraph")
+    log(f"compiled step: {compiled(torch.randn(16, 16)).sum().item():.4f}")
+
+
+def load_shard_with_retries() -> None:
+    """Read a data shard that is not there on the first attempt (it is being written by another process, as a
+    shard on a network filesystem can be); the loader logs the error with its traceback, waits and retries."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logger = logging.getLogger("data.loader")
+    path = f"/tmp/corpus-shard-{os.getpid()}.bin"
+    for attempt in range(1, 6):
+        try:
+            with open(path, "rb") as f:
+                logger.info("read shard %s (%d bytes) on attempt %d", path, len(f.read()), attempt)
+            os.unlink(path)
+            return
+        except FileNotFoundError:
+            logger.warning("Error reading shard %s, retrying in 1s [Retry %d/5]", path, attempt, exc_info=True)
+            with open(path, "wb") as f:
+                f.write(b"\0" * 4096)
+            time.sleep(1)
+
+
+def fail_here(rank: int) -> None:
+    if CASE == "raise":
+        raise ValueError(f"expected a batch of 32 token ids, got shape {(32, 63)}")
+    if CASE == "typeerror":
+        batch = {"input_ids": torch.zeros(4)}
+        batch.to("cpu")  # type: ignore[attr-defined]
+    if CASE == "keyerror":
+        config = {"lr": 0.01}
+        print(config["warmup_steps"])
+    if CASE == "segfault":
+        ctypes.string_at(0)
+    if CASE == "abort":
+        os.abort()
+    if CASE == "sigkill":
+        os.kill(os.getpid(), 9)
+    if CASE == "exit":
+        sys.exit(3)
+    if CASE == "hang":
+        log("stalling in the data loader")
+        if os.environ.get("PIDFILE"):
+            with open(os.environ["PIDFILE"], "w") as f:
+                f.write(str(os.getpid()))
+        time.sleep(600)
+    if CASE == "flaky" and not os.path.exists(os.environ["FLAKY_MARKER"]):
+        open(os.environ["FLAKY_MARKER"], "w").close()
+        raise ConnectionResetError(104, "Connection reset by peer: reading shard 3 from the object store")
+    if CASE == "oom-host":
+        held = [torch.ones(256, 1024, 1024) for _ in range(64)]  # 64 GiB, past any limit the case sets
+        log(f"held {len(held)}")
+    if CASE == "recursion":
+        def walk(node: dict) -> int:
+            return 1 + walk({"child": node})
+        walk({})
+    if CASE == "filenotfound":
+        with open("/data/shards/train-00017-of-00128.arrow", "rb") as f:
+            f.read()
+
+
+if __name__ == "__main__":
+    main()

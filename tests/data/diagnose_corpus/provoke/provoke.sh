@@ -1,0 +1,212 @@
+#!/bin/bash
+# Provoke real failures of a small training job on this machine's CPU stack (torch 2.13.0+cpu, gloo) and keep
+# each one's console output (stdout and stderr together, as a user pastes it) as a corpus log.
+#
+#   bash provoke.sh OUTDIR [CASE...]      (root: some cases use mount namespaces, cgroups, capsh)
+#
+# Every case is a real run: the job really raises, a process really dies by a signal, a port is really taken,
+# a filesystem is really full or read-only, the kernel really OOM-kills inside a memory cgroup. Nothing printed
+# here is written by hand. The labels (expected cause and actor) are in the corpus's labels files.
+set -u
+OUT=${1:?usage: provoke.sh OUTDIR [CASE...]}
+shift
+mkdir -p "$OUT"
+HERE=$(cd "$(dirname "$0")" && pwd)
+JOB=$HERE/job.py
+PY=$(command -v python3)
+TORCHRUN=$(command -v torchrun)
+export OMP_NUM_THREADS=1
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# torchrun, two local ranks, the job with CASE set; extra env comes first.
+trun() { env "$@" timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" "$JOB"; }
+
+case_raise()        { trun CASE=raise; }
+case_typeerror()    { trun CASE=typeerror; }
+case_keyerror()     { trun CASE=keyerror; }
+case_recursion()    { trun CASE=recursion; }
+case_filenotfound() { trun CASE=filenotfound; }
+case_segfault()     { trun CASE=segfault; }
+case_segfault_faulthandler() { trun CASE=segfault PYTHONFAULTHANDLER=1; }
+case_abort()        { trun CASE=abort; }
+case_exit()         { trun CASE=exit; }
+case_missing_module() { trun CASE=missing-module; }
+case_missing_lib()  { trun CASE=missing-lib; }
+case_cuda_on_cpu_build() { trun CASE=cuda-on-cpu-build; }
+case_nccl_on_cpu_build() { trun CASE=nccl-on-cpu-build; }
+case_collective_timeout() { trun CASE=hang PG_TIMEOUT_S=10; }
+case_mismatch()     { trun CASE=mismatch PG_TIMEOUT_S=15; }
+case_mismatch_detail() { trun CASE=mismatch PG_TIMEOUT_S=15 TORCH_DISTRIBUTED_DEBUG=DETAIL; }
+case_bad_ifname()   { trun CASE=healthy GLOO_SOCKET_IFNAME=ib0; }
+case_healthy()      { trun CASE=healthy CKPT=/tmp/corpus-healthy-ckpt.pt; }
+case_healthy_detail() { trun CASE=healthy TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_CPP_LOG_LEVEL=INFO STEPS=4; }
+case_healthy_retry() { trun CASE=healthy-retry; }
+case_healthy_graph_break() { trun CASE=compile-graph-break TORCH_LOGS=graph_breaks; }
+case_healthy_storage() { trun CASE=healthy-storage STEPS=3; }
+# Without OMP_NUM_THREADS in the environment torchrun prints its banner (a WARNING) before the ranks start.
+case_healthy_omp_banner() { env -u OMP_NUM_THREADS CASE=healthy STEPS=3 timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" "$JOB"; }
+# Four ranks on two cores with debug variables a user left set. On the lab machine every rank trained to the end,
+# then one rank aborted at exit ("terminate called without an active exception"): kept as a failure.
+case_four_ranks_teardown() { CASE=healthy STEPS=3 NCCL_DEBUG=INFO TORCH_CPP_LOG_LEVEL=INFO timeout -k 5 120 "$TORCHRUN" --nproc-per-node 4 --master-port "$(free_port)" "$JOB"; }
+case_healthy_scheduler_warning() { trun CASE=healthy-sched STEPS=3; }
+case_healthy_lo()   { trun CASE=healthy GLOO_SOCKET_IFNAME=lo STEPS=3; }
+case_healthy_single() {
+  CASE=healthy RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
+    timeout -k 5 120 "$PY" "$JOB"
+}
+
+# A rank killed from outside (kill -9 while it stalls): nothing in the job says why.
+case_sigkill() {
+  local pidfile=/tmp/corpus-victim-$$
+  rm -f "$pidfile"
+  env CASE=hang PG_TIMEOUT_S=60 PIDFILE=$pidfile timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 \
+    --master-port "$(free_port)" "$JOB" &
+  local launcher=$!
+  for _ in $(seq 60); do [ -s "$pidfile" ] && break; sleep 1; done
+  sleep 1
+  kill -9 "$(cat "$pidfile")"
+  wait "$launcher"
+  rm -f "$pidfile"
+}
+
+# The master port is already taken by another process.
+case_port_in_use() {
+  local port; port=$(free_port)
+  "$PY" -c "import socket,time; s=socket.socket(); s.bind(('0.0.0.0',$port)); s.listen(); time.sleep(60)" &
+  local holder=$!
+  sleep 1
+  CASE=healthy timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$port" "$JOB"
+  kill "$holder"; wait "$holder" 2>/dev/null
+}
+
+# The second node's agent cannot reach the master: nothing listens there.
+case_rdzv_unreachable() {
+  CASE=healthy timeout -k 5 120 "$TORCHRUN" --nnodes 2 --node-rank 1 --nproc-per-node 1 \
+    --master-addr 127.0.0.1 --master-port "$(free_port)" --rdzv-conf timeout=15 "$JOB"
+}
+
+# c10d rendezvous waiting for a second node that never comes.
+case_rdzv_c10d_timeout() {
+  CASE=healthy timeout -k 5 120 "$TORCHRUN" --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d \
+    --rdzv-endpoint "127.0.0.1:$(free_port)" --rdzv-id corpus --rdzv-conf join_timeout=15 "$JOB"
+}
+
+# init_process_group on rank 0 of 2, rank 1 never starts: the store waits for clients and times out.
+case_store_timeout() {
+  CASE=healthy RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) PG_TIMEOUT_S=10 \
+    timeout -k 5 120 "$PY" "$JOB"
+}
+
+# Rank 1 of 2 with nobody listening on the master port.
+case_store_connect_refused() {
+  CASE=healthy RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) PG_TIMEOUT_S=10 \
+    timeout -k 5 120 "$PY" "$JOB"
+}
+
+# A MASTER_ADDR that does not resolve.
+case_master_addr_unresolvable() {
+  CASE=healthy RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=trainer-0.cluster.invalid MASTER_PORT=29500 \
+    PG_TIMEOUT_S=10 timeout -k 5 120 "$PY" "$JOB"
+}
+
+# The checkpoint folder is a 512 KiB tmpfs (in a private mount namespace): the save runs out of space.
+case_disk_full() {
+  unshare -m --propagation private bash -c "mkdir -p /mnt/corpus-ckpt && mount -t tmpfs -o size=512k tmpfs /mnt/corpus-ckpt && \
+    CASE=save-full CKPT=/mnt/corpus-ckpt/step-6.pt OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+}
+
+# The checkpoint folder is mounted read-only.
+case_read_only() {
+  unshare -m --propagation private bash -c "mkdir -p /mnt/corpus-ckpt && mount -t tmpfs -o ro,size=1m tmpfs /mnt/corpus-ckpt && \
+    CASE=save-ro CKPT=/mnt/corpus-ckpt/step-6.pt OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+}
+
+# The checkpoint folder belongs to another user and the job may not write there (root without DAC override).
+case_permission_denied() {
+  local dir=/tmp/corpus-shared-ckpt
+  mkdir -p "$dir" && chown 65534:65534 "$dir" && chmod 755 "$dir"
+  CASE=save-denied CKPT=$dir/step-6.pt capsh --drop=cap_dac_override,cap_dac_read_search,cap_fowner -- -c \
+    "OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+  rmdir "$dir" 2>/dev/null
+}
+
+# Address space capped with ulimit -v: the allocation fails inside torch.
+case_oom_ulimit() {
+  bash -c "ulimit -v 3000000; CASE=oom-host OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+}
+
+# The job runs in a 1.5 GiB memory cgroup: the kernel's OOM killer kills a rank. The kernel's lines about it
+# (dmesg) are appended after the job's output, as a node's log bundle has them.
+case_oom_cgroup() {
+  local cg
+  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
+  cg=/sys/fs/cgroup/memory$cg/corpus-oom-$$
+  mkdir "$cg"
+  echo $((1536 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  local mark; mark=$(date +%s)
+  bash -c "echo \$\$ > $cg/cgroup.procs; CASE=oom-host OMP_NUM_THREADS=1 exec timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+  local rc=$?
+  sleep 1
+  echo "--- dmesg (kernel log of the node, lines since the job started) ---"
+  dmesg --time-format iso | awk -v n="$(dmesg | wc -l)" 'NR > n - 400' | grep -iE "oom|killed process|memory cgroup" | tail -20
+  rmdir "$cg" 2>/dev/null
+  return $rc
+}
+
+# A DataLoader with workers on a container-sized /dev/shm (1 MiB here): a worker dies of SIGBUS.
+case_shm_small() {
+  unshare -m --propagation private bash -c "mount -t tmpfs -o size=1m tmpfs /dev/shm && OMP_NUM_THREADS=1 timeout -k 5 120 $PY $HERE/loader.py"
+}
+
+# Rank 1 starts 10 s before rank 0 with an 8 s timeout: its store client times out once, retries, and the job
+# then trains to the end.
+case_late_master_retry() {
+  local port; port=$(free_port)
+  CASE=healthy RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port PG_TIMEOUT_S=8 \
+    timeout -k 5 120 "$PY" "$JOB" &
+  local r1=$!
+  sleep 10
+  CASE=healthy RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port PG_TIMEOUT_S=60 \
+    CKPT=/tmp/corpus-late-ckpt.pt timeout -k 5 120 "$PY" "$JOB"
+  wait "$r1"
+}
+
+# torch.compile(fullgraph=True) over a data-dependent branch.
+case_compile_fullgraph() { trun CASE=compile-fullgraph; }
+
+# torch.compile where the C++ compiler inductor needs is not there (CXX names a missing one).
+case_compile_no_compiler() { trun CASE=compile-no-compiler CXX=/usr/bin/g++-14 TORCHINDUCTOR_CACHE_DIR=/tmp/corpus-inductor-$$; }
+
+# One process (no launcher) in a 1 GiB memory cgroup, started from bash: the shell reports "Killed". The
+# kernel's lines about it are appended, as above.
+case_oom_cgroup_single() {
+  local cg
+  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
+  cg=/sys/fs/cgroup/memory$cg/corpus-oom1-$$
+  mkdir "$cg"
+  echo $((1024 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  bash -c "echo \$\$ > $cg/cgroup.procs; $PY -c 'import torch; print(\"building the embedding table\", flush=True); t=[torch.ones(256,1024,1024) for _ in range(8)]'"
+  local rc=$?
+  sleep 1
+  echo "--- dmesg (kernel log of the node, lines since the job started) ---"
+  dmesg --time-format iso | tail -400 | grep -iE "oom|killed process|memory cgroup" | tail -6
+  rmdir "$cg" 2>/dev/null
+  return $rc
+}
+
+# A DataLoader asking for more workers than the machine has cores: torch warns, the epoch completes.
+case_loader_workers_warning() {
+  bash -c "ulimit -n 64; OMP_NUM_THREADS=1 LOADER_WORKERS=4 timeout -k 5 120 $PY $HERE/loader.py"
+}
+
+cases=("$@")
+if [ ${#cases[@]} -eq 0 ]; then
+  mapfile -t cases < <(declare -F | awk '{print $3}' | sed -n 's/^case_//p')
+fi
+for c in "${cases[@]}"; do
+  name=${c//_/-}
+  echo "== $name"
+  "case_${c//-/_}" > "$OUT/$name.log" 2>&1
+  echo "exit $? -> $OUT/$name.log"
+done
