@@ -110,11 +110,13 @@ def test_parse_sections_nvidia_bundle() -> None:
     facts = parse_sections(sections, files)
     assert facts.nvidia is not None and len(facts.nvidia.gpus) == 2
     components = facts.components()
-    assert (components["nvidia_driver"], components["cuda"], components["nccl"]) == (
+    assert (components["nvidia_driver"], components["cuda"], components["system_nccl"]) == (
         "535.54.03",
         "12.4.1",
         "2.21.5",
     )
+    # No torch in this bundle: nothing loads an NCCL, whatever the system has.
+    assert components["nccl"] is None
     assert facts.ascend is None
     assert facts.accelerators[0].numa_node == 0
 

@@ -268,7 +268,7 @@ def test_probe_and_state_share_one_round_trip() -> None:
 
 def test_roles_order_comes_from_meta_and_a_cycle_is_refused(tmp_path: Path) -> None:
     roles = load_roles()
-    assert [r.name for r in select_roles(roles, "nvidia")] == ["nvidia_driver", "cuda_toolkit", "nccl",
+    assert [r.name for r in select_roles(roles, "nvidia")] == ["nvidia_driver", "cuda_toolkit", "system_nccl",
                                                               "python_env", "env"]
     for name, after in (("a", "b"), ("b", "a")):
         (tmp_path / name).mkdir()
