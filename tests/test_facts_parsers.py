@@ -145,3 +145,40 @@ def test_torch_nccl_reads_the_library_torch_loads_by_wheel_string_or_name() -> N
     assert p.torch_nccl({"libraries": [], "wheels": {}}) == (None, None, None)  # the system one then judges
     assert p.torch_nccl(None) == (None, None, None)  # a probe that did not look
 
+
+
+def _two_system_nccls(loader: str | None) -> Facts:
+    """A host with the distribution's libnccl 2.28.3 (as the H200 host) and a 2.28.9 in /usr/local/nccl."""
+    header = capture("synthetic_nccl_h_2.21.5.txt")
+    files: dict[str, str | None] = {
+        "/usr/include/nccl.h": header.replace("NCCL_MINOR 21", "NCCL_MINOR 28").replace("NCCL_PATCH 5", "NCCL_PATCH 3"),
+        "/usr/local/nccl/include/nccl.h": header.replace("NCCL_MINOR 21", "NCCL_MINOR 28").replace(
+            "NCCL_PATCH 5", "NCCL_PATCH 9")}
+    sections = {"nccl_libs": json.dumps([
+        "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3",
+        "/usr/local/nccl/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2.28.9"])}
+    if loader is not None:
+        sections["nccl_loader"] = loader
+    return parse_sections(sections, files)
+
+
+def test_the_system_nccl_is_the_one_the_loader_gives_a_program() -> None:
+    # ld.so.conf names /usr/local/nccl/lib first (the system_nccl role's accelstack-nccl.conf sorts before the
+    # distribution's x86_64-linux-gnu.conf): that libnccl is what nccl-tests load, so it is the system NCCL.
+    facts = _two_system_nccls(capture("ldconfig_p_two_system_nccl.txt"))
+    assert facts.nvidia is not None
+    assert facts.nvidia.nccl_loader_library == "/usr/local/nccl/lib/libnccl.so.2"
+    assert facts.components()["system_nccl"] == "2.28.9"
+    # The other order: the distribution's comes first (on a merged-/usr system the cache names /lib).
+    other = _two_system_nccls("\tlibnccl.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnccl.so.2\n")
+    assert other.components()["system_nccl"] == "2.28.3"
+
+
+def test_without_the_loaders_answer_the_first_header_names_the_system_nccl() -> None:
+    # No ldconfig on the host (or an older probe's bundle): /usr/include/nccl.h, as before.
+    assert _two_system_nccls(None).components()["system_nccl"] == "2.28.3"
+    # The loader's library without a versioned file beside it: the nccl.h of its prefix.
+    facts = parse_sections({"nccl_libs": json.dumps(["/usr/local/nccl/lib/libnccl.so.2"]),
+                            "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n"},
+                           {"/usr/local/nccl/include/nccl.h": capture("synthetic_nccl_h_2.21.5.txt")})
+    assert facts.components()["system_nccl"] == "2.21.5"

@@ -105,8 +105,9 @@ class NvidiaFacts(_Record):
     cuda: str | None = (
         None  # the installed toolkit (version.json, version.txt, else nvcc), not the driver's max
     )
-    nccl: str | None = None  # system NCCL from nccl.h or libnccl.so.X.Y.Z; torch wheels carry their own
+    nccl: str | None = None  # the system NCCL (component system_nccl); torch wheels carry their own
     nccl_libraries: list[str] = field(default_factory=list)
+    nccl_loader_library: str | None = None  # the libnccl.so.2 the dynamic loader gives a program (ldconfig -p)
 
 
 @dataclass

@@ -111,7 +111,7 @@ class HostView:
 
     def context(self) -> dict[str, Any]:
         return {**self.vars, "stack": self.stack, "pins": self.stack.components, "paths": self.stack.paths,
-                "vendor": self.stack.vendor, "facts": self.facts, "installed": self.installed,
+                "vendor": self.stack.vendor, "facts": self.facts, "installed": self.installed, "at_pin": self.at_pin,
                 "inventory_hostname": self.host, **self.extra}
 
 

@@ -110,9 +110,9 @@ def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], 
                 f"{key} {have} (pinned {pin.version}) breaks {rules}: {first.message} [source: {first.source}]",
                 evidence=evidence, remedy=remedy))
         elif not same:
-            note = f"; {warnings[0].rule}: {warnings[0].message}" if warnings else ""
+            rule = f"; {warnings[0].rule}: {warnings[0].message}" if warnings else ""
             records.append(Record(
-                host, check, "warn", f"{key} {have} differs from the pin {pin.version}{note}", evidence=evidence,
+                host, check, "warn", f"{key} {have} differs from the pin {pin.version}{rule}", evidence=evidence,
                 remedy=f"{_provision(host)} brings {key} back to {pin.version}; {change_pin}"))
         elif warnings:
             records.append(Record(
