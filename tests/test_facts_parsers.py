@@ -182,3 +182,16 @@ def test_without_the_loaders_answer_the_first_header_names_the_system_nccl() -> 
                             "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n"},
                            {"/usr/local/nccl/include/nccl.h": capture("synthetic_nccl_h_2.21.5.txt")})
     assert facts.components()["system_nccl"] == "2.21.5"
+
+
+def test_two_releases_in_one_folder_read_as_the_file_the_loaders_name_leads_to() -> None:
+    # Going from one stack's system NCCL to another's leaves the older file beside the newer; libnccl.so.2 (the
+    # name the loader gives) leads to the one installed last, which the probe resolves with readlink -f.
+    libs = ["/usr/local/nccl/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2.21.5",
+            "/usr/local/nccl/lib/libnccl.so.2.26.2"]
+    for target in ("2.21.5", "2.26.2"):
+        facts = parse_sections({
+            "nccl_libs": json.dumps(libs),
+            "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n",
+            "nccl_loader_file": f"/usr/local/nccl/lib/libnccl.so.{target}\n"}, {})
+        assert facts.components()["system_nccl"] == target

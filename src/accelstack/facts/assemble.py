@@ -172,7 +172,8 @@ def _nvidia(
         nv.nccl_libraries = [str(x) for x in libs]
     if (text := section("nccl_loader")) is not None:
         nv.nccl_loader_library = next(iter(p.parse_ldconfig_cache(text, "libnccl.so.2")), None)
-    nv.nccl = _system_nccl(nv, files)
+    loader_file = (section("nccl_loader_file") or "").strip() or None
+    nv.nccl = _system_nccl(nv, files, loader_file)
     has_device = any(d.vendor == "nvidia" for d in facts.accelerators)
     if not (nv.driver_version or nv.gpus or nv.cuda or nv.nccl or nv.nccl_libraries or has_device):
         return None
@@ -184,11 +185,14 @@ def _usr(path: str) -> str:
     return path[len("/usr"):] if path.startswith("/usr/") else path
 
 
-def _system_nccl(nv: NvidiaFacts, files: dict[str, str | None]) -> str | None:
+def _system_nccl(nv: NvidiaFacts, files: dict[str, str | None], loader_file: str | None = None) -> str | None:
     """The system NCCL's version: of the library the loader gives a program linking -lnccl when ``ldconfig -p``
-    named one (its versioned file beside it, else the nccl.h of its prefix), otherwise the first nccl.h, else the
-    first versioned library found (a host with one system NCCL, the usual case, reads the same either way)."""
+    named one (the versioned file its name leads to, else one beside it, else the nccl.h of its prefix), otherwise
+    the first nccl.h, else the first versioned library found (a host with one system NCCL, the usual case, reads
+    the same either way)."""
     headers = [(path, p.parse_nccl_header(text)) for path, text in _files_matching(files, r"(^|/)nccl\.h$")]
+    if loader_file and (version := p.parse_nccl_library_name(loader_file)):
+        return version
     if nv.nccl_loader_library:
         folder = _usr(nv.nccl_loader_library.rsplit("/", 1)[0])
         beside = [lib for lib in nv.nccl_libraries if _usr(lib.rsplit("/", 1)[0]) == folder]

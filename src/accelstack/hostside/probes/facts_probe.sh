@@ -223,6 +223,11 @@ probe() {
 $cache
 CACHE
             native nccl_loader "ldconfig -p: libnccl.so.2" "$found"
+            # ... and the file that name leads to (libnccl.so.2 -> libnccl.so.2.28.9): its name is the version.
+            first=${found%%"$NL"*}
+            if [ -n "$first" ] && find_tool readlink && [ -n "$T" ]; then
+                native nccl_loader_file "readlink -f" "$("$T" -f -- "${first##*=> }" 2>/dev/null)"
+            fi
         fi
     fi
     for path in /usr/include/nccl.h /usr/local/cuda/include/nccl.h /usr/local/include/nccl.h \
