@@ -131,8 +131,9 @@ _TABLE: tuple[Component, ...] = (
               "the NCCL torch loads: its nvidia-nccl wheel or torch/lib, else (a CUDA torch without one) the "
               "system libnccl", "python_env (torch's nvidia-nccl wheel)", _nccl),
     Component("system_nccl", frozenset({"nvidia"}), frozenset(), frozenset(), "release",
-              "the system NCCL (nccl.h, else libnccl.so.X.Y.Z in the system library folders), for nccl-tests and "
-              "programs built outside torch", "system_nccl", _nvidia_attr("nccl")),
+              "the system NCCL, which nccl-tests and programs built outside torch load: the libnccl.so.2 the dynamic "
+              "loader gives (ldconfig's cache), by the file it leads to, else its nccl.h", "system_nccl (an NCCL "
+              "package from the artifact repository)", _nvidia_attr("nccl")),
 )
 
 SPECS: dict[str, Component] = {c.key: c for c in _TABLE}
@@ -183,7 +184,8 @@ def _nccl_details(facts: Facts) -> dict[str, dict[str, Any]]:
         nccl["note"] = f"the system NCCL {system} is installed too; torch does not load it"
     details = {"nccl": nccl}
     if system is not None:
-        system_detail: dict[str, Any] = {"judged": "the system NCCL (nccl.h, else libnccl.so.X.Y.Z)", **common}
+        system_detail: dict[str, Any] = {"judged": SPECS["system_nccl"].copy, **common,
+                                         "loader_library": nvidia.nccl_loader_library if nvidia else None}
         if where == "torch" and loaded != system:
             system_detail["note"] = f"torch loads its own NCCL {loaded}, not this one"
         details["system_nccl"] = system_detail
@@ -231,3 +233,14 @@ def _cann_release(text: str, matrix: Matrix | None) -> str:
         from .compat import load_matrix
         matrix = load_matrix()
     return matrix.cann_release(text)
+
+
+def readme_table() -> str:
+    """The README's table of components, from the table above (tests/test_stacks.py holds the README to it)."""
+    rows = ["| component | stacks | which copy counts as installed | installed by | a pin matches |",
+            "|---|---|---|---|---|"]
+    for c in _TABLE:
+        vendors = ", ".join(v + ("" if v in c.required else " (optional)") for v in VENDORS if v in c.vendors)
+        match = c.match + (" (CANN's internal numbers as their release)" if c.cann_release else "")
+        rows.append(f"| `{c.key}` | {vendors} | {c.copy} | {c.installed_by} | {match} |")
+    return "\n".join(rows) + "\n"

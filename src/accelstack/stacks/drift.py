@@ -84,8 +84,9 @@ def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], 
         if not have:
             status: Status = "fail" if key in critical else "warn"
             records.append(Record(
-                host, check, status, f"{key} is not installed (pinned {pin.version})", evidence=evidence,
-                remedy=f"{_provision(host)} installs {key} {pin.version}"))
+                host, check, status, f"{key} is not installed (pinned {pin.version})" + (f" ({note})" if note else ""),
+                evidence=evidence, remedy=f"{_provision(host)} installs {key} {pin.version} (role "
+                                          f"{SPECS[key].installed_by.split(' ')[0]})"))
             continue
         same = _matches(pin, have, matrix)
         errors = [v for v in blamed[key] if v.severity == "error"]
