@@ -7,6 +7,7 @@ carries a change out over a transport. A converged host yields no change, so ``-
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable
@@ -92,7 +93,7 @@ class HostView:
     extra: dict[str, Any] = field(default_factory=dict)
     repo: str | None = None  # where the artifacts come from; None: no repository is configured for this host
 
-    @property
+    @functools.cached_property
     def installed(self) -> dict[str, str | None]:
         """The host's installed versions as drift and validate read them (accelstack.stacks.components)."""
         return self.facts.components()
