@@ -466,3 +466,18 @@ def test_the_system_nccl_role_acts_only_for_a_stack_that_pins_it() -> None:
     assert component_steps(plan) == ["system_nccl.loader-path", "system_nccl.library"]
     library = next(c for c in plan.changes if c.step == "system_nccl.library")
     assert library.summary == "system_nccl: absent -> 2.28.9"
+
+
+def test_a_venv_that_nothing_judges_is_not_planned() -> None:
+    # stack_python names another interpreter (the embedded default: the one running accelstack): facts, drift and
+    # validate read that one, so making the stack's venv elsewhere would change nothing they judge.
+    plan, _, _ = plan_for(host(stack_python="/usr/bin/python3"), facts())
+    assert plan.changes == [] and len(plan.problems) == 1
+    assert "stack python is /usr/bin/python3 (stack_python)" in plan.problems[0]
+    # At its pins there, nothing is planned and nothing is wrong.
+    at_pin, _, _ = plan_for(host(stack_python="/usr/bin/python3"), facts(torch="2.13.0+cpu", python="3.11.2"),
+                            artifacts=[], repo=None)
+    assert at_pin.problems == [] and "python_env.venv" not in [c.step for c in at_pin.changes]
+    # Pointing into the venv is the venv's own python.
+    inside, _, _ = plan_for(host(stack_python="/opt/accelstack/venv/bin/python3.11"), facts())
+    assert inside.problems == [] and inside.changes[0].step == "python_env.venv"

@@ -338,6 +338,14 @@ class PipStep(StepKind):
                  if not view.at_pin(key)]
         if not drift:
             return None  # at its pins: no wheel is needed, so a missing one is no problem
+        judged = str(view.vars.get("stack_python") or view.stack.paths.get("python") or "")
+        if judged and not judged.startswith(venv.rstrip("/") + "/"):
+            # Facts, drift and validate read the python stack_python names; a venv made elsewhere would change
+            # nothing they judge, and the next run would plan it again.
+            raise PlanProblem(f"the venv would be made at {venv}, but this host's stack python is {judged} "
+                              f"(stack_python), which drift and validate judge",
+                              hint=f"set stack_python to {venv}/bin/python (or leave it unset), or install "
+                                   f"{', '.join(c for c, _, _ in drift)} into {judged} yourself")
         pins, wheels = self._wheels(fields, view)
         requirements = [f"{c.replace('_', '-')}=={v}" for c, v in pins]
         nccl = [a for a in wheels if a.nccl_wheel] if "nccl" in view.stack.pins else []
