@@ -344,7 +344,8 @@ class PipStep(StepKind):
             # nothing they judge, and the next run would plan it again.
             raise PlanProblem(f"the venv would be made at {venv}, but this host's stack python is {judged} "
                               f"(stack_python), which drift and validate judge",
-                              hint=f"set stack_python to {venv}/bin/python (or leave it unset), or install "
+                              hint=f"set stack_python to {venv}/bin/python (or leave it unset), or leave "
+                                   f"python_env out of provision_roles and install "
                                    f"{', '.join(c for c, _, _ in drift)} into {judged} yourself")
         pins, wheels = self._wheels(fields, view)
         requirements = [f"{c.replace('_', '-')}=={v}" for c, v in pins]
