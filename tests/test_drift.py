@@ -164,3 +164,28 @@ def test_drift_rows_are_values_worst_first_with_the_fix() -> None:
     assert first.pinned != "-" and "\nfix: " in first.detail
     assert all(row.detail == "" for row in rows if row.status == "pass")
     assert (rows[-1].component, rows[-1].status, rows[-1].installed) == ("-", "error", "-")
+
+
+def test_nccl_and_system_nccl_are_judged_apart() -> None:
+    # The NCCL torch loads at its pin, the system libnccl one release behind: only system_nccl differs.
+    records = _by_component(drift_records("gpu01", load_stack("nvidia-cuda13.0"),
+                                          _installed("nvidia-cuda13.0", python="3.11.9", system_nccl="2.28.3")))
+    assert records["nccl"].status == "pass"
+    assert records["system_nccl"].status == "warn" and "system_nccl 2.28.3 differs" in records["system_nccl"].summary
+    # A system NCCL is optional: missing, it is a warning; the NCCL torch loads missing fails the host.
+    missing = _by_component(drift_records("gpu01", load_stack("nvidia-cuda13.0"),
+                                          _installed("nvidia-cuda13.0", python="3.11.9", system_nccl=None, nccl=None)))
+    assert missing["system_nccl"].status == "warn" and "(role system_nccl)" in (missing["system_nccl"].remedy or "")
+    assert missing["nccl"].status == "fail" and "(role python_env)" in (missing["nccl"].remedy or "")
+
+
+def test_a_cpu_torch_on_a_gpu_host_loads_no_nccl_whatever_the_system_has() -> None:
+    from accelstack.facts import Facts, NvidiaFacts, TorchFacts
+
+    facts = Facts(stack_python_version="3.11.9", torch=TorchFacts(version="2.13.0+cpu"),
+                  nvidia=NvidiaFacts(driver_version="580.65.06", nccl="2.28.9"))
+    installed = facts.components()
+    assert (installed["nccl"], installed["system_nccl"]) == (None, "2.28.9")
+    assert "not a CUDA build" in installed.details["nccl"]["judged"]
+    nccl = _by_component(drift_records("gpu01", load_stack("nvidia-cuda13.0"), installed))["nccl"]
+    assert nccl.status == "fail" and nccl.evidence["system_nccl"] == "2.28.9"

@@ -72,6 +72,7 @@ def test_h100_versions_without_an_nccl_of_torchs_own_judge_the_system_one() -> N
     facts = parse_sections(sections, files)
     assert facts.components()["nccl"] == "2.28.3"
     assert facts.torch_nccl() == ("2.28.3", "system")
+    assert "torch is a CUDA build with no NCCL of its own" in facts.components().details["nccl"]["judged"]
     record = by_check(drift_records("h100", load_stack(REAL_STACK), facts.components(), load_matrix()))["drift.nccl"]
     assert record.status == "fail"  # type: ignore[attr-defined]  # 2.28.3 under torch 2.11 breaks torch-nccl
 
@@ -101,6 +102,8 @@ def test_h100_analyze_with_the_shipped_stack_reports_what_really_differs() -> No
         "versions.nvidia_driver": ("warn", "580.159.04"),  # pinned 580.65.06
         "versions.cuda": ("pass", "13.0.88"),
         "versions.nccl": ("pass", "2.28.9"),  # the wheel's NCCL; the system 2.28.3 is not what torch loads
+        # The shipped stack also wants a system NCCL (for nccl-tests) at 2.28.9: judged on its own, a difference.
+        "versions.system_nccl": ("warn", "2.28.3"),
     }
 
 
@@ -112,10 +115,11 @@ def test_h100_analyze_names_a_stack_that_does_not_exist_as_bad_input(tmp_path: P
     assert by_check(records)["versions"].status == "error"  # type: ignore[attr-defined]
 
 
-def test_h100_provisioning_compares_the_system_nccl_it_installs() -> None:
-    # The nccl role installs the system NCCL: its check must read that one (2.28.3), not torch's wheel (2.28.9),
-    # or a host whose torch matches the pin would never get its system NCCL brought to it.
+def test_h100_the_system_nccl_is_a_component_of_its_own() -> None:
+    # torch's NCCL (2.28.9) is `nccl`; the system libnccl beside it (2.28.3, what nccl-tests would link) is
+    # `system_nccl`: one reading each, for drift, validate and provisioning alike.
     sections, files = live_sections()
     facts = parse_sections(sections, files)
-    assert facts.components(nccl="system")["nccl"] == "2.28.3"
-    assert facts.components()["nccl"] == "2.28.9"
+    installed = facts.components()
+    assert (installed["nccl"], installed["system_nccl"]) == ("2.28.9", "2.28.3")
+    assert installed.details["system_nccl"]["note"] == "torch loads its own NCCL 2.28.9, not this one"

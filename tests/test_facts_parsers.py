@@ -110,11 +110,13 @@ def test_parse_sections_nvidia_bundle() -> None:
     facts = parse_sections(sections, files)
     assert facts.nvidia is not None and len(facts.nvidia.gpus) == 2
     components = facts.components()
-    assert (components["nvidia_driver"], components["cuda"], components["nccl"]) == (
+    assert (components["nvidia_driver"], components["cuda"], components["system_nccl"]) == (
         "535.54.03",
         "12.4.1",
         "2.21.5",
     )
+    # No torch in this bundle: nothing loads an NCCL, whatever the system has.
+    assert components["nccl"] is None
     assert facts.ascend is None
     assert facts.accelerators[0].numa_node == 0
 
@@ -143,3 +145,53 @@ def test_torch_nccl_reads_the_library_torch_loads_by_wheel_string_or_name() -> N
     assert p.torch_nccl({"libraries": [], "wheels": {}}) == (None, None, None)  # the system one then judges
     assert p.torch_nccl(None) == (None, None, None)  # a probe that did not look
 
+
+
+def _two_system_nccls(loader: str | None) -> Facts:
+    """A host with the distribution's libnccl 2.28.3 (as the H200 host) and a 2.28.9 in /usr/local/nccl."""
+    header = capture("synthetic_nccl_h_2.21.5.txt")
+    files: dict[str, str | None] = {
+        "/usr/include/nccl.h": header.replace("NCCL_MINOR 21", "NCCL_MINOR 28").replace("NCCL_PATCH 5", "NCCL_PATCH 3"),
+        "/usr/local/nccl/include/nccl.h": header.replace("NCCL_MINOR 21", "NCCL_MINOR 28").replace(
+            "NCCL_PATCH 5", "NCCL_PATCH 9")}
+    sections = {"nccl_libs": json.dumps([
+        "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3",
+        "/usr/local/nccl/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2.28.9"])}
+    if loader is not None:
+        sections["nccl_loader"] = loader
+    return parse_sections(sections, files)
+
+
+def test_the_system_nccl_is_the_one_the_loader_gives_a_program() -> None:
+    # ld.so.conf names /usr/local/nccl/lib first (the system_nccl role's accelstack-nccl.conf sorts before the
+    # distribution's x86_64-linux-gnu.conf): that libnccl is what nccl-tests load, so it is the system NCCL.
+    facts = _two_system_nccls(capture("ldconfig_p_two_system_nccl.txt"))
+    assert facts.nvidia is not None
+    assert facts.nvidia.nccl_loader_library == "/usr/local/nccl/lib/libnccl.so.2"
+    assert facts.components()["system_nccl"] == "2.28.9"
+    # The other order: the distribution's comes first (on a merged-/usr system the cache names /lib).
+    other = _two_system_nccls("\tlibnccl.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnccl.so.2\n")
+    assert other.components()["system_nccl"] == "2.28.3"
+
+
+def test_without_the_loaders_answer_the_first_header_names_the_system_nccl() -> None:
+    # No ldconfig on the host (or an older probe's bundle): /usr/include/nccl.h, as before.
+    assert _two_system_nccls(None).components()["system_nccl"] == "2.28.3"
+    # The loader's library without a versioned file beside it: the nccl.h of its prefix.
+    facts = parse_sections({"nccl_libs": json.dumps(["/usr/local/nccl/lib/libnccl.so.2"]),
+                            "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n"},
+                           {"/usr/local/nccl/include/nccl.h": capture("synthetic_nccl_h_2.21.5.txt")})
+    assert facts.components()["system_nccl"] == "2.21.5"
+
+
+def test_two_releases_in_one_folder_read_as_the_file_the_loaders_name_leads_to() -> None:
+    # Going from one stack's system NCCL to another's leaves the older file beside the newer; libnccl.so.2 (the
+    # name the loader gives) leads to the one installed last, which the probe resolves with readlink -f.
+    libs = ["/usr/local/nccl/lib/libnccl.so.2", "/usr/local/nccl/lib/libnccl.so.2.21.5",
+            "/usr/local/nccl/lib/libnccl.so.2.26.2"]
+    for target in ("2.21.5", "2.26.2"):
+        facts = parse_sections({
+            "nccl_libs": json.dumps(libs),
+            "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n",
+            "nccl_loader_file": f"/usr/local/nccl/lib/libnccl.so.{target}\n"}, {})
+        assert facts.components()["system_nccl"] == target

@@ -109,7 +109,7 @@ def test_no_accelerators_here_is_data_not_a_crash(local_facts: Facts) -> None:
     components = facts.components()
     assert set(components) == {
         "python", "torch", "torch_npu", "torch_cuda", "ascend_driver", "ascend_firmware",
-        "cann_toolkit", "cann_kernels", "nnal", "nvidia_driver", "cuda", "nccl",
+        "cann_toolkit", "cann_kernels", "nnal", "nvidia_driver", "cuda", "nccl", "system_nccl",
     }  # fmt: skip
     assert components["ascend_driver"] is None and components["nvidia_driver"] is None
     summary = facts.summary()

@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def rendered_node_file(tmp_path: Path, nics: tuple[str, ...] = ("lo", "eth0"), **host_vars: object) -> Path:
-    """The node file exactly as `inv provision` would write it for a cpu host with these inventory vars."""
-    plan, _, _ = plan_for(host(name="node1", **host_vars), facts(nics=nics))
+    """The node file exactly as `inv provision` would write it for a cpu host with these inventory vars (a host
+    whose stack python already holds the stack: a venv that no check would read is a plan problem)."""
+    plan, _, _ = plan_for(host(name="node1", **host_vars), facts(nics=nics, torch="2.13.0+cpu", python="3.11.2"))
     change = next(c for c in plan.changes if c.step == "env.node-file")
     assert change.writes[0].path == "/etc/accelstack/node.yml"
     path = tmp_path / "node.yml"

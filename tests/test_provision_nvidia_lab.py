@@ -1,8 +1,11 @@
-"""Provisioning the shipped NVIDIA stacks on real lab hosts: the driver, CUDA and NCCL roles run the simulated
+"""Provisioning the shipped NVIDIA stacks on real lab hosts: the driver, CUDA and system NCCL roles run the simulated
 ``NVIDIA-Linux-x86_64-<v>.run``, ``cuda_<v>_<driver>_linux.run`` and ``nccl_<v>-1+cuda<c>_x86_64.run`` with the
 flags their defaults give, then facts, drift, the env file, a no-op second run and the devices check.
 
-Only ``--roles nvidia_driver,cuda_toolkit,nccl,env``: the stacks pin torch+CUDA wheels (``2.7.1+cu128``,
+The shipped stacks pin ``system_nccl`` (a system NCCL for nccl-tests) at the release of ``nccl`` (the NCCL torch
+loads, which comes with the torch wheel): the system_nccl role installs the first; the second has no torch here.
+
+Only ``--roles nvidia_driver,cuda_toolkit,system_nccl,env``: the stacks pin torch+CUDA wheels (``2.7.1+cu128``,
 ``2.6.0+cu124``) that the lab repository does not hold (it has the real torch 2.13.0 CPU wheel only), so
 ``python_env`` is left out. For the devices check one host gets the CPU torch venv from the ``cpu`` stack at
 the same ``/opt/accelstack/venv``.
@@ -10,7 +13,8 @@ the same ``/opt/accelstack/venv``.
 Devices: the installers run over SSH, so this side's ``ACCELSTACK_SIM_DEVICES`` never reaches them (the Ascend
 test passes none either); the simulated driver's default is what a host gets: 8 x "NVIDIA H100 80GB HBM3".
 
-The lab here is this module's own (tag ``acn``, subnet 10.223), two hosts, torn down at the end.
+The lab here is this module's own (tag ``acn``, subnet 10.223, both moved by ACCELSTACK_TEST_LAB_SALT), two hosts,
+torn down at the end.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from .labtools import by_host, cli, host_root, lab_repository, records
 pytestmark = pytest.mark.lab
 
 TAG, SUBNET = lab_ids("acn", "10.223")
-ROLES = "nvidia_driver,cuda_toolkit,nccl,env"
+ROLES = "nvidia_driver,cuda_toolkit,system_nccl,env"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
@@ -77,7 +81,7 @@ def artifact_bytes(nlab: dict, pins: dict[str, str]) -> int:
 
 
 def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver: str, cuda: str, nccl: str) -> None:
-    """``inv facts`` shows the pinned versions and 8 GPUs; ``inv drift`` passes driver, CUDA and NCCL."""
+    """``inv facts`` shows the pinned versions and 8 GPUs; ``inv drift`` passes driver, CUDA and the system NCCL."""
     facts = cli("facts", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
     assert facts.returncode == 0, facts.stdout + facts.stderr
     got = records(facts)
@@ -86,6 +90,8 @@ def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver:
         nvidia = record["evidence"]["facts"]["nvidia"]
         assert nvidia["driver_version"] == driver, record  # from the simulated nvidia-smi
         assert nvidia["cuda"] == cuda and nvidia["nccl"] == nccl
+        # The system NCCL is the one the loader gives a program: the role's, through its ld.so.conf.d file.
+        assert nvidia["nccl_loader_library"] == "/usr/local/nccl/lib/libnccl.so.2"
         assert [g["index"] for g in nvidia["gpus"]] == list(range(8))
         assert {g["name"] for g in nvidia["gpus"]} == {H100}
         assert {g["driver_version"] for g in nvidia["gpus"]} == {driver}
@@ -94,18 +100,22 @@ def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver:
     drift = cli("drift", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
     checks = {(r["host"], r["check"]): r for r in records(drift)}
     for host in hosts.split(","):
-        for component in ("nvidia_driver", "cuda", "nccl"):
+        for component in ("nvidia_driver", "cuda", "system_nccl"):
             record = checks[(host, f"drift.{component}")]
             assert record["status"] == "pass", record
-        # torch is not provisioned here (no CUDA wheels in the lab repository): drift says so.
+        # torch is not provisioned here (no CUDA wheels in the lab repository): drift says so, and so the NCCL
+        # torch would load is not there either; the system NCCL does not stand in for it.
         assert checks[(host, "drift.torch")]["status"] == "fail"
+        torch_nccl = checks[(host, "drift.nccl")]
+        assert torch_nccl["status"] == "fail" and torch_nccl["evidence"]["installed"] is None, torch_nccl
+        assert torch_nccl["evidence"]["system_nccl"] == nccl
 
 
 def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Path) -> None:
     inv = nlab["cuda12.8"]
     proc = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    expected_bytes = artifact_bytes(nlab, {"nvidia_driver": "580.65.06", "cuda": "12.8", "nccl": "2.26.2"})
+    expected_bytes = artifact_bytes(nlab, {"nvidia_driver": "580.65.06", "cuda": "12.8", "system_nccl": "2.26.2"})
     assert expected_bytes > 0
     first = by_host(proc)
     assert sorted(first) == ["lab1", "lab2"]
@@ -117,19 +127,19 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
         assert record["metrics"]["bytes_uploaded"] == expected_bytes
         assert record["metrics"]["reboot_required"] is True  # the driver notifies the reboot handler
     assert {r["check"] for r in steps} >= {"provision.nvidia_driver.driver", "provision.cuda_toolkit.toolkit",
-                                           "provision.nccl.library", "provision.env.env-file"}
+                                           "provision.system_nccl.library", "provision.env.env-file"}
     assert all(r["status"] == "pass" for r in steps), steps
 
     usr_local = host_root(nlab["lab"], "lab1") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.8"
     assert (usr_local / "nccl" / "lib" / "libnccl.so.2.26.2").is_file()
     # The system NCCL is on the loader's path through ld.so.conf.d (after torch's own RUNPATH), not in the env.
-    assert "provision.nccl.loader-path" in {r["check"] for r in steps}
+    assert "provision.system_nccl.loader-path" in {r["check"] for r in steps}
     with Fleet() as fleet:
         cache = fleet.connect(load_inventory(str(inv)).select("lab1")[0]).run("ldconfig -p", check=True).stdout
     assert "/usr/local/nccl/lib/libnccl.so.2" in cache
     assert (host_root(nlab["lab"], "lab1") / "opt" / "accelstack" / "etc" / "hostfile").read_text().splitlines() == [
-        "10.223.0.11 slots=8", "10.223.0.12 slots=8"]
+        f"{SUBNET}.0.11 slots=8", f"{SUBNET}.0.12 slots=8"]
 
     assert_stack(nlab, inv, "lab1,lab2", tmp_path, driver="580.65.06", cuda="12.8.1", nccl="2.26.2")
 
@@ -188,7 +198,7 @@ def test_switch_to_cuda124_stack(nlab: dict, tmp_path: Path) -> None:
     record = by_host(proc)["lab2"]
     assert record["status"] == "pass" and record["metrics"]["changed"] >= 3
     assert record["metrics"]["bytes_uploaded"] == artifact_bytes(
-        nlab, {"nvidia_driver": "550.54.15", "cuda": "12.4", "nccl": "2.21.5"})
+        nlab, {"nvidia_driver": "550.54.15", "cuda": "12.4", "system_nccl": "2.21.5"})
     usr_local = host_root(nlab["lab"], "lab2") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.4" and (usr_local / "cuda-12.8").is_dir()
     assert_stack(nlab, inv, "lab2", tmp_path, driver="550.54.15", cuda="12.4.1", nccl="2.21.5")

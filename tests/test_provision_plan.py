@@ -11,6 +11,7 @@ from accelstack.errors import ConfigError
 from accelstack.facts import Address, AscendFacts, Facts, Interface, NpuChip, TorchFacts
 from accelstack.facts.parsers import parse_hccn_conf
 from accelstack.inventory import Host
+from accelstack.paths import project_root
 from accelstack.provision.apply import STATE_SEPARATOR, probe_and_state_command
 from accelstack.provision.artifacts import Artifact, parse_manifest
 from accelstack.provision.plan import ClusterMember, HostPlan, Planner, cluster_context
@@ -268,7 +269,7 @@ def test_probe_and_state_share_one_round_trip() -> None:
 
 def test_roles_order_comes_from_meta_and_a_cycle_is_refused(tmp_path: Path) -> None:
     roles = load_roles()
-    assert [r.name for r in select_roles(roles, "nvidia")] == ["nvidia_driver", "cuda_toolkit", "nccl",
+    assert [r.name for r in select_roles(roles, "nvidia")] == ["nvidia_driver", "cuda_toolkit", "system_nccl",
                                                               "python_env", "env"]
     for name, after in (("a", "b"), ("b", "a")):
         (tmp_path / name).mkdir()
@@ -354,3 +355,129 @@ def test_check_plan_table_shows_changes_converged_hosts_and_problems() -> None:
     assert "no change" in text and "yes (pending)" in text and "no artifact for cann_toolkit 8.1.RC1" in text
     assert "python_env.venv" in text and "torch: absent -> 2.13.0+cpu" in text
     assert str(fresh.changes[0].bytes_to_transfer) in text
+
+
+# ----- the plan reads what is installed as drift does (accelstack.stacks.components) -----
+
+NVIDIA_STACK = "nvidia-cuda13.0"
+NV_ARTIFACTS = [
+    art("torch", "2.10.0+cu130", "wheels/torch-2.10.0+cu130-cp311-cp311-linux_x86_64.whl", 2000),
+    art("nccl", "2.28.9", "wheels/deps/nvidia_nccl_cu13-2.28.9-py3-none-manylinux_2_18_x86_64.whl", 300),
+    art("python-dep", "2.27.5", "wheels/deps/nvidia_nccl_cu12-2.27.5-py3-none-manylinux_2_18_x86_64.whl", 290),
+    art("python-dep", "1.14.0", "wheels/deps/sympy-1.14.0-py3-none-any.whl", 10),
+]
+
+
+def nvidia_facts(*, torch: str = "2.10.0+cu130", cuda: str = "13.0", nccl: str | None = "2.28.9",
+                 system_nccl: str | None = None, python: str = "3.11.9") -> Facts:
+    from accelstack.facts import NvidiaFacts
+
+    f = facts(torch=torch, python=python)
+    assert f.torch is not None
+    f.torch.cuda, f.torch.nccl = cuda, nccl
+    f.nvidia = NvidiaFacts(driver_version="580.65.06", cuda="13.0.48", nccl=system_nccl)
+    return f
+
+
+def component_steps(plan: HostPlan) -> list[str]:
+    return [c.step for c in plan.changes if not c.step.startswith("env.")]
+
+
+def test_an_ascend_host_whose_cann_reads_as_internal_numbers_is_at_its_pins() -> None:
+    # version.cfg-less trees give the kernels' version_dir (7.7.0.1.238, CANN 8.1.RC1's internal number): drift
+    # read it as 8.1.RC1 and passed; the installer step compared the text and installed the kernels on every run.
+    from accelstack.stacks import drift_records, load_stack
+
+    ascend = AscendFacts(driver="24.1.rc2", firmware="7.3.0.1.231", cann_toolkit="8.1.RC1",
+                         cann_kernels="7.7.0.1.238", nnal="8.1.RC1")
+    f = facts(ascend=ascend, torch="2.5.1", torch_npu="2.5.1", python="3.11.9")
+    records = drift_records("node1", load_stack(ASCEND_STACK), f.components())
+    assert {r.check: r.status for r in records}["drift.cann_kernels"] == "pass"
+    plan, _, _ = plan_for(host(stack=ASCEND_STACK, ascend_driver_packages=[]), f,
+                          RemoteState(users={"HwHiAiUser"}, groups={"HwHiAiUser"}))
+    assert plan.problems == [] and component_steps(plan) == []
+
+
+def test_python_is_the_stacks_python_for_drift_and_the_plan_alike() -> None:
+    # No venv yet, the host's python3 is 3.11: drift once passed python on the host's interpreter while the plan
+    # made the venv; both now say the stack's python is not there.
+    from accelstack.stacks import drift_records, load_stack
+
+    f = facts()
+    f.python_version = "3.11.2"
+    python = {r.check: r for r in drift_records("node1", load_stack("cpu"), f.components())}["drift.python"]
+    assert python.status == "fail" and python.evidence["installed"] is None
+    assert "the host's python3 is 3.11.2" in python.summary
+    plan, _, _ = plan_for(host(), f)
+    assert component_steps(plan) == ["python_env.venv"]
+
+
+def test_a_validated_nvidia_host_has_no_component_step_and_needs_no_repository() -> None:
+    # torch's NCCL at the pin, a system libnccl of another release beside it, no system_nccl pin: nothing to do.
+    stack = Path(__file__).parent / "data" / "h200" / "dev-real.yml"
+    f = nvidia_facts(torch="2.11.0+cu130", system_nccl="2.28.3", python="3.12.3")
+    assert f.nvidia is not None
+    f.nvidia.driver_version, f.nvidia.cuda = "580.159.04", "13.0.88"
+    plan, _, _ = plan_for(host(stack=str(stack)), f, artifacts=[], repo=None)
+    assert plan.problems == [] and component_steps(plan) == []
+
+
+def test_torch_cuda_that_differs_is_the_pip_steps_to_fix_with_the_build_named(tmp_path: Path) -> None:
+    # torch pinned without a build tag: 2.10.0 is met by a cu128 build, but torch_cuda 13.0 is not.
+    import yaml
+
+    doc = yaml.safe_load((project_root() / "stacks" / f"{NVIDIA_STACK}.yml").read_text())
+    doc["name"], doc["components"]["torch"] = "untagged", "2.10.0"
+    path = tmp_path / "untagged.yml"
+    path.write_text(yaml.safe_dump(doc))
+    plan, _, _ = plan_for(host(stack=str(path)), nvidia_facts(torch="2.10.0+cu128", cuda="12.8", system_nccl="2.28.9"),
+                          artifacts=NV_ARTIFACTS)
+    venv = next(c for c in plan.changes if c.step == "python_env.venv")
+    assert venv.summary == "torch_cuda: 12.8 -> 13.0"
+    assert "torch==2.10.0+cu130" in venv.commands[1] and "nvidia-nccl-cu13==2.28.9" in venv.commands[1]
+
+
+def test_an_nccl_changed_under_torch_goes_back_through_its_wheel() -> None:
+    f = nvidia_facts(nccl="2.27.5", system_nccl="2.28.9")
+    plan, _, _ = plan_for(host(stack=NVIDIA_STACK), f, artifacts=NV_ARTIFACTS)
+    venv = next(c for c in plan.changes if c.step == "python_env.venv")
+    assert venv.summary == "nccl: 2.27.5 -> 2.28.9"
+    assert venv.commands[1].endswith("torch==2.10.0+cu130 nvidia-nccl-cu13==2.28.9")
+    # The wheel at the pin travels; the cu12 NCCL wheel of another release does not.
+    names = {u.artifact.name for u in venv.uploads}
+    assert "nvidia_nccl_cu13-2.28.9-py3-none-manylinux_2_18_x86_64.whl" in names
+    assert not any(n.startswith("nvidia_nccl_cu12") for n in names)
+    # Without its wheel, installing torch again would leave the NCCL as it is: a problem, not a no-op step.
+    bare = [a for a in NV_ARTIFACTS if a.component != "nccl"]
+    missing, _, _ = plan_for(host(stack=NVIDIA_STACK), f, artifacts=bare)
+    assert any("nccl 2.28.9 (the nvidia-nccl wheel torch loads)" in p for p in missing.problems), missing.problems
+
+
+def test_the_system_nccl_role_acts_only_for_a_stack_that_pins_it() -> None:
+    from accelstack.provision.roles import load_roles
+
+    role = load_roles()["system_nccl"]
+    assert [(s.name, s.kind) for s in role.steps] == [("loader-path", "template"), ("library", "installer")]
+    assert role.steps[1].spec["component"] == "system_nccl"
+    f = nvidia_facts(system_nccl=None)
+    plan, _, _ = plan_for(host(stack=NVIDIA_STACK), f,
+                          artifacts=NV_ARTIFACTS + [art("system_nccl", "2.28.9", "nccl_2.28.9-1+cuda13.0_x86_64.run")])
+    # Everything else is at its pin; the loader path goes first, so the install's ldconfig already sees it.
+    assert component_steps(plan) == ["system_nccl.loader-path", "system_nccl.library"]
+    library = next(c for c in plan.changes if c.step == "system_nccl.library")
+    assert library.summary == "system_nccl: absent -> 2.28.9"
+
+
+def test_a_venv_that_nothing_judges_is_not_planned() -> None:
+    # stack_python names another interpreter (the embedded default: the one running accelstack): facts, drift and
+    # validate read that one, so making the stack's venv elsewhere would change nothing they judge.
+    plan, _, _ = plan_for(host(stack_python="/usr/bin/python3"), facts())
+    assert plan.changes == [] and len(plan.problems) == 1
+    assert "stack python is /usr/bin/python3 (stack_python)" in plan.problems[0]
+    # At its pins there, nothing is planned and nothing is wrong.
+    at_pin, _, _ = plan_for(host(stack_python="/usr/bin/python3"), facts(torch="2.13.0+cpu", python="3.11.2"),
+                            artifacts=[], repo=None)
+    assert at_pin.problems == [] and "python_env.venv" not in [c.step for c in at_pin.changes]
+    # Pointing into the venv is the venv's own python.
+    inside, _, _ = plan_for(host(stack_python="/opt/accelstack/venv/bin/python3.11"), facts())
+    assert inside.problems == [] and inside.changes[0].step == "python_env.venv"

@@ -101,7 +101,7 @@ def test_manifest_lists_every_file_with_true_sha256_and_size(repo: Path, manifes
 
 def test_manifest_covers_the_stacks_pins(manifest: list[dict]) -> None:
     for component in ("ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal", "torch_npu",
-                      "nvidia_driver", "cuda", "nccl"):
+                      "nvidia_driver", "cuda", "system_nccl"):
         built = {e["version"] for e in manifest if e["component"] == component}
         assert stack_pins(component) <= built, component
     torch = [e for e in manifest if e["component"] == "torch"]
@@ -133,7 +133,7 @@ def test_a_named_stack_builds_only_its_pins(tmp_path: Path) -> None:
                                 fault_fixtures=False)
     entries = yaml.safe_load((dest / "manifest.yml").read_text())["artifacts"]
     assert sorted((e["component"], e["version"]) for e in entries) == [
-        ("cuda", "12.4"), ("nccl", "2.21.5"), ("nvidia_driver", "550.54.15"), ("torch", "2.13.0+cpu")]
+        ("cuda", "12.4"), ("nvidia_driver", "550.54.15"), ("system_nccl", "2.21.5"), ("torch", "2.13.0+cpu")]
 
 
 # ----- .run mechanics ------------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_check_verifies_the_payload_and_a_corrupt_file_is_refused(repo: Path, ma
 @pytest.mark.parametrize("component,flag", [
     ("ascend_driver", "--bogus"), ("ascend_firmware", "--install-for-all"), ("cann_toolkit", "--fulll"),
     ("cann_kernels", "--install-path"), ("nnal", "-x"), ("nvidia_driver", "--frobnicate"), ("cuda", "--toolkit-path=/x"),
-    ("nccl", "--weird"),
+    ("system_nccl", "--weird"),
 ])
 def test_unknown_flags_are_refused_and_nothing_is_installed(repo: Path, manifest: list[dict], root: Path,
                                                             component: str, flag: str) -> None:
@@ -500,7 +500,7 @@ def test_cuda_and_nccl(repo: Path, manifest: list[dict], root: Path) -> None:
     assert cudart.cudaRuntimeGetVersion(ctypes.byref(value)) == 0 and value.value == 12040
     assert run(repo, find(manifest, "cuda", "12.4"), "--toolkit", root=root).returncode == 1  # no --silent
 
-    proc = run(repo, find(manifest, "nccl", "2.21.5"), "--quiet", root=root)
+    proc = run(repo, find(manifest, "system_nccl", "2.21.5"), "--quiet", root=root)
     assert proc.returncode == 0, proc.stderr
     lib = local / "nccl/lib/libnccl.so.2"
     nccl = ctypes.CDLL(str(lib))

@@ -122,3 +122,55 @@ def test_nvidia_stack_needs_branch(tmp_path: Path) -> None:
     text = text.replace("name: nvidia-cuda12.8", "name: t").replace("nvidia_driver_branch: R580\n", "")
     with pytest.raises(StackError, match="nvidia_driver_branch"):
         load_stack(_write(tmp_path, text))
+
+
+# ----- the vocabulary: one table, the README's, the roles' -----
+
+def test_the_readme_table_of_components_is_the_table_everything_reads() -> None:
+    from accelstack.stacks.components import readme_table
+
+    text = (project_root() / "README.md").read_text(encoding="utf-8")
+    begin, end = text.index("<!-- components:begin"), text.index("<!-- components:end -->")
+    table = text[text.index("\n", begin) + 1:end]
+    assert table == readme_table(), (
+        "README.md's table of components is stale: paste accelstack.stacks.components.readme_table() between the "
+        "components markers")
+
+
+def test_every_component_is_installed_by_the_role_the_table_names() -> None:
+    from accelstack.provision.roles import load_roles
+    from accelstack.stacks.components import SPECS, WITH_TORCH
+
+    roles = load_roles()
+    installers = {step.spec["component"]: role.name for role in roles.values() for step in role.steps
+                  if step.kind == "installer"}
+    pip = {role.name for role in roles.values() for step in role.steps if step.kind == "pip"}
+    assert set(installers) <= set(COMPONENTS)
+    for key, spec in SPECS.items():
+        role = spec.installed_by.split(" ")[0]
+        assert role in roles, (key, role)
+        if role in pip:
+            # The venv's python, its packages, and what comes with the torch wheel.
+            assert key in {"python", "torch", "torch_npu"} | WITH_TORCH, key
+        else:
+            assert installers.get(key) == role, (key, installers.get(key), role)
+
+
+def test_nccl_and_the_system_nccl_are_two_components() -> None:
+    from accelstack.stacks.components import SPECS
+
+    for name in ("nvidia-cuda12.4", "nvidia-cuda12.8", "nvidia-cuda13.0"):
+        stack = load_stack(name)
+        # The shipped NVIDIA stacks also want a system NCCL (nccl-tests), at the release of torch's own.
+        assert stack.pins["system_nccl"].version == stack.pins["nccl"].version
+        assert stack.pins["system_nccl"].match == stack.pins["nccl"].match == "release"
+    assert "torch loads" in SPECS["nccl"].copy and "system" in SPECS["system_nccl"].copy
+    assert "nvidia" not in SPECS["system_nccl"].required  # optional: a stack without it gets no system NCCL
+
+
+def test_a_system_nccl_on_a_stack_that_is_not_nvidia_is_refused(tmp_path: Path) -> None:
+    text = (project_root() / "stacks" / "cpu.yml").read_text().replace("name: cpu", "name: mine")
+    path = tmp_path / "mine.yml"
+    path.write_text(text.replace('  python: "3.11"', '  python: "3.11"\n  system_nccl: "2.28.9"'))
+    with pytest.raises(StackError, match="component 'system_nccl' does not apply to a cpu stack"):
+        load_stack(path)

@@ -167,19 +167,43 @@ def _nvidia(
         nv.cuda = p.parse_cuda_version_txt(version_txt)
     if nv.cuda is None and (text := section("nvcc")) is not None:
         nv.cuda = p.parse_nvcc_version(text)
-    for _path, header in _files_matching(files, r"(^|/)nccl\.h$"):
-        nv.nccl = p.parse_nccl_header(header)
-        if nv.nccl:
-            break
     if (text := section("nccl_libs")) is not None:
         libs = c.attempt("nccl_libs", lambda t: _json(t, "nccl_libs"), text) or []
         nv.nccl_libraries = [str(x) for x in libs]
-        if nv.nccl is None:
-            nv.nccl = next((v for v in map(p.parse_nccl_library_name, nv.nccl_libraries) if v), None)
+    if (text := section("nccl_loader")) is not None:
+        nv.nccl_loader_library = next(iter(p.parse_ldconfig_cache(text, "libnccl.so.2")), None)
+    loader_file = (section("nccl_loader_file") or "").strip() or None
+    nv.nccl = _system_nccl(nv, files, loader_file)
     has_device = any(d.vendor == "nvidia" for d in facts.accelerators)
     if not (nv.driver_version or nv.gpus or nv.cuda or nv.nccl or nv.nccl_libraries or has_device):
         return None
     return nv
+
+
+def _usr(path: str) -> str:
+    # /lib/x86_64-linux-gnu is /usr/lib/x86_64-linux-gnu on a merged-/usr system: one folder for comparing.
+    return path[len("/usr"):] if path.startswith("/usr/") else path
+
+
+def _system_nccl(nv: NvidiaFacts, files: dict[str, str | None], loader_file: str | None = None) -> str | None:
+    """The system NCCL's version: of the library the loader gives a program linking -lnccl when ``ldconfig -p``
+    named one (the versioned file its name leads to, else one beside it, else the nccl.h of its prefix), otherwise
+    the first nccl.h, else the first versioned library found (a host with one system NCCL, the usual case, reads
+    the same either way)."""
+    headers = [(path, p.parse_nccl_header(text)) for path, text in _files_matching(files, r"(^|/)nccl\.h$")]
+    if loader_file and (version := p.parse_nccl_library_name(loader_file)):
+        return version
+    if nv.nccl_loader_library:
+        folder = _usr(nv.nccl_loader_library.rsplit("/", 1)[0])
+        beside = [lib for lib in nv.nccl_libraries if _usr(lib.rsplit("/", 1)[0]) == folder]
+        if version := next((v for v in map(p.parse_nccl_library_name, beside) if v), None):
+            return version
+        prefix = folder.rsplit("/", 1)[0]
+        if version := next((v for path, v in headers if v and _usr(path) == f"{prefix}/include/nccl.h"), None):
+            return version
+    if version := next((v for _path, v in headers if v), None):
+        return version
+    return next((v for v in map(p.parse_nccl_library_name, nv.nccl_libraries) if v), None)
 
 
 def _pick(candidates: Iterable[str | None]) -> str | None:

@@ -10,25 +10,16 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Union
+
+from ..stacks.components import COMPONENTS, InstalledVersions, installed_versions, torch_nccl
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-COMPONENT_KEYS = (
-    "python",
-    "torch",
-    "torch_npu",
-    "torch_cuda",
-    "ascend_driver",
-    "ascend_firmware",
-    "cann_toolkit",
-    "cann_kernels",
-    "nnal",
-    "nvidia_driver",
-    "cuda",
-    "nccl",
-)
+# The vocabulary stacks pin and facts report, and how each component is read from these facts: one table, in
+# accelstack.stacks.components, shared by facts, drift, validate and provisioning.
+COMPONENT_KEYS = COMPONENTS
 
 
 class _Record:
@@ -114,8 +105,9 @@ class NvidiaFacts(_Record):
     cuda: str | None = (
         None  # the installed toolkit (version.json, version.txt, else nvcc), not the driver's max
     )
-    nccl: str | None = None  # system NCCL from nccl.h or libnccl.so.X.Y.Z; torch wheels carry their own
+    nccl: str | None = None  # the system NCCL (component system_nccl); torch wheels carry their own
     nccl_libraries: list[str] = field(default_factory=list)
+    nccl_loader_library: str | None = None  # the libnccl.so.2 the dynamic loader gives a program (ldconfig -p)
 
 
 @dataclass
@@ -180,16 +172,6 @@ class TorchFacts(_Record):
     nccl_from: str | None = None  # how the version was read, for a person: "nvidia-nccl-cu13 metadata", ...
 
 
-class InstalledVersions(dict[str, "str | None"]):
-    """Installed versions under the stack's component keys, plus ``details``: per component, where the version
-    came from and what else is installed beside it (the system libnccl next to the one torch loads), for the
-    evidence of a versions record."""
-
-    def __init__(self, versions: dict[str, str | None], details: dict[str, dict[str, Any]] | None = None) -> None:
-        super().__init__(versions)
-        self.details: dict[str, dict[str, Any]] = details or {}
-
-
 @dataclass
 class Facts(_Record):
     hostname: str | None = None
@@ -217,51 +199,14 @@ class Facts(_Record):
     probe_errors: list[str] = field(default_factory=list)
 
     def torch_nccl(self) -> tuple[str | None, str]:
-        """The NCCL version that judges this host, and which one it is: ``torch`` (the library torch loads) or
-        ``system`` (nccl.h / libnccl.so.X.Y.Z, which is what a torch without an NCCL of its own beside it links)."""
-        torch = self.torch or TorchFacts()
-        nvidia = self.nvidia or NvidiaFacts()
-        if torch.nccl:
-            return torch.nccl, "torch"
-        return nvidia.nccl, "system"
+        """The NCCL torch loads and where it is (``torch``, ``system`` or ``none``): see
+        :func:`accelstack.stacks.components.torch_nccl`."""
+        return torch_nccl(self)
 
-    def components(self, *, nccl: Literal["torch", "system"] = "torch") -> InstalledVersions:
-        """Installed versions under the keys the stack layer compares against (None: not installed/unknown).
-
-        ``nccl`` is the NCCL torch loads (see :meth:`torch_nccl`); ``nccl="system"`` gives the system one instead,
-        for what installs the system NCCL (the ``nccl`` role) and must compare with what it installed.
-        """
-        torch = self.torch or TorchFacts()
-        ascend = self.ascend or AscendFacts()
-        nvidia = self.nvidia or NvidiaFacts()
-        nccl_version, judged = self.torch_nccl() if nccl == "torch" else (nvidia.nccl, "system")
-        details: dict[str, dict[str, Any]] = {}
-        if nccl_version or nvidia.nccl:
-            nccl_detail: dict[str, Any] = {
-                "judged": "the NCCL torch loads" if judged == "torch" else "the system NCCL" + (
-                    " (no NCCL of torch's own was found beside it)" if nccl == "torch" else ""),
-                "torch_nccl": torch.nccl, "torch_nccl_library": torch.nccl_library,
-                "torch_nccl_from": torch.nccl_from,
-                "system_nccl": nvidia.nccl, "system_nccl_libraries": list(nvidia.nccl_libraries)}
-            if judged == "torch" and nvidia.nccl and nvidia.nccl != torch.nccl:
-                nccl_detail["note"] = f"the system NCCL {nvidia.nccl} is installed too; torch does not load it"
-            details["nccl"] = nccl_detail
-        if torch.dist_version and torch.version and torch.dist_version != torch.version:
-            details["torch"] = {"torch.__version__": torch.version, "package_metadata": torch.dist_version}
-        return InstalledVersions({
-            "python": self.stack_python_version or self.python_version,
-            "torch": torch.version,
-            "torch_npu": torch.torch_npu,
-            "torch_cuda": torch.cuda,
-            "ascend_driver": ascend.driver,
-            "ascend_firmware": ascend.firmware,
-            "cann_toolkit": ascend.cann_toolkit,
-            "cann_kernels": ascend.cann_kernels,
-            "nnal": ascend.nnal,
-            "nvidia_driver": nvidia.driver_version,
-            "cuda": nvidia.cuda,
-            "nccl": nccl_version,
-        }, details)
+    def components(self) -> InstalledVersions:
+        """Installed versions under the stack's component keys (None: not installed or unknown), each read as
+        :mod:`accelstack.stacks.components` says, the one definition drift, validate and provisioning share."""
+        return installed_versions(self)
 
     def summary(self) -> str:
         """One line for a result record."""

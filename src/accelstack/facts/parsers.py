@@ -557,6 +557,21 @@ def parse_nccl_library_name(path: str) -> str | None:
     return match.group(1) if match else None
 
 
+_LDCONFIG_ENTRY = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S.*?)\s*$")
+
+
+def parse_ldconfig_cache(text: str, soname: str | None = None) -> list[str]:
+    """``ldconfig -p`` lines -> the paths of ``soname`` (every library without one), in the cache's order: the
+    dynamic loader takes the first, which is the one in the folder ld.so.conf names first. Lenient: the header
+    line and anything else are skipped."""
+    paths = []
+    for line in (text or "").splitlines():
+        match = _LDCONFIG_ENTRY.match(line)
+        if match and (soname is None or match.group(1) == soname):
+            paths.append(match.group(3))
+    return paths
+
+
 # --- Ascend -----------------------------------------------------------------------------------------------
 
 

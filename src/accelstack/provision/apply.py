@@ -23,7 +23,7 @@ from ..facts import Facts, ProbeOptions, parse_probe_output, probe_command
 from ..facts.gather import PROBE_TIMEOUT, probe, probe_options_for, unreadable_probe
 from ..inventory import Host
 from ..results.records import Record, error_record, read_run, runs_dir
-from ..stacks.versions import VersionError, versions_match
+from ..stacks.components import installed_matches
 from ..transport.connection import Transport
 from ..transport.context import HostContext, resolve_contexts
 from ..transport.fanout import Fleet
@@ -204,16 +204,13 @@ class HostOutcome:
 
 
 def _component_ok(facts: Facts, change: Change, prepared: Prepared, name: str) -> bool:
+    """Whether the installer reached its target, read and compared as the plan and drift read it."""
     if change.component is None or change.target is None:
         return True
     pin = prepared.contexts[name].stack.pins.get(change.component)
-    installed = facts.components(nccl="system").get(change.component)  # what the nccl role installs
-    if installed is None:
-        return False
-    try:
-        return versions_match(change.target, installed, pin.match if pin else "exact")
-    except (VersionError, ValueError):
-        return installed == change.target
+    installed = facts.components().get(change.component)
+    ok = installed_matches(change.component, change.target, installed, pin.match if pin else None)
+    return ok if ok is not None else installed == change.target
 
 
 def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
@@ -264,7 +261,7 @@ def apply_host(transport: Transport, plan: HostPlan, prepared: Prepared,
         if change.kind == "installer":
             facts = probe(transport, probe_options_for(transport.host, prepared.contexts[name]))
             if not _component_ok(facts, change, prepared, name):
-                have = facts.components(nccl="system").get(change.component or "")
+                have = facts.components().get(change.component or "")
                 if result.reboot_needed:
                     status, summary = "warn", f"{change.summary} (reads {have} until the reboot)"
                 else:

@@ -28,6 +28,7 @@ from ..errors import ConfigError
 MANIFEST = "manifest.yml"
 DEFAULT_REMOTE_CACHE = "/opt/accelstack/cache"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NCCL_WHEEL = re.compile(r"^(nvidia[-_]nccl(?:[-_]cu\d+)?)-[^-]+-")
 
 
 class ArtifactError(ConfigError):
@@ -50,6 +51,12 @@ class Artifact:
     @property
     def is_wheel(self) -> bool:
         return self.file.endswith(".whl")
+
+    @property
+    def nccl_wheel(self) -> str | None:
+        """The distribution (``nvidia-nccl-cu13``) when this is an NCCL wheel, the NCCL a torch wheel loads."""
+        match = _NCCL_WHEEL.match(self.name) if self.is_wheel else None
+        return match.group(1).replace("_", "-") if match else None
 
 
 def parse_manifest(data: Any, where: str) -> list[Artifact]:
@@ -206,13 +213,15 @@ def artifact_for_file(folder: Path, file: Path, component: str, version: str, *,
 
 def add_dependency_wheels(folder: Path, *, download: Path | None = None) -> list[Artifact]:
     """Add the dependency wheels of every torch wheel in the repository (``wheels/deps/``, component
-    ``python-dep``), so a ``--no-index`` install on a host resolves. The wheels come from ``download`` when
-    given, else from ``pip download`` against this machine's configured (site) index."""
+    ``python-dep``; the ``nvidia-nccl-cuXX`` wheel, the NCCL that torch loads, as component ``nccl``), so a
+    ``--no-index`` install on a host resolves. The wheels come from ``download`` when given, else from ``pip
+    download`` against this machine's configured (site) index."""
     import subprocess
     import sys
 
     manifest = yaml.safe_load((folder / MANIFEST).read_text(encoding="utf-8"))
-    artifacts = [a for a in parse_manifest(manifest, str(folder / MANIFEST)) if a.component != "python-dep"]
+    artifacts = [a for a in parse_manifest(manifest, str(folder / MANIFEST))
+                 if a.component != "python-dep" and not a.file.startswith("wheels/deps/")]
     torches = [folder / a.file for a in artifacts if a.component == "torch" and a.is_wheel]
     deps_dir = folder / "wheels" / "deps"
     deps_dir.mkdir(parents=True, exist_ok=True)
@@ -235,6 +244,7 @@ def add_dependency_wheels(folder: Path, *, download: Path | None = None) -> list
             wheel.unlink()
             continue
         version = wheel.name.split("-")[1]
-        added.append(artifact_for_file(folder, wheel, "python-dep", version))
+        component = "nccl" if _NCCL_WHEEL.match(wheel.name) else "python-dep"
+        added.append(artifact_for_file(folder, wheel, component, version))
     write_manifest(folder, artifacts + added)
     return added

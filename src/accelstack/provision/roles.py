@@ -8,7 +8,9 @@
     depends: [python_env]      # these roles must be selected too, else the configuration is refused
 
 ``tasks.yml`` is a list of steps; every string in a step is a jinja2 template over the host's variables and
-facts, ``when`` is a jinja2 expression, ``notify`` names handlers from ``handlers.yml``::
+facts (``installed`` and ``at_pin('component')`` read and compare versions as drift does:
+:mod:`accelstack.stacks.components`), ``when`` is a jinja2 expression, ``notify`` names handlers from
+``handlers.yml``::
 
     - name: driver
       kind: installer

@@ -7,6 +7,7 @@ carries a change out over a transport. A converged host yields no change, so ``-
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable
@@ -16,7 +17,8 @@ from typing import Any
 from ..errors import CommandFailed, ConfigError, HostError
 from ..facts import Facts
 from ..stacks import Stack
-from ..stacks.versions import VersionError, versions_match
+from ..stacks.components import COMPONENTS, WITH_TORCH, installed_matches
+from ..stacks.versions import VersionError, local_tag, versions_match
 from ..transport.connection import Transport
 from .artifacts import Artifact, remote_path
 from .state import REBOOT_MARKER, RemoteState, StateQuery
@@ -91,9 +93,18 @@ class HostView:
     extra: dict[str, Any] = field(default_factory=dict)
     repo: str | None = None  # where the artifacts come from; None: no repository is configured for this host
 
-    @property
+    @functools.cached_property
     def installed(self) -> dict[str, str | None]:
-        return self.facts.components(nccl="system")  # the nccl role installs the system NCCL
+        """The host's installed versions as drift and validate read them (accelstack.stacks.components)."""
+        return self.facts.components()
+
+    def at_pin(self, component: str, version: str | None = None) -> bool:
+        """Whether the installed ``component`` meets its pin (or ``version``), compared as drift compares it."""
+        pin = self.stack.pins.get(component)
+        want = version or (pin.version if pin else None)
+        if want is None:
+            return True
+        return installed_matches(component, want, self.installed.get(component), pin.match if pin else None) is True
 
     @property
     def cache(self) -> str:
@@ -101,11 +112,13 @@ class HostView:
 
     def context(self) -> dict[str, Any]:
         return {**self.vars, "stack": self.stack, "pins": self.stack.components, "paths": self.stack.paths,
-                "vendor": self.stack.vendor, "facts": self.facts, "installed": self.installed,
+                "vendor": self.stack.vendor, "facts": self.facts, "installed": self.installed, "at_pin": self.at_pin,
                 "inventory_hostname": self.host, **self.extra}
 
 
 def _matches(pinned: str, installed: str | None, mode: str) -> bool:
+    """Whether an artifact's version is the one a pin names (what is installed compares through
+    :meth:`HostView.at_pin`)."""
     if installed is None:
         return False
     try:
@@ -225,7 +238,7 @@ class InstallerStep(StepKind):
             return None
         component, version, mode = target
         installed = view.installed.get(component)
-        if _matches(version, installed, mode):
+        if view.at_pin(component, version):
             return None
         artifact = find_artifact(view.artifacts, component, version, mode)
         if artifact is None:
@@ -248,9 +261,45 @@ class InstallerStep(StepKind):
 
 
 class PipStep(StepKind):
-    """A venv at the stack's ``paths.venv`` with exact pins from the uploaded wheelhouse; never an index."""
+    """A venv at the stack's ``paths.venv`` with exact pins from the uploaded wheelhouse; never an index.
+
+    The step owns every component that lives in that venv: ``python`` (the venv's interpreter), its packages
+    (``torch``, ``torch_npu``) and what comes with the torch wheel (``torch_cuda``, the build's CUDA; ``nccl``,
+    the NCCL torch loads). Each is compared as drift compares it; any that differs installs the pins again."""
 
     kind = "pip"
+
+    @staticmethod
+    def _packages(fields: dict[str, Any]) -> list[str]:
+        return _as_list(fields.get("packages") or ["torch", "torch_npu"])
+
+    def _owned(self, fields: dict[str, Any], view: HostView) -> list[str]:
+        packages = self._packages(fields)
+        owned = {"python", *packages, *(WITH_TORCH if "torch" in packages else ())}
+        return [key for key in COMPONENTS if key in owned and key in view.stack.pins]
+
+    @staticmethod
+    def _pins(fields: dict[str, Any], view: HostView) -> list[tuple[str, str]]:
+        """(package, version) for each pinned package; torch pinned without a build tag names the build of the
+        pinned ``torch_cuda`` (``2.6.0`` with CUDA 12.4 is ``2.6.0+cu124``), so the right wheel is chosen."""
+        pins = []
+        for component in PipStep._packages(fields):
+            pin = view.stack.pins.get(component)
+            if pin is None:
+                continue
+            version = pin.version
+            cuda = view.stack.pins.get("torch_cuda")
+            if component == "torch" and cuda is not None and local_tag(version) is None:
+                version = f"{version}+cu{cuda.version.replace('.', '')}"
+            pins.append((component, version))
+        return pins
+
+    @staticmethod
+    def _nccl_wheels(view: HostView) -> list[Artifact]:
+        pin = view.stack.pins.get("nccl")
+        if pin is None:
+            return []
+        return [a for a in view.artifacts if a.nccl_wheel and _matches(pin.version, a.version, pin.match)]
 
     def _wheels(self, fields: dict[str, Any], view: HostView) -> tuple[list[tuple[str, str]], list[Artifact]]:
         pins = self._pins(fields, view)
@@ -264,20 +313,14 @@ class PipStep(StepKind):
             wheels.extend(found)
         if missing:
             raise missing_artifact(view, missing)
+        nccl = self._nccl_wheels(view) if "torch" in self._packages(fields) else []
+        wheels.extend(nccl)
         known = set(view.stack.pins) | {"torch", "torch_npu", "torch_cuda"}
         # Dependency wheels (sympy, filelock, ...) are listed under their own names; all of them travel, since
-        # pip resolves torch's requirements from the wheelhouse alone.
-        wheels.extend(a for a in view.artifacts if a.is_wheel and a.component not in known)
+        # pip resolves torch's requirements from the wheelhouse alone (an NCCL wheel at another release does not).
+        wheels.extend(a for a in view.artifacts if a.is_wheel and a.component not in known and a not in nccl
+                      and not (a.nccl_wheel and "nccl" in view.stack.pins))
         return pins, wheels
-
-    @staticmethod
-    def _pins(fields: dict[str, Any], view: HostView) -> list[tuple[str, str]]:
-        pins = []
-        for component in _as_list(fields.get("packages") or ["torch", "torch_npu"]):
-            pin = view.stack.pins.get(component)
-            if pin is not None:
-                pins.append((component, pin.version))
-        return pins
 
     def query(self, fields: dict[str, Any], view: HostView) -> StateQuery:
         wheelhouse = str(fields["wheelhouse"])
@@ -290,37 +333,47 @@ class PipStep(StepKind):
     def check(self, step_id: str, fields: dict[str, Any], view: HostView) -> Change | None:
         venv = str(fields["venv"])
         python_pin = view.stack.pins.get("python")
-        have_python = view.facts.stack_python_version
-        python_ok = have_python is not None and (python_pin is None or
-                                                 _matches(python_pin.version, have_python, python_pin.match))
-        pins = self._pins(fields, view)
-        drift = []
-        for component, version in pins:
-            installed = view.installed.get(component)
-            mode = view.stack.pins[component].match
-            if not python_ok or not _matches(version, installed, mode):
-                drift.append((component, installed, version))
-        if python_ok and not drift:
+        installed = view.installed
+        drift = [(key, installed.get(key), view.stack.pins[key].version) for key in self._owned(fields, view)
+                 if not view.at_pin(key)]
+        if not drift:
             return None  # at its pins: no wheel is needed, so a missing one is no problem
-        _, wheels = self._wheels(fields, view)
+        judged = str(view.vars.get("stack_python") or view.stack.paths.get("python") or "")
+        if judged and not judged.startswith(venv.rstrip("/") + "/"):
+            # Facts, drift and validate read the python stack_python names; a venv made elsewhere would change
+            # nothing they judge, and the next run would plan it again.
+            raise PlanProblem(f"the venv would be made at {venv}, but this host's stack python is {judged} "
+                              f"(stack_python), which drift and validate judge",
+                              hint=f"set stack_python to {venv}/bin/python (or leave it unset), or leave "
+                                   f"python_env out of provision_roles and install "
+                                   f"{', '.join(c for c, _, _ in drift)} into {judged} yourself")
+        pins, wheels = self._wheels(fields, view)
+        requirements = [f"{c.replace('_', '-')}=={v}" for c, v in pins]
+        nccl = [a for a in wheels if a.nccl_wheel] if "nccl" in view.stack.pins else []
+        if nccl:
+            # Named, so an NCCL wheel that was changed under torch goes back to the pin (pip keeps an installed
+            # dependency that torch's metadata no longer asks for otherwise).
+            requirements.append(f"{nccl[0].nccl_wheel}=={nccl[0].version}")
+        elif any(key == "nccl" for key, _, _ in drift) and view.at_pin("torch") and view.at_pin("python"):
+            # torch is at its pin, so installing it again would not touch the NCCL it loads.
+            pin = view.stack.pins["nccl"]
+            raise missing_artifact(view, [f"nccl {pin.version} (the nvidia-nccl wheel torch loads)"])
         wheelhouse = str(fields["wheelhouse"]).rstrip("/")
         uploads = [_upload(view, a, wheelhouse) for a in wheels]
         interpreter = shlex.quote(str(fields["python"]))
         qvenv = shlex.quote(venv)
         vpy = shlex.quote(f"{venv}/bin/python")
-        requirements = " ".join(shlex.quote(f"{c.replace('_', '-')}=={v}") for c, v in pins)
         # A venv made by another python, or half made by a killed run, is made again rather than patched.
         want = python_pin.version if python_pin else ""
         make_venv = (f"if ! {vpy} -c 'import pip, sys; sys.exit(0 if sys.version.startswith({want!r}) else 1)' "
                      f">/dev/null 2>&1; then rm -rf {qvenv} && {interpreter} -m venv {qvenv}; fi")
         install = (f"PIP_CONFIG_FILE=/dev/null {vpy} -m pip install --no-index --find-links "
-                   f"{shlex.quote(wheelhouse)} --disable-pip-version-check --no-input -q {requirements}")
-        summary = "; ".join(f"{c}: {i or 'absent'} -> {v}" for c, i, v in drift) or \
-            f"python venv {venv}: {have_python or 'absent'} -> {want}"
+                   f"{shlex.quote(wheelhouse)} --disable-pip-version-check --no-input -q "
+                   + " ".join(shlex.quote(r) for r in requirements))
+        summary = "; ".join(f"{c}: {i or 'absent'} -> {v}" for c, i, v in drift)
         return Change(step=step_id, kind=self.kind, summary=summary, component=",".join(c for c, _ in pins),
-                      installed=", ".join(str(i) for _, i, _ in drift) or have_python,
-                      target=", ".join(v for _, v in pins), uploads=uploads, commands=[make_venv, install],
-                      timeout=float(fields.get("timeout", PIP_TIMEOUT)))
+                      installed=", ".join(str(i) for _, i, _ in drift), target=", ".join(v for _, v in pins),
+                      uploads=uploads, commands=[make_venv, install], timeout=float(fields.get("timeout", PIP_TIMEOUT)))
 
 
 class TemplateStep(StepKind):

@@ -1,5 +1,8 @@
 """Drift: a host's installed versions against its stack, one record per pinned component. Pure: no I/O.
 
+Which copy of a component is judged, and how it is compared with its pin, is
+:mod:`accelstack.stacks.components`' one definition, the same that provisioning plans with.
+
 Status per component:
 
 - ``pass``: installed matches the pin (by the pin's match mode) and breaks no rule;
@@ -18,28 +21,13 @@ from typing import Any
 
 from ..results.records import SEVERITY, Record, Status
 from .compat import Matrix, Violation, check_components, load_matrix
-from .model import COMPONENTS, Pin, Stack
-from .versions import VersionError, versions_match
+from .components import COMPONENTS, CRITICAL, SPECS, installed_matches
+from .model import Pin, Stack
 
-# A host without one of these cannot run the stack's training at all. NNAL serves ATB users (vllm-ascend and the
-# like) and the CUDA toolkit only builds extensions (torch wheels bring their own CUDA runtime): missing is a warning.
-CRITICAL: dict[str, frozenset[str]] = {
-    "ascend": frozenset({"python", "torch", "torch_npu", "ascend_driver", "ascend_firmware", "cann_toolkit",
-                         "cann_kernels"}),
-    "nvidia": frozenset({"python", "torch", "torch_cuda", "nvidia_driver", "nccl"}),
-    "cpu": frozenset({"python", "torch"}),
-}
-_CANN_COMPONENTS = frozenset({"cann_toolkit", "cann_kernels", "nnal"})
 
 def _matches(pin: Pin, installed: str, matrix: Matrix) -> bool | None:
-    """Whether installed meets the pin; None when the installed text is not a version we can read."""
-    if pin.component in _CANN_COMPONENTS:
-        # version.cfg and per-component version.info give CANN's internal version (7.7.0.1.238 for 8.1.RC1).
-        installed = matrix.cann_release(installed)
-    try:
-        return versions_match(pin.version, installed, pin.match)
-    except VersionError:
-        return None
+    """Whether installed meets the pin (the one comparison provisioning uses too); None when unreadable."""
+    return installed_matches(pin.component, pin.version, installed, pin.match, matrix)
 
 
 def _blamed(violation: Violation, differs: Mapping[str, bool]) -> set[str]:
@@ -84,7 +72,7 @@ def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], 
         have = installed.get(key)
         where = stack.where(f"components.{key}")
         evidence: dict[str, object] = {"component": key, "pinned": pin.version, "installed": have,
-                                       "match": pin.match, "stack": stack.name}
+                                       "match": pin.match, "stack": stack.name, "judged": SPECS[key].copy}
         check = f"drift.{key}"
         extra = dict(details.get(key) or {})
         note = extra.pop("note", None)
@@ -96,8 +84,9 @@ def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], 
         if not have:
             status: Status = "fail" if key in critical else "warn"
             records.append(Record(
-                host, check, status, f"{key} is not installed (pinned {pin.version})", evidence=evidence,
-                remedy=f"{_provision(host)} installs {key} {pin.version}"))
+                host, check, status, f"{key} is not installed (pinned {pin.version})" + (f" ({note})" if note else ""),
+                evidence=evidence, remedy=f"{_provision(host)} installs {key} {pin.version} (role "
+                                          f"{SPECS[key].installed_by.split(' ')[0]})"))
             continue
         same = _matches(pin, have, matrix)
         errors = [v for v in blamed[key] if v.severity == "error"]
@@ -122,9 +111,9 @@ def drift_records(host: str, stack: Stack, installed: Mapping[str, str | None], 
                 f"{key} {have} (pinned {pin.version}) breaks {rules}: {first.message} [source: {first.source}]",
                 evidence=evidence, remedy=remedy))
         elif not same:
-            note = f"; {warnings[0].rule}: {warnings[0].message}" if warnings else ""
+            rule = f"; {warnings[0].rule}: {warnings[0].message}" if warnings else ""
             records.append(Record(
-                host, check, "warn", f"{key} {have} differs from the pin {pin.version}{note}", evidence=evidence,
+                host, check, "warn", f"{key} {have} differs from the pin {pin.version}{rule}", evidence=evidence,
                 remedy=f"{_provision(host)} brings {key} back to {pin.version}; {change_pin}"))
         elif warnings:
             records.append(Record(

@@ -14,36 +14,18 @@ from typing import Any, Literal, cast
 from .. import paths as project_paths
 from ..errors import StackError
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
+from .components import COMPONENTS, DEFAULT_MATCH, REQUIRED_COMPONENTS, VENDOR_COMPONENTS
 from .versions import MATCH_MODES, MatchMode, VersionError, parse_version
 
 Vendor = Literal["ascend", "nvidia", "cpu"]
 Backend = Literal["hccl", "nccl", "gloo"]
 
-COMPONENTS: tuple[str, ...] = (
-    "python", "torch", "torch_npu", "torch_cuda",
-    "ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal",
-    "nvidia_driver", "cuda", "nccl",
-)
 VENDORS: tuple[Vendor, ...] = ("ascend", "nvidia", "cpu")
 BACKEND_OF: dict[str, Backend] = {"ascend": "hccl", "nvidia": "nccl", "cpu": "gloo"}
 
-# Which components a vendor may pin, and which it must: a stack without them is not "pinned".
-VENDOR_COMPONENTS: dict[str, frozenset[str]] = {
-    "ascend": frozenset({"python", "torch", "torch_npu", "ascend_driver", "ascend_firmware",
-                         "cann_toolkit", "cann_kernels", "nnal"}),
-    "nvidia": frozenset({"python", "torch", "torch_cuda", "nvidia_driver", "cuda", "nccl"}),
-    "cpu": frozenset({"python", "torch"}),
-}
-REQUIRED_COMPONENTS: dict[str, frozenset[str]] = {
-    "ascend": VENDOR_COMPONENTS["ascend"] - {"nnal"},
-    "nvidia": VENDOR_COMPONENTS["nvidia"],
-    "cpu": VENDOR_COMPONENTS["cpu"],
-}
-
-# python and the CUDA toolkit are pinned as a series (3.11 means any 3.11.x; cuda 12.8 is met by the 12.8.1 that
-# the cuda_12.8.1_*.run writes to version.json); NCCL reports a "+cudaX.Y" build suffix that says how it was built,
-# not which release it is. Everything else must match exactly unless the stack says otherwise.
-DEFAULT_MATCH: dict[str, MatchMode] = {"python": "prefix", "cuda": "prefix", "nccl": "release"}
+# The vocabulary (which components a vendor may pin and which it must, and how a pin matches by default: python
+# and the CUDA toolkit as a series, NCCL without its +cudaX.Y build suffix) lives in one table with how each is
+# read from a host: accelstack.stacks.components.
 
 REQUIRED_FIELDS = ("name", "vendor", "backend", "description", "components", "paths", "devices")
 OPTIONAL_FIELDS = ("env", "nvidia_driver_branch")

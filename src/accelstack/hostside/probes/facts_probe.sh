@@ -210,6 +210,26 @@ probe() {
     done
     set -f
     native nccl_libs "ls libnccl.so* in the library folders" "$list"
+    # Which of them a program linking -lnccl gets: the first libnccl.so.2 in the loader's cache (ld.so.conf's
+    # folder order). Only its lines travel, and only where a system libnccl exists.
+    if [ -n "$list" ]; then
+        find_tool ldconfig
+        if [ -n "$T" ]; then
+            cache=$("$T" -p 2>/dev/null </dev/null)
+            found=
+            while IFS= read -r line; do
+                case $line in *libnccl.so.2\ *) found="$found$line$NL" ;; esac
+            done <<CACHE
+$cache
+CACHE
+            native nccl_loader "ldconfig -p: libnccl.so.2" "$found"
+            # ... and the file that name leads to (libnccl.so.2 -> libnccl.so.2.28.9): its name is the version.
+            first=${found%%"$NL"*}
+            if [ -n "$first" ] && find_tool readlink && [ -n "$T" ]; then
+                native nccl_loader_file "readlink -f" "$("$T" -f -- "${first##*=> }" 2>/dev/null)"
+            fi
+        fi
+    fi
     for path in /usr/include/nccl.h /usr/local/cuda/include/nccl.h /usr/local/include/nccl.h \
         /usr/local/nccl/include/nccl.h; do
         if [ -f "$path" ]; then put_file "$path"; fi

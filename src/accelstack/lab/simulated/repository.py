@@ -33,7 +33,7 @@ MANIFEST = "manifest.yml"
 CACHE_DIR = ".build-cache"
 TORCH_VERSION = "2.13.0"
 COMPONENTS = ("ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal", "nvidia_driver", "cuda",
-              "nccl", "torch", "torch_npu")
+              "system_nccl", "torch", "torch_npu")
 
 # Used when no stacks/*.yml is found: the CANN releases and NVIDIA branches the project targets.
 DEFAULT_ASCEND = (("8.0.RC2", "2.1.0.post6"), ("8.0.0", "2.4.0.post2"), ("8.1.RC1", "2.5.1"), ("8.2.RC1", "2.6.0"))
@@ -114,7 +114,7 @@ def _jobs(pins: list[dict[str, str]], torch_wheel: Path | None, arch: str, cache
         pins = [{"cann_toolkit": c, "cann_kernels": c, "nnal": c, "torch_npu": t,
                  "ascend_driver": versions.HDK_FOR_CANN[c][0], "ascend_firmware": versions.HDK_FOR_CANN[c][1]}
                 for c, t in DEFAULT_ASCEND]
-        pins += [{"nvidia_driver": d, "cuda": c, "nccl": n} for d, c, n in DEFAULT_NVIDIA]
+        pins += [{"nvidia_driver": d, "cuda": c, "system_nccl": n} for d, c, n in DEFAULT_NVIDIA]
     any_ascend = False
     for p in pins:
         driver, cann, cuda = p.get("ascend_driver"), p.get("cann_toolkit"), p.get("cuda")
@@ -137,8 +137,11 @@ def _jobs(pins: list[dict[str, str]], torch_wheel: Path | None, arch: str, cache
             add("nvidia_driver", p["nvidia_driver"], partial(_run, packages.nvidia_driver, p["nvidia_driver"]))
         if cuda:
             add("cuda", cuda, partial(_run, packages.cuda, cuda, cache_dir=native_cache))
-        if p.get("nccl"):
-            add("nccl", p["nccl"], partial(_run, packages.nccl, p["nccl"], cuda or "12.4", cache_dir=native_cache))
+        if p.get("system_nccl"):
+            # The system NCCL package (role system_nccl). The NCCL torch loads (component nccl) comes as torch's
+            # nvidia-nccl wheel, which the lab's CPU torch has none of.
+            add("system_nccl", p["system_nccl"],
+                partial(_run, packages.nccl, p["system_nccl"], cuda or "12.4", cache_dir=native_cache))
     if any_ascend and fault_fixtures:
         fixture = versions.FAULT_FIXTURE_CANN
         add("cann_toolkit", fixture, partial(_run, packages.cann_toolkit, fixture, arch, cache_dir=native_cache))
@@ -284,7 +287,7 @@ def build_lab_repository(dest: Path, *, torch_wheel: Path | None, stacks: list[s
 
 
 _PACKAGED = frozenset({"ascend_driver", "ascend_firmware", "cann_toolkit", "cann_kernels", "nnal", "torch_npu",
-                       "nvidia_driver", "cuda", "nccl"})
+                       "nvidia_driver", "cuda", "system_nccl"})
 
 
 def repository_covers(dest: Path, stacks: list[str], stacks_dir: Path | None = None) -> bool:
