@@ -16,6 +16,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from invoke.exceptions import Exit
 
 from .conftest import REPO
 
@@ -74,6 +75,8 @@ NUMERIC_CASES = [
     (["collect", "--connect-timeout", "nan"], ["--connect-timeout", "not a number"]),
     (["analyze", "--bundle", "b", "--expect-devices", "-1"], ["--expect-devices", "out of range"]),
     (["lab.up", "--hosts", "300"], ["--hosts", "out of range", "<= 256"]),
+    (["baseline", "--keep", "abc"], ["--keep", "'abc' is not a whole number", ">= 1"]),
+    (["baseline", "--keep", "0"], ["--keep", "0 is out of range"]),
 ]
 
 
@@ -87,7 +90,8 @@ def test_bad_numbers_are_exit_3_with_one_line_under_the_console_script(args: lis
 
 
 @pytest.mark.parametrize("args", [["facts", "--forks", "abc"], ["history", "--last", "-3"],
-                                  ["validate", "--deadline", "-5"]], ids=lambda a: " ".join(a))
+                                  ["validate", "--deadline", "-5"], ["baseline", "--keep", "abc"]],
+                         ids=lambda a: " ".join(a))
 def test_bad_numbers_are_exit_3_under_inv_too(args: list[str], tmp_path: Path) -> None:
     assert_bad_input(run("inv", *args, env=env_with(runs=tmp_path / "runs")), args[1])
 
@@ -270,7 +274,7 @@ def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: P
     (project / "stacks").mkdir()
     (project / "invoke.yaml").write_text("accelstack:\n  forks: 0\n")
     proc = run("accelstack", "facts", cwd=project, env=env_with({"ACCELSTACK_HOME": str(project)}, runs=tmp_path))
-    assert_bad_input(proc, "configuration accelstack.forks", "0 is out of range")
+    assert_bad_input(proc, "invoke.yaml:2: accelstack.forks", "0 is out of range")
     proc = run("inv", "facts", env=env_with({"ACCELSTACK_CONNECT_TIMEOUT": "never"}, runs=tmp_path))
     assert_bad_input(proc, "ACCELSTACK_CONNECT_TIMEOUT", "'never' is not a number")
     # A value from the environment is used, not only checked: two facts runs, history --json shows the newest.
@@ -397,3 +401,82 @@ def test_an_unset_deadline_leaves_the_inventorys_multinode_deadline_to_apply(mon
     assert explicit_setting(SimpleNamespace(config={"accelstack": {"deadline": 300}}), "deadline") == 300.0
     monkeypatch.setenv("ACCELSTACK_DEADLINE", "90")
     assert explicit_setting(defaults, "deadline") == 90.0
+
+
+def test_a_number_flag_nobody_declared_is_still_checked() -> None:
+    """A task flag typed by its default (``keep: int = 3``) parses through the same Number as the declared ones:
+    a new flag cannot bring invoke's ``int()`` traceback back."""
+    from accelstack.results.baseline import DEFAULT_KEEP
+    from accelstack.tasks.common import NumberArgument
+    from accelstack.tasks.report import baseline
+
+    keep = {a.name: a for a in baseline.get_arguments()}["keep"]
+    assert isinstance(keep, NumberArgument) and keep.value == DEFAULT_KEEP  # its default stays
+    with pytest.raises(Exit) as info:
+        keep.set_value("x")
+    assert info.value.code == 3 and "--keep: 'x' is not a whole number" in str(info.value.message)
+
+
+# ----- invoke's configuration: files, -f and INVOKE_ACCELSTACK_* are input like a flag --------------------------
+
+BAD_CONFIG_FILES = [
+    ("accelstack: [1, 2]\n", ["invoke.yaml:1", "accelstack: holds settings", "not a list"]),
+    (": : [\n", ["invoke.yaml:1", "invalid YAML"]),
+    ("accelstack:\n  deadline: \"120s\"\n", ["invoke.yaml:2", "accelstack.deadline: '120s' is not a number"]),
+    ("accelstack:\n  fork: 8\n", ["invoke.yaml:2", "accelstack.fork is not a setting", "forks"]),
+    ("- accelstack\n", ["invoke.yaml", "holds a mapping at the top, not a list"]),
+    ("accelstack:\n  forks: 8\n  forks: 9\n", ["invoke.yaml:3", "duplicate key 'forks'"]),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)),
+     ["invoke.yaml:", "refused", "alias bomb"]),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), BAD_CONFIG_FILES, ids=[t[:24] for t, _ in BAD_CONFIG_FILES])
+def test_a_bad_configuration_file_is_one_line_and_exit_3_under_both_programs(text: str, words: list[str],
+                                                                             tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "inventories").mkdir(parents=True)
+    (site / "stacks").mkdir()
+    (site / "invoke.yaml").write_text(text)
+    env = env_with({"ACCELSTACK_HOME": str(site)}, runs=tmp_path / "runs")
+    # The project's invoke.yaml (the console script reads it from ACCELSTACK_HOME), and the same file by -f.
+    assert_bad_input(run("accelstack", "facts", env=env), *words)
+    assert_bad_input(run("inv", "-f", str(site / "invoke.yaml"), "facts", env=env_with(runs=tmp_path / "runs")),
+                     *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_configuration_file_named_by_f_must_exist_and_be_one(tmp_path: Path) -> None:
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "-f", str(tmp_path / "absent.yaml"), "facts", env=env_with(runs=tmp_path)),
+                         "absent.yaml", "no such configuration file")
+        assert_bad_input(run(program, "-f", str(tmp_path), "facts", env=env_with(runs=tmp_path)),
+                         "ends in .yaml, .yml, .json or .py")
+    (tmp_path / "c.json").write_text('{"accelstack": {"forks": 2')
+    assert_bad_input(run("accelstack", "-f", str(tmp_path / "c.json"), "facts", env=env_with(runs=tmp_path)),
+                     "c.json", "not a configuration file")
+    assert_bad_input(run("inv", "facts", env=env_with({"INVOKE_RUNTIME_CONFIG": str(tmp_path / "gone.yml")},
+                                                      runs=tmp_path)), "gone.yml", "no such configuration file")
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_invoke_environment_settings_are_checked_like_flags(program: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_FORKS": "abc"}, runs=runs)),
+                     "INVOKE_ACCELSTACK_FORKS: 'abc' is not a whole number")
+    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_CONNECT_TIMEOUT": "-1"}, runs=runs)),
+                     "INVOKE_ACCELSTACK_CONNECT_TIMEOUT: -1 is out of range")
+    assert not runs.exists()
+    # A good one is used: the run goes on with it.
+    assert run(program, "facts", "--json", env=env_with({"INVOKE_ACCELSTACK_FORKS": "2"}, runs=runs)).returncode == 0
+
+
+def test_a_good_configuration_file_still_sets_the_defaults(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("accelstack:\n  last: 1\n")
+    runs = tmp_path / "runs"
+    for _ in range(2):
+        assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
+    shown = run("inv", "-f", str(tmp_path / "c.yaml"), "history", "--json", env=env_with(runs=runs))
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout.splitlines()) == 1

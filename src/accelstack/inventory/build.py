@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InventoryError
-from ..yamlfile import MarkedDict, read_text
+from ..yamlfile import MarkedDict, kind_name, read_text
 from .draft import CONNECTION_KEYS, Draft, Layer, normalized
 from .model import Group, Host, Inventory
 from .yaml_format import load_inventory_yaml
@@ -198,7 +198,7 @@ class _VarsFiles:
         layer = Layer(where=f"{display}:1")
         if data is not None:
             if not isinstance(data, MarkedDict):
-                raise InventoryError(f"a vars file holds a mapping of names to values, not a {type(data).__name__}",
+                raise InventoryError(f"a vars file holds a mapping of names to values, not {kind_name(data)}",
                                      where=f"{display}:1")
             for key, value in data.items():
                 if not isinstance(key, str):

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,6 +41,7 @@ from invoke.parser.parser import ParseMachine
 from invoke.tasks import Task
 
 from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
+from ..values import SECONDS, Number
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -50,47 +49,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class Number:
-    """A numeric flag: its type, its range (inclusive unless ``above``), and the placeholder --help shows."""
-
-    kind: type
-    minimum: float | None = None
-    maximum: float | None = None
-    above: bool = False  # minimum excluded: a timeout of 0 s means nothing
-    placeholder: str = "INT"
-
-    def parse(self, raw: Any, what: str) -> int | float:
-        text = str(raw).strip()
-        try:
-            if isinstance(raw, bool):
-                raise ValueError
-            if self.kind is int:
-                value: int | float = raw if isinstance(raw, int) else int(text, 10)
-            else:
-                value = float(raw) if isinstance(raw, (int, float)) else float(text)
-                if not math.isfinite(value):
-                    raise ValueError
-        except ValueError:
-            noun = "a whole number" if self.kind is int else "a number"
-            raise ConfigError(f"{what}: {text!r} is not {noun}{self._range_text()}") from None
-        low_bad = self.minimum is not None and (value <= self.minimum if self.above else value < self.minimum)
-        high_bad = self.maximum is not None and value > self.maximum
-        if low_bad or high_bad:
-            raise ConfigError(f"{what}: {text} is out of range{self._range_text()}")
-        return value
-
-    def _range_text(self) -> str:
-        parts = []
-        if self.minimum is not None:
-            parts.append(f"{'>' if self.above else '>='} {self.minimum:g}")
-        if self.maximum is not None:
-            parts.append(f"<= {self.maximum:g}")
-        noun = "a whole number" if self.kind is int else "a number"
-        return f" (expected {noun}{' ' + ' and '.join(parts) if parts else ''})"
-
-
-SECONDS = Number(float, 0, above=True, placeholder="SECONDS")
 
 # Every numeric flag of every task, by parameter name: one declaration, one parser, one range.
 NUMBERS: dict[str, Number] = {
@@ -103,6 +61,7 @@ NUMBERS: dict[str, Number] = {
     "host_timeout": SECONDS,
     "deadline": SECONDS,
     "busbw_drop_pct": Number(float, 0, 100, placeholder="PERCENT"),
+    "keep": Number(int, 1),
 }
 
 ENV_PREFIX = "ACCELSTACK_"
@@ -148,7 +107,9 @@ def explicit_setting(c: Any, name: str, value: Any = None) -> Any:
     inventory's ``multinode_deadline_s`` under ``--deadline``) then comes before the built-in default."""
     if value is None and not os.environ.get(ENV_PREFIX + name.upper(), "").strip():
         configured = _configured(c).get(name)
-        if configured is None or float(configured) == float(CONFIG_DEFAULTS[name]):
+        if configured is None:
+            return None
+        if NUMBERS[name].parse(configured, f"configuration accelstack.{name}") == CONFIG_DEFAULTS[name]:
             return None
     return setting(c, name, value)
 
@@ -208,8 +169,11 @@ class AccelstackTask(Task):
         out = []
         for arg in arguments:
             spec = NUMBERS.get(arg.attr_name or arg.name or "")
+            if spec is None and arg.kind in (int, float):
+                spec = Number(arg.kind)  # a number flag nobody declared: still one line, never a traceback
             if spec is not None and arg.kind is not list:
-                arg = NumberArgument(spec, names=arg.names, default=None, help=arg.help,
+                # The signature's default stays (None for the configured settings, which setting() resolves).
+                arg = NumberArgument(spec, names=arg.names, default=arg.default, help=arg.help,
                                      positional=arg.positional, optional=arg.optional, attr_name=arg.attr_name)
             out.append(arg)
         return out
@@ -275,6 +239,9 @@ def _parse_error(self: ParseMachine, msg: str) -> None:
 
 
 ParseMachine.error = _parse_error  # type: ignore[method-assign]
+
+# invoke's configuration files and INVOKE_ACCELSTACK_* variables are input like a flag: one line and exit 3.
+from . import invoke_config  # noqa: E402,F401  (wraps invoke's Config when imported)
 
 
 def default_text(name: str) -> str:
