@@ -207,6 +207,79 @@ def test_top_level_hosts_as_a_list_is_an_error(tmp_path: Path) -> None:
                      "list.yml:2", "not a list")
 
 
+# The inventories a new user gets wrong, each read through both programs: one line naming the file and line,
+# exit 3, no run folder, no host touched (their hosts sit on an address nothing answers: TEST-NET-1).
+BAD_INVENTORIES = [
+    ("eight.yml", "vars: {stack: cpu}\nhosts:\n  n1: {address: 192.0.2.250, expect_devices: eight}\n",
+     ["eight.yml:3", "expect_devices: 'eight' is not a whole number"]),
+    ("minus.yml", "vars: {stack: cpu, expect_devices: -3}\nhosts:\n  n1: {address: 192.0.2.250}\n",
+     ["minus.yml:1", "expect_devices: -3 is out of range"]),
+    ("port.ini", "[all:vars]\nstack=cpu\n[g]\nn1 ansible_host=192.0.2.250 rendezvous_port=99999\n",
+     ["port.ini:4", "rendezvous_port: 99999 is out of range"]),
+    ("huge.yml", "vars: {stack: cpu}\nhosts:\n  n[00000000:19999999]: {}\n",
+     ["huge.yml:3", "stands for 20,000,000 hosts", "at most 200,000"]),
+    ("bomb.yml", "vars:\n  stack: cpu\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  {c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=True))
+     + "hosts: {n1: {address: 192.0.2.250}}\n", ["bomb.yml:7", "refused", "alias bomb"]),
+    ("deep.yml", "all:\n  children:\n" + "".join("    " * (i + 1) + f"g{i}:\n" + "    " * (i + 1) + "  children:\n"
+                                                 for i in range(60)), ["deep.yml:", "nested deeper than 100"]),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "words"), BAD_INVENTORIES, ids=[case[0] for case in BAD_INVENTORIES])
+def test_a_bad_inventory_is_one_line_and_exit_3_before_any_host(name: str, text: str, words: list[str],
+                                                                tmp_path: Path) -> None:
+    inventory = tmp_path / name
+    inventory.write_text(text)
+    for program, task in (("accelstack", "validate"), ("inv", "facts")):
+        proc = run(program, task, "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"), timeout=60)
+        assert_bad_input(proc, *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path: Path) -> None:
+    lines = ["[all:vars]", "stack=cpu", "[g3000]", "localhost ansible_connection=local"]
+    lines += [line for i in range(2999, -1, -1) for line in (f"[g{i}:children]", f"g{i + 1}")]
+    inventory = tmp_path / "deep.ini"
+    inventory.write_text("\n".join(lines) + "\n")
+    for program in ("accelstack", "inv"):
+        proc = run(program, "facts", "--inventory", str(inventory), "--limit", "g0", "--json",
+                   env=env_with(runs=tmp_path / "runs"))
+        assert proc.returncode == 0, proc.stderr[-800:]
+        assert [json.loads(line)["host"] for line in proc.stdout.splitlines()] == ["localhost"]
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_set_is_checked_as_the_inventorys_own_vars_are(program: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = run(program, "validate", "--only", "devices", "--set", "expect_devices=abc", env=env_with(runs=runs))
+    assert_bad_input(proc, "--set expect_devices: 'abc' is not a whole number")
+    proc = run(program, "facts", "--set", "multinode_deadline_s=2m", env=env_with(runs=runs))
+    assert_bad_input(proc, "--set multinode_deadline_s: '2m' is not a number")
+    assert not runs.exists()
+
+
+def test_a_vars_file_beside_the_inventory_is_checked_too(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  localhost: {connection: local}\n")
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: 8\nexpect_devices: 0\n")
+    assert_bad_input(run("accelstack", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+                     "host_vars/localhost.yml:2", "duplicate key 'expect_devices'")
+    (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: '-1'\n")
+    assert_bad_input(run("inv", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+                     "host_vars/localhost.yml:1", "expect_devices: -1 is out of range")
+
+
+def test_an_alias_bomb_in_a_stack_file_is_refused_quickly(tmp_path: Path) -> None:
+    stack = tmp_path / "bomb.yml"
+    stack.write_text("name: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"x{i + 1}: &x{i + 1} [{', '.join([f'*x{i}'] * 10)}]\n" for i in range(8)))
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "stack.check", str(stack), env=env_with(runs=tmp_path), timeout=60),
+                         "bomb.yml:", "alias bomb")
+
+
 # ----- 2. every task alike -------------------------------------------------------------------------------------
 
 def _help(program: str, task: str) -> subprocess.CompletedProcess[str]:

@@ -260,18 +260,22 @@ HELP_COMMON = {
 
 
 def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
-    """``--set NAME=VALUE`` pairs as vars (values read as YAML scalars: 8 is an int, true a bool)."""
-    import yaml
+    """``--set NAME=VALUE`` pairs as vars (values read as YAML: 8 is an int, true a bool, [1, 2] a list), each
+    checked as the inventory's own vars are (``--set expect_devices=abc`` is exit 3, naming the flag)."""
+    from ..inventory.vartypes import check_var
+    from ..yamlfile import load_marked
 
     out: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        name = key.strip()
+        if not sep or not name:
             raise ConfigError(f"--set {pair!r}: expected NAME=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(value) if value else ""
-        except yaml.YAMLError:
-            out[key.strip()] = value
+            parsed = load_marked(value, f"--set {name}") if value.strip() else ""
+        except ConfigError:
+            parsed = value  # not YAML (a stray quote): the text as typed
+        out[name] = check_var(name, parsed, None, what=f"--set {name}")
     return out
 
 

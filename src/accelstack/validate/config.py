@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
+from ..inventory.vartypes import check_var
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
 from ..transport.context import HostContext
@@ -76,12 +76,12 @@ def inventory_of(source: str | None) -> str | None:
 
 
 def _xid_window(ctx: HostContext) -> float | None:
-    """The inventory's ``health_xid_window_s``: only Xids this recent fail ``health.xid`` (device_health.py)."""
-    value = ctx.vars.get("health_xid_window_s")
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return value
-    raise ConfigError(f"health_xid_window_s must be a number of seconds, not {value!r}",
-                      where=ctx.host.source or ctx.host.name)
+    """The inventory's ``health_xid_window_s``: only Xids this recent fail ``health.xid`` (device_health.py).
+    Checked by the inventory's table of vars when it loads; checked here again for vars from elsewhere (a node
+    file), by the same table."""
+    value: float | None = check_var("health_xid_window_s", ctx.vars.get("health_xid_window_s"),
+                                    ctx.host.where_of("health_xid_window_s") or ctx.host.name)
+    return value
 
 
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
