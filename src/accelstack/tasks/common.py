@@ -279,15 +279,21 @@ def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
     return out
 
 
-def inventory_hosts(inventory: str | None, limit: str | None,
-                    overrides: Mapping[str, Any] | None = None) -> tuple[Inventory, list[Host]]:
+def inventory_hosts(inventory: str | None, limit: str | None, overrides: Mapping[str, Any] | None = None, *,
+                    connecting: bool = True) -> tuple[Inventory, list[Host]]:
     """The inventory a task names, loaded once, and the hosts ``--limit`` selects, their stacks checked: what
-    the task hands the package. A bad file, pattern or stack is exit 3, before any host is touched."""
+    the task hands the package. A bad file, pattern or stack is exit 3, before any host is touched; so is a
+    ``key:`` or ``known_hosts:`` file that cannot be read, for the hosts a task connects to over SSH
+    (``connecting``: not the Slurm engine, which only reads the inventory's vars)."""
     from ..inventory import load_inventory
 
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
     check_stacks(hosts, overrides)
+    if connecting:
+        from ..transport.connection import check_connection_files
+
+        check_connection_files(hosts)
     return inv, hosts
 
 

@@ -215,6 +215,7 @@ def _preflight(names: list[str], limit: str | None,
     ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
     selects nothing there; it is an error only when it matches no host in any of them."""
     from ..inventory import load_inventory
+    from ..transport.connection import check_connection_files
     from ..transport.context import resolve_contexts
 
     loaded: dict[str, tuple[Inventory, list[Host]]] = {}
@@ -229,6 +230,7 @@ def _preflight(names: list[str], limit: str | None,
             unmatched, loaded[name] = unmatched or err, (inv, [])
             continue
         resolve_contexts(selected, overrides=overrides or None)
+        check_connection_files(selected)  # a key: or known_hosts: that cannot be read: exit 3 before any host
         loaded[name] = (inv, selected)
     if unmatched is not None and not any(hosts for _inv, hosts in loaded.values()):
         raise unmatched
