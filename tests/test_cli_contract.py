@@ -112,6 +112,20 @@ def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
     assert_bad_input(proc, "ACCELSTACK_RUNS", "cannot be created")
 
 
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_an_empty_runs_variable_means_unset_not_the_current_folder(program: str, tmp_path: Path) -> None:
+    """``ACCELSTACK_RUNS=`` (a shell's way to unset it for one command) wrote run folders among the current
+    folder's files; it means the default ``runs/`` now, as an empty XDG variable does."""
+    work = tmp_path / "work"
+    work.mkdir()
+    head = ["-r", str(REPO)] if program == "inv" else []  # inv finds tasks.py in the checkout from here
+    for empty in ("", "  "):
+        proc = run(program, *head, "facts", "--json", env=env_with({"ACCELSTACK_RUNS": empty}), cwd=work)
+        assert proc.returncode == 0, proc.stderr[-800:]
+    assert sorted(p.name for p in work.iterdir()) == ["runs"]
+    assert len([p for p in (work / "runs").iterdir() if p.is_dir()]) == 2
+
+
 def test_report_output_naming_a_folder_is_exit_3(tmp_path: Path) -> None:
     proc = run("accelstack", "report", "--format", "json", "--output", str(tmp_path), env=env_with(runs=tmp_path))
     assert_bad_input(proc, "--output", "is a folder")

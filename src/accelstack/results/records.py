@@ -152,10 +152,15 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def runs_dir(base: Path | None = None) -> Path:
-    """Where runs are kept: ``$ACCELSTACK_RUNS`` or ``./runs``."""
+    """Where runs are kept: ``$ACCELSTACK_RUNS`` or ``./runs``.
+
+    Set but empty (``ACCELSTACK_RUNS= inv facts``, or ``ACCELSTACK_RUNS=$UNSET_VAR`` in a cron line) means unset,
+    as the XDG base directory variables do: ``Path("")`` is the current folder, where run folders would land
+    among whatever is there. Refusing it (exit 3) would break the common way a shell unsets a variable for one
+    command."""
     if base is not None:
         return base
-    return Path(os.environ.get("ACCELSTACK_RUNS", "runs"))
+    return Path(os.environ.get("ACCELSTACK_RUNS", "").strip() or "runs")
 
 
 class RecordSink(Protocol):

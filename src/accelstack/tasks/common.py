@@ -341,7 +341,8 @@ def check_runs_folder() -> Path:
     """The runs folder (``ACCELSTACK_RUNS``) is a folder we can write, before any host is touched."""
     from ..results.records import runs_dir
 
-    return writable_dir(runs_dir(), "ACCELSTACK_RUNS" if os.environ.get("ACCELSTACK_RUNS") else "runs folder")
+    return writable_dir(runs_dir(), "ACCELSTACK_RUNS" if os.environ.get("ACCELSTACK_RUNS", "").strip()
+                        else "runs folder")
 
 
 def quiet_paramiko() -> None:
