@@ -103,6 +103,9 @@ def test_runs_folder_that_is_a_file_is_exit_3(tmp_path: Path) -> None:
     runs.write_text("not a folder")
     for program in ("accelstack", "inv"):
         assert_bad_input(run(program, "facts", env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
+    # The tasks that only read runs too: they were a FileExistsError traceback from the history index.
+    for args in (["history"], ["history", "--drains"], ["report"], ["baseline"], ["baseline", "--show"]):
+        assert_bad_input(run("accelstack", *args, env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
 
 
 def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
@@ -292,6 +295,73 @@ def test_an_alias_bomb_in_a_stack_file_is_refused_quickly(tmp_path: Path) -> Non
     for program in ("accelstack", "inv"):
         assert_bad_input(run(program, "stack.check", str(stack), env=env_with(runs=tmp_path), timeout=60),
                          "bomb.yml:", "alias bomb")
+
+
+EMPTY_SELECTIONS = [
+    (["facts", "--limit", ""], ["--limit", "'' names no host or group"]),
+    (["provision", "--check", "--limit", ",,"], ["--limit", "',,' names no host or group"]),
+    (["facts", "--limit", "!"], ["--limit", "term '!'", "names nothing"]),
+    (["facts", "--inventory", ""], ["--inventory '' names no inventory"]),
+    (["fleet-check", "--inventory", " "], ["--inventory '' names no inventory"]),
+    (["validate", "--only", ""], ["--only '' names no check"]),
+    (["fleet-check", "--only", ","], ["--only ',' names no check"]),
+    (["node-check", "--only", ""], ["--only '' names no check"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), EMPTY_SELECTIONS, ids=[" ".join(a) for a, _ in EMPTY_SELECTIONS])
+def test_an_empty_selection_is_refused_not_read_as_everything(args: list[str], words: list[str],
+                                                              tmp_path: Path) -> None:
+    """``--limit "$HOSTS"`` with the variable unset selected every host: a provision meant for one rack ran on
+    the whole fleet. An empty --limit, --inventory or --only names nothing, so it is bad input."""
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, *args, env=env_with(runs=tmp_path / "runs")), *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_exclusion_written_with_a_space_still_excludes(tmp_path: Path) -> None:
+    proc = run("accelstack", "facts", "--limit", "all,! localhost", env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, "selects no host")  # localhost was excluded, not a host named " localhost"
+
+
+def test_accelstack_home_without_inventories_says_so(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("")
+    for home in (tmp_path / "missing", tmp_path / "notes.txt"):
+        for program in ("accelstack", "inv"):
+            proc = run(program, "facts", env=env_with({"ACCELSTACK_HOME": str(home)}, runs=tmp_path / "runs"))
+            assert_bad_input(proc, "no inventory named 'local'")
+            assert f"ACCELSTACK_HOME is {home}, which holds no inventories/ folder" in proc.stderr
+
+
+def test_an_age_older_than_the_calendar_reads_as_everything(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
+    proc = run("inv", "history", "--json", "--since", "99999999999d", env=env_with(runs=runs))
+    assert proc.returncode == 0, proc.stderr  # was an OverflowError traceback
+    assert len(proc.stdout.splitlines()) == 1
+
+
+def test_a_vars_file_that_links_to_nothing_is_refused(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  localhost: {connection: local}\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").symlink_to(tmp_path / "moved-away.yml")
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "r")),
+                         "group_vars/all.yml", "is a link to", "which does not exist")
+
+
+def test_a_node_files_vars_are_checked_as_an_inventorys_are(tmp_path: Path) -> None:
+    node = tmp_path / "node.yml"
+    node.write_text("node: here\nstack:\n  name: cpu\n  vendor: cpu\n  backend: gloo\n  description: x\n"
+                    "  components:\n    python: {version: '3.11', match: release}\n"
+                    "    torch: {version: 2.13.0+cpu, match: release}\n"
+                    "  paths: {venv: /opt/v, python: /opt/v/bin/python}\n  devices: [cpu]\n"
+                    "vars:\n  expect_devices: eight\n")
+    for program in ("accelstack", "inv"):
+        proc = run(program, "node-check", "--config", str(node), "--only", "devices",
+                   env=env_with(runs=tmp_path / "runs"))
+        assert_bad_input(proc, "node.yml", "expect_devices: 'eight' is not a whole number")  # was a FAIL, exit 1
 
 
 # ----- 2. every task alike -------------------------------------------------------------------------------------

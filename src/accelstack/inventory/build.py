@@ -189,6 +189,10 @@ class _VarsFiles:
             return
         entries = sorted(folder.iterdir())
         for entry in entries:
+            if entry.suffix in (".yml", ".yaml") and entry.is_symlink() and not entry.exists():
+                # A vars file that links to nothing would silently drop its vars from every host.
+                raise InventoryError(f"{entry.name} is a link to {os.readlink(entry)}, which does not exist",
+                                     where=display_path(entry))
             if entry.is_file() and entry.suffix in (".yml", ".yaml"):
                 self.index.setdefault(entry.stem, []).append(entry)
         for entry in entries:

@@ -279,6 +279,17 @@ def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
     return out
 
 
+def only_checks(only: str | None) -> set[str] | None:
+    """``--only a,b`` as a set of names; None when the flag is absent. ``--only ''`` (an unset variable in a
+    script) names nothing, so it is refused rather than read as "every check of the tier"."""
+    if only is None:
+        return None
+    wanted = {item.strip() for item in only.split(",") if item.strip()}
+    if not wanted:
+        raise ConfigError(f"--only {only!r} names no check", hint="leave --only out to run the whole tier")
+    return wanted
+
+
 def inventory_hosts(inventory: str | None, limit: str | None, overrides: Mapping[str, Any] | None = None, *,
                     connecting: bool = True) -> tuple[Inventory, list[Host]]:
     """The inventory a task names, loaded once, and the hosts ``--limit`` selects, their stacks checked: what

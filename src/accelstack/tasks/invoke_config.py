@@ -90,7 +90,8 @@ def _loader(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def load_yaml(self: Any, path: Any) -> Any:
         if not _is_invokes(self):
             return original(self, path)
-        if not os.path.lexists(os.path.expanduser(str(path))):
+        if not os.path.lexists(os.path.expanduser(str(path))) or not os.path.isdir(os.path.dirname(
+                os.path.expanduser(str(path))) or "."):
             raise FileNotFoundError(errno.ENOENT, "no such file", str(path))  # invoke's "not here, next suffix"
         try:
             return load_marked_file(Path(os.path.expanduser(str(path))), str(path))
@@ -107,8 +108,9 @@ def _other_loader(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], A
         try:
             return original(self, path)
         except OSError as err:
-            if err.errno == errno.ENOENT:
-                raise
+            if err.errno in (errno.ENOENT, errno.ENOTDIR):
+                # Not there (a project folder that is really a file has no invoke.json either): the next suffix.
+                raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
             raise _exit(ConfigError(f"cannot read: {err.strerror or err}", where=str(path))) from None
         except Exception as err:  # a JSON syntax error, a .py file that raises: the file is wrong, not us
             raise _exit(ConfigError(f"not a configuration file: {type(err).__name__}: {err}",

@@ -38,6 +38,7 @@ from .common import (
     check_runs_folder,
     default_text,
     extra_vars,
+    only_checks,
     setting,
     task,
     writable_dir,
@@ -70,6 +71,7 @@ def report(c: Any, run: str | None = None, format: str = "rich", output: str | N
     if format not in FORMATS:
         raise ConfigError(f"unknown report format {format!r}", hint=f"one of {', '.join(FORMATS)}")
     drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    check_runs_folder()  # ACCELSTACK_RUNS naming a file: exit 3, not a traceback from the history index
     if output:
         writable_file(Path(output), "--output")
     data = load_report(run, busbw_drop_pct=drop_pct)
@@ -97,6 +99,7 @@ def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: b
     the figure's noise band (2.5 times the spread of its held runs, on a log scale), and a re-run confirms it.
     Prints what it holds, with the noise of each figure and the drop that would count.
     """
+    check_runs_folder()
     path = Path(output) if output else baseline_path()
     if show:
         held = load_baseline(path)
@@ -154,6 +157,7 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
             until: str | None = None, status: str | None = None, last: int | None = None, json: bool = False,
             drains: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
+    check_runs_folder()
     if drains:
         return _drain_history(host, parse_since(since) if since else None, json)
     with History() as index:
@@ -256,7 +260,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     from ..validate import load_registry, select, validate_inventory
     from ..validate.registry import all_checks
 
-    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    wanted = only_checks(only)
     registry = load_registry()
     select(registry, tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
     check_max_drain(max_drain)
