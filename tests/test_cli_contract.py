@@ -637,3 +637,9 @@ def test_a_good_configuration_file_still_sets_the_defaults(tmp_path: Path) -> No
     shown = run("inv", "-f", str(tmp_path / "c.yaml"), "history", "--json", env=env_with(runs=runs))
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout.splitlines()) == 1
+
+
+def test_a_status_filter_that_names_no_status_is_exit_3(tmp_path: Path) -> None:
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "history", "--status", "failed", env=env_with(runs=tmp_path)),
+                         "--status 'failed' is not one of pass, warn, fail, error, skip")

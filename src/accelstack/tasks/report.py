@@ -101,6 +101,8 @@ def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: b
     """
     check_runs_folder()
     path = Path(output) if output else baseline_path()
+    if not show:
+        writable_file(path, "--output" if output else "baseline")  # a folder there: exit 3 before any work
     if show:
         held = load_baseline(path)
         if held is None:
@@ -157,6 +159,10 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
             until: str | None = None, status: str | None = None, last: int | None = None, json: bool = False,
             drains: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
+    from ..results.records import STATUSES
+
+    if status is not None and status not in STATUSES:  # a typo would match nothing and look like a clean fleet
+        raise ConfigError(f"--status {status!r} is not one of {', '.join(STATUSES)}")
     check_runs_folder()
     if drains:
         return _drain_history(host, parse_since(since) if since else None, json)
