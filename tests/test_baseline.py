@@ -256,9 +256,9 @@ DAMAGED_BASELINES = [
 @pytest.mark.parametrize(("data", "words"), DAMAGED_BASELINES, ids=[d.decode(errors="replace")[:20]
                                                                     for d, _ in DAMAGED_BASELINES])
 def test_a_damaged_baseline_is_exit_3_under_both_programs(data: bytes, words: str, tmp_path: Path) -> None:
-    from .test_cli_contract import assert_bad_input, env_with, run
-
     from accelstack.results.records import RunWriter
+
+    from .test_cli_contract import assert_bad_input, env_with, run
 
     runs = tmp_path / "runs"
     writer = RunWriter("validate", base=runs)  # a run for the report to compare with the baseline
