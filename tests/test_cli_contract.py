@@ -583,6 +583,8 @@ BAD_CONFIG_FILES = [
     ("accelstack:\n  fork: 8\n", ["invoke.yaml:2", "accelstack.fork is not a setting", "forks"]),
     ("- accelstack\n", ["invoke.yaml", "holds a mapping at the top, not a list"]),
     ("accelstack:\n  forks: 8\n  forks: 9\n", ["invoke.yaml:3", "duplicate key 'forks'"]),
+    ("run: [1]\n", ["invoke.yaml:1", "run: holds invoke's run settings (a mapping), not a list"]),
+    ("accelstack:\n  forks: true\n", ["invoke.yaml:2", "accelstack.forks: True is not a whole number"]),
     ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)),
      ["invoke.yaml:", "refused", "alias bomb"]),
@@ -643,3 +645,13 @@ def test_a_status_filter_that_names_no_status_is_exit_3(tmp_path: Path) -> None:
     for program in ("accelstack", "inv"):
         assert_bad_input(run(program, "history", "--status", "failed", env=env_with(runs=tmp_path)),
                          "--status 'failed' is not one of pass, warn, fail, error, skip")
+
+
+def test_invokes_own_flags_and_help_lookups_are_bad_input_too(tmp_path: Path) -> None:
+    # -T was int()'s traceback; --help/--list naming nothing exited 1, the code that means a host failed.
+    assert_bad_input(run("accelstack", "-T", "abc", "facts", env=env_with(runs=tmp_path)),
+                     "--command-timeout: 'abc' is not a whole number")
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "--help", "nope", env=env_with(runs=tmp_path)), "No idea what 'nope' is")
+        assert_bad_input(run(program, "--list=nope", env=env_with(runs=tmp_path)), "Sub-collection 'nope'")
+    assert run("accelstack", "--help", "facts", env=env_with(runs=tmp_path)).returncode == 0

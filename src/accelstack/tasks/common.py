@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import invoke
-from invoke.exceptions import Exit
+from invoke.exceptions import Exit, ParseError
 from invoke.parser import Argument, ParserContext
 from invoke.parser.parser import ParseMachine
+from invoke.program import Program
 from invoke.tasks import Task
 
 from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
@@ -239,6 +240,41 @@ def _parse_error(self: ParseMachine, msg: str) -> None:
 
 
 ParseMachine.error = _parse_error  # type: ignore[method-assign]
+
+_invoke_set_value = Argument.set_value
+
+
+def _set_value(self: Argument, value: Any, cast: bool = True) -> None:
+    # invoke's own numeric flags (--command-timeout/-T) are typed by int(): "abc" was a ValueError traceback. (Under
+    # `inv` its core flags are parsed before this module is imported; the console script parses them after.)
+    try:
+        _invoke_set_value(self, value, cast)
+    except (ValueError, TypeError):
+        name = sorted(self.names, key=len)[-1]
+        flag = ("--" if len(name) > 1 else "-") + name
+        raise Exit(f"accelstack: {flag}: {value!r} is not {Number(int).noun if self.kind is int else 'valid'}",
+                   code=EXIT_BAD_INPUT) from None
+
+
+Argument.set_value = _set_value  # type: ignore[method-assign]
+
+_invoke_parse_cleanup = Program.parse_cleanup
+
+
+def _parse_cleanup(self: Program) -> None:
+    # `--help nope` (a ParseError) and `--list nope` (an Exit with code 1) name something that is not there: bad
+    # input, exit 3, not the code that means a host failed a check.
+    try:
+        _invoke_parse_cleanup(self)
+    except ParseError as err:
+        raise Exit(f"accelstack: {err}", code=EXIT_BAD_INPUT) from None
+    except Exit as err:
+        if err.code == 1 and err.message:
+            raise Exit(f"accelstack: {err.message}", code=EXIT_BAD_INPUT) from None
+        raise
+
+
+Program.parse_cleanup = _parse_cleanup  # type: ignore[method-assign]
 
 # invoke's configuration files and INVOKE_ACCELSTACK_* variables are input like a flag: one line and exit 3.
 from . import invoke_config  # noqa: E402,F401  (wraps invoke's Config when imported)

@@ -42,14 +42,21 @@ def _numbers() -> tuple[dict[str, Any], dict[str, Any]]:
     return NUMBERS, CONFIG_DEFAULTS
 
 
-def check_section(data: Any, display: str) -> Any:
+def check_section(data: Any, display: str, sections: Any = None) -> Any:
     """A configuration file's data, checked: a mapping at the top, and its ``accelstack:`` section a mapping of
-    known settings with values each setting accepts. ``None`` (an empty file or section) reads as empty."""
+    known settings with values each setting accepts. ``None`` (an empty file or section) reads as empty. Any
+    other key that is a mapping in ``sections`` (invoke's own: ``run``, ``tasks``, ...) must be one here too, or
+    invoke's merge fails later with both whole mappings in its message."""
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"a configuration file holds a mapping at the top, not {kind_name(data)}",
                           where=display)
+    for key, value in data.items():
+        if key != SECTION and isinstance((sections or {}).get(key), dict) and not isinstance(value, (dict,
+                                                                                                       type(None))):
+            line = f"{display}:{data.line_of(key)}" if isinstance(data, MarkedDict) else display
+            raise ConfigError(f"{key}: holds invoke's {key} settings (a mapping), not {kind_name(value)}", where=line)
     section = data.get(SECTION)
     if SECTION not in data:
         return data
@@ -140,7 +147,7 @@ def _load_file(self: Any, prefix: str, absolute: bool = False, merge: bool = Tru
         raise _exit(ConfigError("no such configuration file (named by -f or INVOKE_RUNTIME_CONFIG)", where=str(path)))
     if getattr(self, f"_{prefix}_found", None):
         try:
-            self._set(f"_{prefix}", check_section(getattr(self, f"_{prefix}"), str(path)))
+            self._set(f"_{prefix}", check_section(getattr(self, f"_{prefix}"), str(path), self._defaults))
         except ConfigError as err:
             raise _exit(err) from None
         if merge:
@@ -156,7 +163,7 @@ def _merge(self: Any) -> None:
     except AmbiguousMergeError as err:
         if not _is_invokes(self):
             raise
-        raise _exit(ConfigError(f"the configuration files disagree on a setting's shape: {err}")) from None
+        raise _exit(ConfigError(f"the configuration files disagree on a setting's shape: {str(err)[:160]}")) from None
 
 
 _invoke_load_shell_env = Config.load_shell_env
