@@ -107,7 +107,9 @@ def test_a_key_or_known_hosts_that_cannot_be_read_is_exit_3_at_its_inventory_lin
                          "  gone:\n    address: 192.0.2.2\n    key: missing_key\n"
                          "  dir: {address: 192.0.2.3, key: keys}\n"
                          "  kh: {address: 192.0.2.4, known_hosts: keys}\n"
-                         "  here: {connection: local, key: missing_key}\n")
+                         "  here: {connection: local, key: missing_key}\n"
+                         "  under:\n    address: 192.0.2.5\n    known_hosts: good/known_hosts\n"
+                         "    accept_new_host_keys: true\n")
     inv = load_inventory(str(inventory))
 
     def refused(limit: str) -> InventoryError:
@@ -120,6 +122,8 @@ def test_a_key_or_known_hosts_that_cannot_be_read_is_exit_3_at_its_inventory_lin
     assert str(err.where).endswith("inv.yml:6") and f"key file {tmp_path / 'missing_key'} does not exist" in err.message
     assert "is a folder, not a file" in refused("dir").message and str(refused("dir").where).endswith("inv.yml:7")
     assert "known_hosts" in refused("kh").message and str(refused("kh").where).endswith("inv.yml:8")
+    under = refused("under")  # accepting a new key would write below a file: it could never be recorded
+    assert "cannot be made" in under.message and str(under.where).endswith("inv.yml:12"), under
     check_connection_files(inv.select("ok,here"))  # a readable key; a local host reads no key
 
 

@@ -389,14 +389,19 @@ class KnownHosts:
                     f"host key for {hostname} is not in {self.path}", host=host.name,
                     hint="add it (ssh-keyscan) or set accept_new_host_keys: true for this host in the inventory")
             line = f"{hostname} {kind} {blob}"
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a+b") as handle:
+                    # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
+                    end = handle.seek(0, os.SEEK_END)
+                    handle.seek(max(0, end - 1))
+                    start = b"\n" if end and handle.read(1) != b"\n" else b""
+                    handle.write(start + (line + "\n").encode("utf-8"))
+            except OSError as err:
+                raise HostUnreachable(f"cannot record the host key of {hostname} in {self.path}: "
+                                      f"{err.strerror or err}", host=host.name,
+                                      hint=f"fix known_hosts at {host.where_of('known_hosts')}") from None
             self._add_line(line)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a+b") as handle:
-                # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
-                end = handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, end - 1))
-                start = b"\n" if end and handle.read(1) != b"\n" else b""
-                handle.write(start + (line + "\n").encode("utf-8"))
 
 
 def known_hosts_path(host: Host) -> Path:
@@ -404,9 +409,15 @@ def known_hosts_path(host: Host) -> Path:
 
 
 def _file_problem(path: Path, what: str, *, missing_ok: bool = False) -> str | None:
-    """Why ``path`` cannot be read as the ``what`` file, or None when it can (or is absent and may be)."""
+    """Why ``path`` cannot be read as the ``what`` file, or None when it can (or is absent and may be, and could
+    be made: the nearest folder above it that exists is a folder)."""
     if not path.exists():
-        return None if missing_ok else f"{what} file {path} does not exist"
+        if not missing_ok:
+            return f"{what} file {path} does not exist"
+        above = next((parent for parent in path.parents if parent.exists()), None)
+        if above is not None and not above.is_dir():
+            return f"{what} file {path} cannot be made: {above} is a file, not a folder"
+        return None
     if path.is_dir():
         return f"{what} {path} is a folder, not a file"
     try:
