@@ -178,7 +178,7 @@ def check_vars(values: Mapping[str, Any], where_of: Callable[[str], str],
     number given as text). ``seen`` remembers scalar values already checked at the same place, so a group var
     shared by 100,000 hosts is checked once."""
     changed: dict[str, Any] = {}
-    for name in HOST_VARS.keys() & values.keys():
+    for name in [key for key in values if key in HOST_VARS]:  # a host has a few vars; the table has dozens
         value = values[name]
         scalar = isinstance(value, (str, int, float, bool, type(None)))
         where = where_of(name)
