@@ -655,3 +655,12 @@ def test_invokes_own_flags_and_help_lookups_are_bad_input_too(tmp_path: Path) ->
         assert_bad_input(run(program, "--help", "nope", env=env_with(runs=tmp_path)), "No idea what 'nope' is")
         assert_bad_input(run(program, "--list=nope", env=env_with(runs=tmp_path)), "Sub-collection 'nope'")
     assert run("accelstack", "--help", "facts", env=env_with(runs=tmp_path)).returncode == 0
+
+
+def test_the_word_diagnose_as_a_flags_value_does_not_turn_into_log_flags(tmp_path: Path) -> None:
+    # `facts --limit diagnose` was rewritten into `--log` flags meant for `diagnose a.log b.log`.
+    assert_bad_input(run("accelstack", "facts", "--limit", "diagnose", env=env_with(runs=tmp_path)),
+                     "--limit: pattern 'diagnose'", "matches no host")
+    proc = run("accelstack", "diagnose", str(REPO / "tests" / "data" / "logs" / "cuda-oom.log"), "--json",
+               env=env_with(runs=tmp_path))
+    assert proc.returncode == 1 and json.loads(proc.stdout)["findings"], proc.stderr
