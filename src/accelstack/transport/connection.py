@@ -588,9 +588,6 @@ class SSHTransport:
             "transport_factory": _FleetTransport,  # SSHClient.connect builds it
         }
         if host.key_file:
-            problem = _file_problem(Path(host.key_file), "key")
-            if problem:  # found up front by check_connection_files; here for a caller that did not ask
-                raise HostUnreachable(problem, host=host.name, hint=f"fix key: at {host.where_of('key')}")
             # Explicit key: no agent, no probing of ~/.ssh (paramiko #2155: probing made connect take 35 s).
             key = private_key(host.key_file)
             connect_kwargs.update({"pkey": key} if key is not None else {"key_filename": [host.key_file]},
@@ -605,6 +602,9 @@ class SSHTransport:
 
     def open(self) -> None:
         """Connect and authenticate; raises paramiko/socket errors so the caller can retry."""
+        problem = _file_problem(Path(self.host.key_file), "key") if self.host.key_file else None
+        if problem:  # found up front by check_connection_files; here for a caller that did not ask
+            raise HostUnreachable(problem, host=self.host.name, hint=f"fix key: at {self.host.where_of('key')}")
         try:
             self.connection.open()
         except paramiko.AuthenticationException as exc:
