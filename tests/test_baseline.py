@@ -241,3 +241,48 @@ def test_a_host_that_could_not_be_checked_adds_nothing_to_the_baseline() -> None
                Record(host="n2", check="devices", status="pass", summary="8 devices")]
     held = empty_baseline(5).add_run(records, "r1")
     assert set(held.hosts) == {"n2"} and set(held.hosts["n2"]) == {"devices"}
+
+
+# --- a baseline or run folder that is damaged: one line and exit 3, or passed over, never a traceback ------------
+
+DAMAGED_BASELINES = [
+    (b"\xff\xfe", "baseline cannot be read: not UTF-8 text"),
+    (b"{", "baseline is not valid JSON"),
+    (b'{"format": 2, "hosts": 5}', "baseline is damaged"),
+    (b'{"format": 2, "hosts": {"h": {"c": {"sizes": 5}}}}', "baseline is damaged"),
+]
+
+
+@pytest.mark.parametrize(("data", "words"), DAMAGED_BASELINES, ids=[d.decode(errors="replace")[:20]
+                                                                    for d, _ in DAMAGED_BASELINES])
+def test_a_damaged_baseline_is_exit_3_under_both_programs(data: bytes, words: str, tmp_path: Path) -> None:
+    from accelstack.results.records import RunWriter
+
+    from .test_cli_contract import assert_bad_input, env_with, run
+
+    runs = tmp_path / "runs"
+    writer = RunWriter("validate", base=runs)  # a run for the report to compare with the baseline
+    writer.add(Record("h1", "allreduce", "pass", "ok"))
+    writer.close()
+    (runs / "baseline.json").write_bytes(data)
+    assert_bad_input(run("accelstack", "baseline", "--show", env=env_with(runs=runs)), "baseline.json", words)
+    assert_bad_input(run("inv", "report", "--format", "json", env=env_with(runs=runs)), "baseline.json", words)
+
+
+def test_baseline_output_naming_a_folder_is_exit_3_before_any_work(tmp_path: Path) -> None:
+    from .test_cli_contract import assert_bad_input, env_with, run
+
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "baseline", "--output", str(tmp_path), env=env_with(runs=tmp_path / "r")),
+                         "--output", "is a folder")
+
+
+def test_a_run_whose_records_hold_bytes_that_are_not_text_is_passed_over(tmp_path: Path) -> None:
+    """A damaged disk block in one run's results.jsonl was a UnicodeDecodeError in every history, report and
+    fleet check: its good lines still count, the rest is passed over."""
+    from accelstack.results.records import read_run
+
+    good = Record("h1", "allreduce", "pass", "ok", run_id="r1").to_dict()
+    (tmp_path / "results.jsonl").write_bytes(json.dumps(good).encode() + b"\n\xff\xfe\x00\n[1, 2]\n\"x\"\n"
+                                             b'{"host": 5}\n{"torn')
+    assert [(r.host, r.check) for r in read_run(tmp_path)] == [("h1", "allreduce")]

@@ -16,6 +16,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from invoke.exceptions import Exit
 
 from .conftest import REPO
 
@@ -74,6 +75,8 @@ NUMERIC_CASES = [
     (["collect", "--connect-timeout", "nan"], ["--connect-timeout", "not a number"]),
     (["analyze", "--bundle", "b", "--expect-devices", "-1"], ["--expect-devices", "out of range"]),
     (["lab.up", "--hosts", "300"], ["--hosts", "out of range", "<= 256"]),
+    (["baseline", "--keep", "abc"], ["--keep", "'abc' is not a whole number", ">= 1"]),
+    (["baseline", "--keep", "0"], ["--keep", "0 is out of range"]),
 ]
 
 
@@ -87,7 +90,8 @@ def test_bad_numbers_are_exit_3_with_one_line_under_the_console_script(args: lis
 
 
 @pytest.mark.parametrize("args", [["facts", "--forks", "abc"], ["history", "--last", "-3"],
-                                  ["validate", "--deadline", "-5"]], ids=lambda a: " ".join(a))
+                                  ["validate", "--deadline", "-5"], ["baseline", "--keep", "abc"]],
+                         ids=lambda a: " ".join(a))
 def test_bad_numbers_are_exit_3_under_inv_too(args: list[str], tmp_path: Path) -> None:
     assert_bad_input(run("inv", *args, env=env_with(runs=tmp_path / "runs")), args[1])
 
@@ -99,6 +103,9 @@ def test_runs_folder_that_is_a_file_is_exit_3(tmp_path: Path) -> None:
     runs.write_text("not a folder")
     for program in ("accelstack", "inv"):
         assert_bad_input(run(program, "facts", env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
+    # The tasks that only read runs too: they were a FileExistsError traceback from the history index.
+    for args in (["history"], ["history", "--drains"], ["report"], ["baseline"], ["baseline", "--show"]):
+        assert_bad_input(run("accelstack", *args, env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
 
 
 def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
@@ -106,6 +113,20 @@ def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
     blocker.write_text("")
     proc = run("accelstack", "validate", "--only", "devices", env=env_with(runs=blocker / "runs"))
     assert_bad_input(proc, "ACCELSTACK_RUNS", "cannot be created")
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_an_empty_runs_variable_means_unset_not_the_current_folder(program: str, tmp_path: Path) -> None:
+    """``ACCELSTACK_RUNS=`` (a shell's way to unset it for one command) wrote run folders among the current
+    folder's files; it means the default ``runs/`` now, as an empty XDG variable does."""
+    work = tmp_path / "work"
+    work.mkdir()
+    head = ["-r", str(REPO)] if program == "inv" else []  # inv finds tasks.py in the checkout from here
+    for empty in ("", "  "):
+        proc = run(program, *head, "facts", "--json", env=env_with({"ACCELSTACK_RUNS": empty}), cwd=work)
+        assert proc.returncode == 0, proc.stderr[-800:]
+    assert sorted(p.name for p in work.iterdir()) == ["runs"]
+    assert len([p for p in (work / "runs").iterdir() if p.is_dir()]) == 2
 
 
 def test_report_output_naming_a_folder_is_exit_3(tmp_path: Path) -> None:
@@ -203,6 +224,146 @@ def test_top_level_hosts_as_a_list_is_an_error(tmp_path: Path) -> None:
                      "list.yml:2", "not a list")
 
 
+# The inventories a new user gets wrong, each read through both programs: one line naming the file and line,
+# exit 3, no run folder, no host touched (their hosts sit on an address nothing answers: TEST-NET-1).
+BAD_INVENTORIES = [
+    ("eight.yml", "vars: {stack: cpu}\nhosts:\n  n1: {address: 192.0.2.250, expect_devices: eight}\n",
+     ["eight.yml:3", "expect_devices: 'eight' is not a whole number"]),
+    ("minus.yml", "vars: {stack: cpu, expect_devices: -3}\nhosts:\n  n1: {address: 192.0.2.250}\n",
+     ["minus.yml:1", "expect_devices: -3 is out of range"]),
+    ("port.ini", "[all:vars]\nstack=cpu\n[g]\nn1 ansible_host=192.0.2.250 rendezvous_port=99999\n",
+     ["port.ini:4", "rendezvous_port: 99999 is out of range"]),
+    ("huge.yml", "vars: {stack: cpu}\nhosts:\n  n[00000000:19999999]: {}\n",
+     ["huge.yml:3", "stands for 20,000,000 hosts", "at most 200,000"]),
+    ("bomb.yml", "vars:\n  stack: cpu\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  {c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=True))
+     + "hosts: {n1: {address: 192.0.2.250}}\n", ["bomb.yml:7", "refused", "alias bomb"]),
+    ("deep.yml", "all:\n  children:\n" + "".join("    " * (i + 1) + f"g{i}:\n" + "    " * (i + 1) + "  children:\n"
+                                                 for i in range(60)), ["deep.yml:", "nested deeper than 100"]),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "words"), BAD_INVENTORIES, ids=[case[0] for case in BAD_INVENTORIES])
+def test_a_bad_inventory_is_one_line_and_exit_3_before_any_host(name: str, text: str, words: list[str],
+                                                                tmp_path: Path) -> None:
+    inventory = tmp_path / name
+    inventory.write_text(text)
+    for program, task in (("accelstack", "validate"), ("inv", "facts")):
+        proc = run(program, task, "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"), timeout=60)
+        assert_bad_input(proc, *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path: Path) -> None:
+    lines = ["[all:vars]", "stack=cpu", "[g3000]", "localhost ansible_connection=local"]
+    lines += [line for i in range(2999, -1, -1) for line in (f"[g{i}:children]", f"g{i + 1}")]
+    inventory = tmp_path / "deep.ini"
+    inventory.write_text("\n".join(lines) + "\n")
+    for program in ("accelstack", "inv"):
+        proc = run(program, "facts", "--inventory", str(inventory), "--limit", "g0", "--json",
+                   env=env_with(runs=tmp_path / "runs"))
+        assert proc.returncode == 0, proc.stderr[-800:]
+        assert [json.loads(line)["host"] for line in proc.stdout.splitlines()] == ["localhost"]
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_set_is_checked_as_the_inventorys_own_vars_are(program: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = run(program, "validate", "--only", "devices", "--set", "expect_devices=abc", env=env_with(runs=runs))
+    assert_bad_input(proc, "--set expect_devices: 'abc' is not a whole number")
+    proc = run(program, "facts", "--set", "multinode_deadline_s=2m", env=env_with(runs=runs))
+    assert_bad_input(proc, "--set multinode_deadline_s: '2m' is not a number")
+    assert not runs.exists()
+
+
+def test_a_vars_file_beside_the_inventory_is_checked_too(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  localhost: {connection: local}\n")
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: 8\nexpect_devices: 0\n")
+    assert_bad_input(run("accelstack", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+                     "host_vars/localhost.yml:2", "duplicate key 'expect_devices'")
+    (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: '-1'\n")
+    assert_bad_input(run("inv", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+                     "host_vars/localhost.yml:1", "expect_devices: -1 is out of range")
+
+
+def test_an_alias_bomb_in_a_stack_file_is_refused_quickly(tmp_path: Path) -> None:
+    stack = tmp_path / "bomb.yml"
+    stack.write_text("name: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"x{i + 1}: &x{i + 1} [{', '.join([f'*x{i}'] * 10)}]\n" for i in range(8)))
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "stack.check", str(stack), env=env_with(runs=tmp_path), timeout=60),
+                         "bomb.yml:", "alias bomb")
+
+
+EMPTY_SELECTIONS = [
+    (["facts", "--limit", ""], ["--limit", "'' names no host or group"]),
+    (["provision", "--check", "--limit", ",,"], ["--limit", "',,' names no host or group"]),
+    (["facts", "--limit", "!"], ["--limit", "term '!'", "names nothing"]),
+    (["facts", "--inventory", ""], ["--inventory '' names no inventory"]),
+    (["fleet-check", "--inventory", " "], ["--inventory '' names no inventory"]),
+    (["validate", "--only", ""], ["--only '' names no check"]),
+    (["fleet-check", "--only", ","], ["--only ',' names no check"]),
+    (["node-check", "--only", ""], ["--only '' names no check"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), EMPTY_SELECTIONS, ids=[" ".join(a) for a, _ in EMPTY_SELECTIONS])
+def test_an_empty_selection_is_refused_not_read_as_everything(args: list[str], words: list[str],
+                                                              tmp_path: Path) -> None:
+    """``--limit "$HOSTS"`` with the variable unset selected every host: a provision meant for one rack ran on
+    the whole fleet. An empty --limit, --inventory or --only names nothing, so it is bad input."""
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, *args, env=env_with(runs=tmp_path / "runs")), *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_exclusion_written_with_a_space_still_excludes(tmp_path: Path) -> None:
+    proc = run("accelstack", "facts", "--limit", "all,! localhost", env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, "selects no host")  # localhost was excluded, not a host named " localhost"
+
+
+def test_accelstack_home_without_inventories_says_so(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("")
+    for home in (tmp_path / "missing", tmp_path / "notes.txt"):
+        for program in ("accelstack", "inv"):
+            proc = run(program, "facts", env=env_with({"ACCELSTACK_HOME": str(home)}, runs=tmp_path / "runs"))
+            assert_bad_input(proc, "no inventory named 'local'")
+            assert f"ACCELSTACK_HOME is {home}, which holds no inventories/ folder" in proc.stderr
+
+
+def test_an_age_older_than_the_calendar_reads_as_everything(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
+    proc = run("inv", "history", "--json", "--since", "99999999999d", env=env_with(runs=runs))
+    assert proc.returncode == 0, proc.stderr  # was an OverflowError traceback
+    assert len(proc.stdout.splitlines()) == 1
+
+
+def test_a_vars_file_that_links_to_nothing_is_refused(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  localhost: {connection: local}\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").symlink_to(tmp_path / "moved-away.yml")
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "r")),
+                         "group_vars/all.yml", "is a link to", "which does not exist")
+
+
+def test_a_node_files_vars_are_checked_as_an_inventorys_are(tmp_path: Path) -> None:
+    node = tmp_path / "node.yml"
+    node.write_text("node: here\nstack:\n  name: cpu\n  vendor: cpu\n  backend: gloo\n  description: x\n"
+                    "  components:\n    python: {version: '3.11', match: release}\n"
+                    "    torch: {version: 2.13.0+cpu, match: release}\n"
+                    "  paths: {venv: /opt/v, python: /opt/v/bin/python}\n  devices: [cpu]\n"
+                    "vars:\n  expect_devices: eight\n")
+    for program in ("accelstack", "inv"):
+        proc = run(program, "node-check", "--config", str(node), "--only", "devices",
+                   env=env_with(runs=tmp_path / "runs"))
+        assert_bad_input(proc, "node.yml", "expect_devices: 'eight' is not a whole number")  # was a FAIL, exit 1
+
+
 # ----- 2. every task alike -------------------------------------------------------------------------------------
 
 def _help(program: str, task: str) -> subprocess.CompletedProcess[str]:
@@ -270,7 +431,7 @@ def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: P
     (project / "stacks").mkdir()
     (project / "invoke.yaml").write_text("accelstack:\n  forks: 0\n")
     proc = run("accelstack", "facts", cwd=project, env=env_with({"ACCELSTACK_HOME": str(project)}, runs=tmp_path))
-    assert_bad_input(proc, "configuration accelstack.forks", "0 is out of range")
+    assert_bad_input(proc, "invoke.yaml:2: accelstack.forks", "0 is out of range")
     proc = run("inv", "facts", env=env_with({"ACCELSTACK_CONNECT_TIMEOUT": "never"}, runs=tmp_path))
     assert_bad_input(proc, "ACCELSTACK_CONNECT_TIMEOUT", "'never' is not a number")
     # A value from the environment is used, not only checked: two facts runs, history --json shows the newest.
@@ -397,3 +558,109 @@ def test_an_unset_deadline_leaves_the_inventorys_multinode_deadline_to_apply(mon
     assert explicit_setting(SimpleNamespace(config={"accelstack": {"deadline": 300}}), "deadline") == 300.0
     monkeypatch.setenv("ACCELSTACK_DEADLINE", "90")
     assert explicit_setting(defaults, "deadline") == 90.0
+
+
+def test_a_number_flag_nobody_declared_is_still_checked() -> None:
+    """A task flag typed by its default (``keep: int = 3``) parses through the same Number as the declared ones:
+    a new flag cannot bring invoke's ``int()`` traceback back."""
+    from accelstack.results.baseline import DEFAULT_KEEP
+    from accelstack.tasks.common import NumberArgument
+    from accelstack.tasks.report import baseline
+
+    keep = {a.name: a for a in baseline.get_arguments()}["keep"]
+    assert isinstance(keep, NumberArgument) and keep.value == DEFAULT_KEEP  # its default stays
+    with pytest.raises(Exit) as info:
+        keep.set_value("x")
+    assert info.value.code == 3 and "--keep: 'x' is not a whole number" in str(info.value.message)
+
+
+# ----- invoke's configuration: files, -f and INVOKE_ACCELSTACK_* are input like a flag --------------------------
+
+BAD_CONFIG_FILES = [
+    ("accelstack: [1, 2]\n", ["invoke.yaml:1", "accelstack: holds settings", "not a list"]),
+    (": : [\n", ["invoke.yaml:1", "invalid YAML"]),
+    ("accelstack:\n  deadline: \"120s\"\n", ["invoke.yaml:2", "accelstack.deadline: '120s' is not a number"]),
+    ("accelstack:\n  fork: 8\n", ["invoke.yaml:2", "accelstack.fork is not a setting", "forks"]),
+    ("- accelstack\n", ["invoke.yaml", "holds a mapping at the top, not a list"]),
+    ("accelstack:\n  forks: 8\n  forks: 9\n", ["invoke.yaml:3", "duplicate key 'forks'"]),
+    ("run: [1]\n", ["invoke.yaml:1", "run: holds invoke's run settings (a mapping), not a list"]),
+    ("accelstack:\n  forks: true\n", ["invoke.yaml:2", "accelstack.forks: True is not a whole number"]),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)),
+     ["invoke.yaml:", "refused", "alias bomb"]),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), BAD_CONFIG_FILES, ids=[t[:24] for t, _ in BAD_CONFIG_FILES])
+def test_a_bad_configuration_file_is_one_line_and_exit_3_under_both_programs(text: str, words: list[str],
+                                                                             tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "inventories").mkdir(parents=True)
+    (site / "stacks").mkdir()
+    (site / "invoke.yaml").write_text(text)
+    env = env_with({"ACCELSTACK_HOME": str(site)}, runs=tmp_path / "runs")
+    # The project's invoke.yaml (the console script reads it from ACCELSTACK_HOME), and the same file by -f.
+    assert_bad_input(run("accelstack", "facts", env=env), *words)
+    assert_bad_input(run("inv", "-f", str(site / "invoke.yaml"), "facts", env=env_with(runs=tmp_path / "runs")),
+                     *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_configuration_file_named_by_f_must_exist_and_be_one(tmp_path: Path) -> None:
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "-f", str(tmp_path / "absent.yaml"), "facts", env=env_with(runs=tmp_path)),
+                         "absent.yaml", "no such configuration file")
+        assert_bad_input(run(program, "-f", str(tmp_path), "facts", env=env_with(runs=tmp_path)),
+                         "ends in .yaml, .yml, .json or .py")
+    (tmp_path / "c.json").write_text('{"accelstack": {"forks": 2')
+    assert_bad_input(run("accelstack", "-f", str(tmp_path / "c.json"), "facts", env=env_with(runs=tmp_path)),
+                     "c.json", "not a configuration file")
+    assert_bad_input(run("inv", "facts", env=env_with({"INVOKE_RUNTIME_CONFIG": str(tmp_path / "gone.yml")},
+                                                      runs=tmp_path)), "gone.yml", "no such configuration file")
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_invoke_environment_settings_are_checked_like_flags(program: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_FORKS": "abc"}, runs=runs)),
+                     "INVOKE_ACCELSTACK_FORKS: 'abc' is not a whole number")
+    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_CONNECT_TIMEOUT": "-1"}, runs=runs)),
+                     "INVOKE_ACCELSTACK_CONNECT_TIMEOUT: -1 is out of range")
+    assert not runs.exists()
+    # A good one is used: the run goes on with it.
+    assert run(program, "facts", "--json", env=env_with({"INVOKE_ACCELSTACK_FORKS": "2"}, runs=runs)).returncode == 0
+
+
+def test_a_good_configuration_file_still_sets_the_defaults(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("accelstack:\n  last: 1\n")
+    runs = tmp_path / "runs"
+    for _ in range(2):
+        assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
+    shown = run("inv", "-f", str(tmp_path / "c.yaml"), "history", "--json", env=env_with(runs=runs))
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout.splitlines()) == 1
+
+
+def test_a_status_filter_that_names_no_status_is_exit_3(tmp_path: Path) -> None:
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "history", "--status", "failed", env=env_with(runs=tmp_path)),
+                         "--status 'failed' is not one of pass, warn, fail, error, skip")
+
+
+def test_invokes_own_flags_and_help_lookups_are_bad_input_too(tmp_path: Path) -> None:
+    # -T was int()'s traceback; --help/--list naming nothing exited 1, the code that means a host failed.
+    assert_bad_input(run("accelstack", "-T", "abc", "facts", env=env_with(runs=tmp_path)),
+                     "--command-timeout: 'abc' is not a whole number")
+    for program in ("accelstack", "inv"):
+        assert_bad_input(run(program, "--help", "nope", env=env_with(runs=tmp_path)), "No idea what 'nope' is")
+        assert_bad_input(run(program, "--list=nope", env=env_with(runs=tmp_path)), "Sub-collection 'nope'")
+    assert run("accelstack", "--help", "facts", env=env_with(runs=tmp_path)).returncode == 0
+
+
+def test_the_word_diagnose_as_a_flags_value_does_not_turn_into_log_flags(tmp_path: Path) -> None:
+    # `facts --limit diagnose` was rewritten into `--log` flags meant for `diagnose a.log b.log`.
+    assert_bad_input(run("accelstack", "facts", "--limit", "diagnose", env=env_with(runs=tmp_path)),
+                     "--limit: pattern 'diagnose'", "matches no host")
+    proc = run("accelstack", "diagnose", str(REPO / "tests" / "data" / "logs" / "cuda-oom.log"), "--json",
+               env=env_with(runs=tmp_path))
+    assert proc.returncode == 1 and json.loads(proc.stdout)["findings"], proc.stderr

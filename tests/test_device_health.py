@@ -553,7 +553,7 @@ def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     gpu.vars["health_xid_window_s"] = 3600
     assert host_config(gpu)["device_health"]["xid_window_s"] == 3600
     gpu.vars["health_xid_window_s"] = "a day"
-    with pytest.raises(ConfigError, match="health_xid_window_s must be a number of seconds, not 'a day'"):
+    with pytest.raises(ConfigError, match="health_xid_window_s: 'a day' is not a number"):
         host_config(gpu)
 
 

@@ -462,8 +462,36 @@ ERROR_CASES = [
     ("port_bool.yml", "hosts:\n  a: {port: true}\n", 2, "port True is not an integer"),
     ("conn.yml", "hosts:\n  a: {}\n  b:\n    connection: winrm\n", 4, "unknown connection 'winrm'"),
     ("accept.yml", "hosts:\n  a:\n    accept_new_host_keys: maybe\n", 3, "accept_new_host_keys must be true"),
-    ("keep.yml", "vars:\n  stack: cpu\n  node_keep_runs: -1\nhosts: {a: {}}\n", 3, "node_keep_runs must be a whole"),
-    ("keepstr.ini", "[all]\nnode01\n[all:vars]\nnode_keep_runs=many\n", 4, "node_keep_runs must be a whole"),
+    ("keep.yml", "vars:\n  stack: cpu\n  node_keep_runs: -1\nhosts: {a: {}}\n", 3,
+     "node_keep_runs: -1 is out of range (expected a whole number >= 0)"),
+    ("keepstr.ini", "[all]\nnode01\n[all:vars]\nnode_keep_runs=many\n", 4,
+     "node_keep_runs: 'many' is not a whole number"),
+    # Vars the checks read as numbers or known values: a typo is bad input, never a host's verdict.
+    ("devs.yml", "hosts:\n  a:\n    expect_devices: eight\n", 3,
+     "expect_devices: 'eight' is not a whole number (expected a whole number >= 0)"),
+    ("devsneg.yml", "vars:\n  expect_devices: -3\nhosts: {a: {}}\n", 2, "expect_devices: -3 is out of range"),
+    ("devsini.ini", "[gpu]\nn1 expect_devices=eight\n", 2, "expect_devices: 'eight' is not a whole number"),
+    ("devsgrp.yml", "hosts: {a: {}}\ngroups:\n  g:\n    hosts: [a]\n    vars: {expect_devices: 1.5}\n", 5,
+     "expect_devices: 1.5 is not a whole number"),
+    ("backend.yml", "hosts:\n  a: {backend: ncl}\n", 2, "backend: 'ncl' is not one of hccl, nccl, gloo"),
+    ("rdzv.yml", "hosts:\n  a: {rendezvous_port: 70000}\n", 2, "rendezvous_port: 70000 is out of range"),
+    ("deadline.yml", "hosts:\n  a: {multinode_deadline_s: 2m}\n", 2, "multinode_deadline_s: '2m' is not a number"),
+    ("sizes.yml", "hosts:\n  a:\n    validate_sizes: [1024, 1M]\n", 3,
+     "validate_sizes[1]: '1M' is not a whole number (expected a whole number >= 1)"),
+    ("iters.yml", "hosts:\n  a: {cluster_iters: 0}\n", 2, "cluster_iters: 0 is out of range"),
+    ("xid.yml", "hosts:\n  a: {health_xid_window_s: a day}\n", 2, "health_xid_window_s: 'a day' is not a number"),
+    ("envvar.yml", "hosts:\n  a:\n    env: [NCCL_DEBUG=INFO]\n", 3, "env: a list, not a mapping"),
+    ("thr.yml", "hosts:\n  a:\n    thresholds: {margin: lots}\n", 3, "thresholds.margin: 'lots' is not a number"),
+    ("rows.yml", "hosts:\n  a:\n    device_thresholds: [h100]\n", 3, "device_thresholds[0]: a string, not a row"),
+    ("reboot.yml", "hosts:\n  a: {reboot_expect_new_boot: maybe}\n", 2,
+     "reboot_expect_new_boot: 'maybe' is not true or false"),
+    ("python.yml", "hosts:\n  a:\n    stack_python: [python3]\n", 3, "stack_python: ['python3'] is a list, not a path"),
+    ("huge.yml", "hosts:\n  n[00000000:19999999]: {}\n", 2,
+     "n[00000000:19999999] stands for 20,000,000 hosts; an inventory holds at most 200,000"),
+    ("huge2.ini", "[a]\nn[1:4][1:99999]\n", 2, "stands for 399,996 hosts"),
+    ("bomb.yml", "vars:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  {c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=True))
+     + "hosts: {n: {}}\n", 6, "refused: its aliases expand to more than 100,000 values"),
     ("alias.yml", "hosts:\n  a:\n    address: 10.0.0.1\n    ansible_host: 10.0.0.2\n", 4, "give one of them"),
     ("list.yml", "- a\n- b\n", 1, "mapping at the top level"),
     ("nohost.yml", "# nothing\nvars: {stack: cpu}\n", 1, "defines no host"),
@@ -550,3 +578,60 @@ def test_one_big_group_keeps_inventory_order_and_each_member_once(tmp_path: Path
     inv = load_inventory(str(path))
     assert [h.name for h in inv.select("g")] == names
     assert len(inv.groups["g"].hosts) == len(names)
+
+
+def test_a_number_written_as_text_is_the_number_and_a_shared_value_is_checked_once(tmp_path: Path) -> None:
+    path = write(tmp_path, "inv.ini", """
+        [gpu]
+        n[1:3]
+        [gpu:vars]
+        expect_devices="8"
+        checkpoint_fs=lustre
+        accelerator=910
+        """)
+    inv = load_inventory(str(path))
+    assert {host.vars["expect_devices"] for host in inv.hosts.values()} == {8}
+    assert inv.hosts["n1"].vars["checkpoint_fs"] == ["lustre"]  # one filesystem reads as a list of one
+    assert inv.hosts["n1"].vars["accelerator"] == "910"
+
+
+def test_a_bad_var_in_group_vars_names_its_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "inv.yml", "hosts: {a: {}}\ngroups:\n  gpu: {hosts: [a]}\n")
+    write(tmp_path, "group_vars/gpu.yml", "stack: cpu\nexpect_devices: eight\n")
+    assert "group_vars/gpu.yml:2: expect_devices: 'eight' is not a whole number" in load_error(path)
+
+
+def test_every_var_the_host_config_reads_as_a_number_is_in_the_table() -> None:
+    """validate/config.py and the cluster checks read these as numbers; each must be checked at load time."""
+    from accelstack.inventory.vartypes import HOST_VARS, Numeric
+    from accelstack.validate.slurm import NODE_VARS
+
+    numeric = {"expect_devices", "checkpoint_size_gb", "collective_timeout_s", "storage_probe_mb", "min_shm_gb",
+               "nproc_per_node", "health_xid_window_s", "validate_iters", "validate_warmup",
+               "validate_size_budget_s", "cluster_iters", "cluster_warmup", "cluster_size_budget_s", "cluster_nproc",
+               "rendezvous_port", "multinode_deadline_s", "ssh_keepalive_s", "node_keep_runs"}
+    assert numeric <= {name for name, kind in HOST_VARS.items() if isinstance(kind, Numeric)}
+    # Every var a node's checks read (what travels with a Slurm step) has a type here.
+    assert set(NODE_VARS) <= set(HOST_VARS)
+
+
+def test_three_thousand_nested_groups_load_in_either_order(tmp_path: Path) -> None:
+    """A chain of 3000 groups (each the child of the next) was a RecursionError when listed child first."""
+    lines = ["[g3000]", "h1"] + [line for i in range(2999, -1, -1) for line in (f"[g{i}:children]", f"g{i + 1}")]
+    path = tmp_path / "deep.ini"
+    path.write_text("\n".join(lines) + "\n")
+    inv = load_inventory(str(path))
+    assert names(inv.select("g0")) == ["h1"]
+    assert inv.hosts["h1"].groups[:2] == ("g0", "g1")  # parents before children
+
+
+def test_more_hosts_than_an_inventory_holds_are_refused_where_the_limit_is_crossed(tmp_path: Path) -> None:
+    path = tmp_path / "two.ini"
+    path.write_text("[a]\nn[0:150000]\n[b]\nm[0:150000]\n")
+    assert "two.ini:4: host m49999 would be host 200,001; an inventory holds at most 200,000" in load_error(path)
+
+
+def test_a_limit_with_a_huge_range_is_refused_before_expanding() -> None:
+    inv = load_inventory()
+    with pytest.raises(InventoryError, match="stands for 99,999,999 hosts"):
+        inv.select("n[1:99999999]")

@@ -91,3 +91,81 @@ def test_accepting_a_key_after_a_last_line_without_newline_keeps_both_entries(tm
     again = KnownHosts(path, accept_new=False)
     assert again.known_keys("10.0.0.1") == {"ssh-ed25519": {blob_a}}
     assert again.known_keys("10.0.0.2") == {"ssh-ed25519": {blob_b}}
+
+
+# --- the files a connection reads here: checked before any host, named when a host refuses them ----------------
+
+def test_a_key_or_known_hosts_that_cannot_be_read_is_exit_3_at_its_inventory_line(tmp_path: Path) -> None:
+    from accelstack.errors import EXIT_BAD_INPUT, InventoryError
+    from accelstack.inventory import load_inventory
+    from accelstack.transport.connection import check_connection_files
+
+    keygen(tmp_path / "good", "-N", "")
+    (tmp_path / "keys").mkdir()
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu}\nhosts:\n  ok: {address: 192.0.2.1, key: good}\n"
+                         "  gone:\n    address: 192.0.2.2\n    key: missing_key\n"
+                         "  dir: {address: 192.0.2.3, key: keys}\n"
+                         "  kh: {address: 192.0.2.4, known_hosts: keys}\n"
+                         "  here: {connection: local, key: missing_key}\n"
+                         "  under:\n    address: 192.0.2.5\n    known_hosts: good/known_hosts\n"
+                         "    accept_new_host_keys: true\n")
+    inv = load_inventory(str(inventory))
+
+    def refused(limit: str) -> InventoryError:
+        with pytest.raises(InventoryError) as info:
+            check_connection_files(inv.select(limit))
+        assert info.value.exit_code == EXIT_BAD_INPUT
+        return info.value
+
+    err = refused("gone")
+    assert str(err.where).endswith("inv.yml:6") and f"key file {tmp_path / 'missing_key'} does not exist" in err.message
+    assert "is a folder, not a file" in refused("dir").message and str(refused("dir").where).endswith("inv.yml:7")
+    assert "known_hosts" in refused("kh").message and str(refused("kh").where).endswith("inv.yml:8")
+    under = refused("under")  # accepting a new key would write below a file: it could never be recorded
+    assert "cannot be made" in under.message and str(under.where).endswith("inv.yml:12"), under
+    check_connection_files(inv.select("ok,here"))  # a readable key; a local host reads no key
+
+
+@pytest.mark.parametrize("program", ["accelstack", "inv"])
+def test_a_missing_key_stops_the_run_before_any_host_naming_the_file(program: str, tmp_path: Path) -> None:
+    from .test_cli_contract import assert_bad_input, env_with, run
+
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("vars: {stack: cpu, key: ~/no/such/id_ed25519}\nhosts:\n  n1: {address: 192.0.2.250}\n")
+    proc = run(program, "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"))
+    assert_bad_input(proc, "inv.yml:1", "host n1: key file", "no/such/id_ed25519 does not exist")
+    assert "check the host is up" not in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.lab
+def test_a_key_the_host_refuses_or_cannot_use_is_that_hosts_error_naming_the_key(lab: object,
+                                                                                tmp_path: Path) -> None:
+    """Only connecting tells whether a host takes a key: each host's error names the key and the line that set
+    it, and the other hosts' runs go on."""
+    import json
+
+    import yaml
+
+    from .test_cli_contract import env_with, run
+
+    keygen(tmp_path / "other", "-N", "")
+    keygen(tmp_path / "locked", "-N", "a passphrase")
+    (tmp_path / "garbage").write_text("not a key\n")
+    doc = yaml.safe_load(Path(lab.inventory).read_text())  # type: ignore[attr-defined]
+    names = sorted(doc["hosts"])
+    for name, key in zip(names, ("other", "locked", "garbage"), strict=False):
+        doc["hosts"][name]["key"] = str(tmp_path / key)
+    inventory = tmp_path / "keys.yml"
+    inventory.write_text(yaml.safe_dump(doc))
+    proc = run("accelstack", "facts", "--inventory", str(inventory), "--json", env=env_with(runs=tmp_path / "runs"))
+    assert proc.returncode == 2, proc.stderr[-800:]
+    by_host = {r["host"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert by_host[names[3]]["status"] == "pass"  # the host with the lab's own key is not stopped by the others
+    for name, key in zip(names, ("other", "locked", "garbage"), strict=False):
+        record = by_host[name]
+        assert record["status"] == "error"
+        assert str(tmp_path / key) in record["summary"], record
+        assert "check the host is up" not in (record["remedy"] or "")
+        assert "keys.yml:" in (record["remedy"] or ""), record

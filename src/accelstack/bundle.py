@@ -12,14 +12,22 @@ Layout of a bundle folder (and of its ``.tar.gz``), documented in the README:
 Secrets (variables whose name contains KEY, TOKEN, SECRET or PASSWORD) are masked on the host, before anything
 leaves it. ``analyze_bundle`` runs the fact parsers, the checks that work offline, and the diagnosis over a
 bundle as if the host were there.
+
+A ``.tar.gz`` is unpacked into a temporary folder that is removed when the analysis ends, however it ends. A bundle
+that is cut short (a copy that stopped), damaged, or lacks a file its ``bundle.json`` lists is bad input: one line
+and exit 3, never a half-read verdict (a missing ``lspci`` output would read as a host with no devices).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import tarfile
 import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +44,8 @@ from .transport.connection import Transport
 COLLECT_SCRIPT = "collect_probe.py"
 SEPARATOR = "@@ACCELSTACK-COLLECT@@"
 COLLECT_TIMEOUT = 180.0
+# A bundle is text: a few MB. More than this unpacked is not one (or is a decompression bomb).
+MAX_UNPACKED_BYTES = 1 << 30
 
 
 def command_file_name(command: str) -> str:
@@ -114,35 +124,89 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def open_bundle(path: Path) -> Path:
-    """A bundle folder: ``path`` itself, or a ``.tar.gz`` unpacked into a temporary folder."""
+@contextmanager
+def opened_bundle(path: Path) -> Iterator[Path]:
+    """The bundle folder of ``path`` (itself, or its one host folder), or its ``.tar.gz`` unpacked into a temporary
+    folder that is removed afterwards. A bundle that cannot be read whole is a ConfigError (exit 3)."""
     if path.is_dir():
-        if (path / "bundle.json").exists():
-            return path
-        inner = [p for p in path.iterdir() if (p / "bundle.json").exists()]
-        if len(inner) == 1:
-            return inner[0]
-        raise ConfigError("not a support bundle: no bundle.json", where=str(path))
+        yield _bundle_folder(path, shown=path)
+        return
     if not path.exists():
         raise ConfigError("no such bundle", where=str(path))
+    target = Path(tempfile.mkdtemp(prefix="accelstack-bundle-"))
+    try:
+        _unpack(path, target)
+        yield _bundle_folder(target, shown=path)
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def _unpack(path: Path, target: Path) -> None:
     try:
         with tarfile.open(path, "r:*") as tar:
-            target = Path(tempfile.mkdtemp(prefix="accelstack-bundle-"))
-            tar.extractall(target, filter="data")
+            members = tar.getmembers()  # reads the whole archive: a cut-short one fails here, before anything
+            if sum(member.size for member in members) > MAX_UNPACKED_BYTES:
+                raise ConfigError(f"not a support bundle: it unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB",
+                                  where=str(path))
+            tar.extractall(target, members=members, filter="data")
+    except EOFError:
+        raise ConfigError("the bundle is cut short (its archive ends early)", where=str(path),
+                          hint="copy it again whole, or collect it again: inv collect --limit HOST") from None
+    except (tarfile.ReadError, zlib.error):
+        # tarfile's own text lists every compression it tried, on five lines: the person needs one.
+        raise ConfigError("not a support bundle (a .tar.gz or a folder from inv collect), or a damaged one",
+                          where=str(path)) from None
     except (tarfile.TarError, OSError) as exc:
         raise ConfigError(f"cannot read the bundle: {exc}", where=str(path)) from None
-    return open_bundle(target)
 
 
-def bundle_facts(folder: Path) -> Facts:
+def _bundle_folder(path: Path, *, shown: Path) -> Path:
+    if (path / "bundle.json").exists():
+        return path
+    inner = [p for p in path.iterdir() if (p / "bundle.json").exists()]
+    if len(inner) == 1:
+        return inner[0]
+    raise ConfigError("not a support bundle: no bundle.json" if not inner else
+                      f"holds {len(inner)} bundles ({', '.join(p.name for p in inner)}): name one", where=str(shown))
+
+
+def _meta(folder: Path) -> dict[str, Any]:
+    """``bundle.json``, checked for what analysis reads; a cut-short or edited one is a ConfigError."""
+    where = str(folder / "bundle.json")
+    try:
+        meta = json.loads((folder / "bundle.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"bundle.json cannot be read (cut short?): {exc}", where=where) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("host"), str):
+        raise ConfigError("bundle.json names no host: not a bundle that inv collect wrote", where=where)
+    for key in ("sections", "files", "commands"):
+        if not isinstance(meta.get(key) or {}, dict):
+            raise ConfigError(f"bundle.json: {key} is not a mapping", where=where)
+    return meta
+
+
+def _text(folder: Path, relative: Any) -> str:
+    """A file the bundle lists, inside the bundle; one that is not there means the bundle is not whole."""
+    path = (folder / str(relative)).resolve()
+    if not path.is_relative_to(folder.resolve()):
+        raise ConfigError(f"bundle.json lists {relative!r}, outside the bundle", where=str(folder / "bundle.json"))
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        raise ConfigError(f"the bundle lacks {relative}, which its bundle.json lists (cut short?)",
+                          where=str(folder), hint="copy it again whole, or collect it again") from None
+
+
+def bundle_facts(folder: Path, meta: dict[str, Any] | None = None) -> Facts:
     """Facts from a bundle's saved outputs, through the same parsers as a live run."""
-    meta = json.loads((folder / "bundle.json").read_text())
-    sections = {name: {**info, "out": (folder / info["file"]).read_text()} for name, info in meta["sections"].items()}
+    meta = _meta(folder) if meta is None else meta
+    sections = {name: {**info, "out": _text(folder, info.get("file"))}
+                for name, info in (meta.get("sections") or {}).items()}
     for relative, info in (meta.get("commands") or {}).items():
         # The stack python's pip list: it names the NCCL wheel torch loads when the probe's own look is absent.
         if info.get("cmd") == "pip list" and info.get("rc") == 0 and (folder / relative).exists():
-            sections.setdefault("pip_list", {**info, "out": (folder / relative).read_text()})
-    files = {path: (folder / rel).read_text() for path, rel in meta["files"].items()}
+            sections.setdefault("pip_list", {**info, "out": _text(folder, relative)})
+    files = {path: _text(folder, rel) for path, rel in (meta.get("files") or {}).items()}
     doc = {"probe": 1, "sections": sections, "files": files, "errors": meta.get("probe_errors") or []}
     if meta.get("fatal"):
         doc["fatal"] = meta["fatal"]
@@ -158,11 +222,15 @@ def analyze_bundle(path: Path, *, expect_devices: int | None = None,
     gives. A ``stack`` that does not load raises ConfigError (bad input); the bundle's own stack that does not
     load here gives a ``versions`` error record.
     """
-    folder = open_bundle(path)
-    meta = json.loads((folder / "bundle.json").read_text())
+    chosen = load_stack(stack) if stack is not None else None  # a bad --stack: exit 3 before the bundle is read
+    with opened_bundle(path) as folder:
+        return _analyze(folder, chosen, expect_devices)
+
+
+def _analyze(folder: Path, chosen: Any, expect_devices: int | None) -> tuple[Facts, list[Record], Any]:
+    meta = _meta(folder)
     host = meta["host"]
-    chosen = load_stack(stack) if stack is not None else None
-    facts = bundle_facts(folder)
+    facts = bundle_facts(folder, meta)
     records: list[Record] = [Record(host, "facts", "pass", facts.summary(), evidence={"facts": facts.to_dict()})]
     if chosen is None and meta.get("stack"):
         try:
@@ -185,7 +253,7 @@ def analyze_bundle(path: Path, *, expect_devices: int | None = None,
     logs = [folder / "commands" / command_file_name("dmesg"), *sorted(folder.rglob("*.log"))]
     lines: list[str] = []
     for log in logs:
-        if log.exists():
+        if log.is_file():
             lines.extend(log.read_text(errors="replace").splitlines())
     diagnosis = diagnose_lines(lines, source=f"{host} bundle")
     return facts, records, diagnosis

@@ -71,11 +71,20 @@ def entry() -> None:
     os._exit(code or 0)
 
 
+def _first_task(args: Sequence[str]) -> str | None:
+    """The task a command line runs: its first bare word that names one. ``facts --limit diagnose`` runs facts
+    (the word "diagnose" there is a pattern, and spreading it into --log flags made facts refuse its own line)."""
+    from .tasks import TASK_MODULES
+
+    names = {name for names in TASK_MODULES.values() for name in names}
+    return next((word for word in args[1:] if not word.startswith("-") and word.split(".", 1)[0] in names), None)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from .tasks import build_collection, modules_for
 
     args = list(sys.argv if argv is None else argv)
-    if "diagnose" in args:  # the diagnose task module (and rich with it) is imported only when it is named
+    if _first_task(args) == "diagnose":  # the diagnose task module (and rich with it) is imported only when named
         from .tasks.diagnose import spread_positional_logs
 
         # invoke has no variadic positionals (pyinvoke/invoke#378): `accelstack diagnose a.log b.log` is rewritten

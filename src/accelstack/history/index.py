@@ -126,7 +126,10 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     match = _RELATIVE.match(text)
     if match:
         seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        return (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds)
+        try:
+            return (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds)
+        except OverflowError:  # an age older than the calendar (99999999999d): everything there is
+            return datetime.min.replace(tzinfo=timezone.utc)
     moment = parse_timestamp(text)
     if moment is None:
         raise ConfigError(f"cannot read the time {text!r}",

@@ -48,6 +48,7 @@ The inventory applies 2 to 6 into ``Host.vars``; the other layers use :func:`mer
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import replace
@@ -81,7 +82,7 @@ def load_inventory(name_or_path: str | None = None, *, search_dir: Path | None =
     draft = _parse(path, display)
     name = path.stem if path.suffix in _SUFFIXES else path.name
     inventory = build_inventory(draft, path, name)
-    if (name_or_path is None or name_or_path.strip() in ("", DEFAULT_INVENTORY)) and name == DEFAULT_INVENTORY:
+    if (name_or_path is None or name_or_path.strip() == DEFAULT_INVENTORY) and name == DEFAULT_INVENTORY:
         _python_that_runs_us(inventory)
     return inventory
 
@@ -97,7 +98,12 @@ def _python_that_runs_us(inventory: Inventory) -> None:
 
 def resolve_inventory_path(name_or_path: str | None, *, search_dir: Path | None = None) -> Path:
     folder = search_dir if search_dir is not None else project_root() / "inventories"
-    name = DEFAULT_INVENTORY if name_or_path is None or not name_or_path.strip() else name_or_path.strip()
+    if name_or_path is not None and not name_or_path.strip():
+        # `--inventory "$INV"` with the variable unset: this machine is not what was meant.
+        raise InventoryError("--inventory '' names no inventory",
+                             hint="leave --inventory out for the embedded default (this machine); "
+                                  + _available_hint(folder))
+    name = DEFAULT_INVENTORY if name_or_path is None else name_or_path.strip()
     as_path = Path(name).expanduser()
     if "/" in name or "\\" in name or name.startswith((".", "~")) or as_path.is_absolute():
         if not as_path.is_file():
@@ -128,6 +134,9 @@ def available_inventories(folder: Path) -> list[str]:
 
 def _available_hint(folder: Path) -> str:
     names = available_inventories(folder)
+    home = os.environ.get("ACCELSTACK_HOME", "").strip()
+    if not names and home and not folder.is_dir():
+        return f"ACCELSTACK_HOME is {home}, which holds no inventories/ folder: point it at a project folder"
     if not names:
         return f"{display_path(folder)} holds no inventory"
     return f"available in {display_path(folder)}: {', '.join(names)}"

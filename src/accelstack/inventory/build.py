@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InventoryError
-from ..yamlfile import MarkedDict, read_text
+from ..yamlfile import MarkedDict, kind_name, read_text
 from .draft import CONNECTION_KEYS, Draft, Layer, normalized
 from .model import Group, Host, Inventory
+from .vartypes import check_vars
 from .yaml_format import load_inventory_yaml
 
 CONNECTION_FIELDS = frozenset(CONNECTION_KEYS.values())
@@ -87,6 +88,7 @@ def build_inventory(draft: Draft, path: Path, name: str) -> Inventory:
     group_inline = {name: normalized(group.inline) for name, group in draft.groups.items()}
 
     hosts: dict[str, Host] = {}
+    checked: dict[tuple[Any, ...], Any] = {}  # a var's value at one place, checked once for every host that has it
     for host_name, draft_host in draft.hosts.items():
         ordered = sorted(host_groups[host_name], key=lambda g: (depth[g], g))
         layers = (
@@ -97,7 +99,7 @@ def build_inventory(draft: Draft, path: Path, name: str) -> Inventory:
             + [draft_host.inline]
             + host_files.layers(host_name)
         )
-        hosts[host_name] = _make_host(host_name, layers, tuple(ordered), draft_host.source, base)
+        hosts[host_name] = _make_host(host_name, layers, tuple(ordered), draft_host.source, base, checked)
 
     groups = {
         "all": Group("all", hosts=list(draft.hosts),
@@ -129,30 +131,37 @@ def _resolve_host_refs(draft: Draft) -> None:
 
 
 def _group_depths(draft: Draft) -> dict[str, int]:
-    """Depth below ``all`` (top-level groups are 1); a cycle among children is an error."""
+    """Depth below ``all`` (top-level groups are 1); a cycle among children is an error.
+
+    Walked with a stack of its own, not by recursion: a chain of 3000 nested groups is a legal inventory (if an odd
+    one), and recursion stopped it with a RecursionError."""
     parents: dict[str, list[tuple[str, str]]] = {name: [] for name in draft.groups}
     for group in draft.groups.values():
         for child, where in group.children.items():
             parents[child].append((group.name, where))
     depth: dict[str, int] = {}
-    visiting: list[str] = []
-
-    def visit(name: str) -> int:
-        if name in depth:
-            return depth[name]
-        visiting.append(name)
-        best = 0
-        for parent, where in parents[name]:
-            if parent in visiting:
-                cycle = " -> ".join(visiting[visiting.index(parent):] + [parent])
-                raise InventoryError(f"groups form a cycle through children: {cycle}", where=where)
-            best = max(best, visit(parent))
-        visiting.pop()
-        depth[name] = best + 1
-        return depth[name]
-
-    for name in draft.groups:
-        visit(name)
+    for start in draft.groups:
+        if start in depth:
+            continue
+        path: list[str] = [start]  # the groups being visited, each a child of the one before
+        on_path = {start}
+        todo: list[list[tuple[str, str]]] = [list(parents[start])]
+        while path:
+            if todo[-1]:
+                parent, where = todo[-1].pop()
+                if parent in depth:
+                    continue
+                if parent in on_path:
+                    cycle = " -> ".join(path[path.index(parent):] + [parent])
+                    raise InventoryError(f"groups form a cycle through children: {cycle}", where=where)
+                path.append(parent)
+                on_path.add(parent)
+                todo.append(list(parents[parent]))
+                continue
+            name = path.pop()
+            on_path.discard(name)
+            todo.pop()
+            depth[name] = 1 + max((depth[parent] for parent, _ in parents[name]), default=0)
     return depth
 
 
@@ -180,6 +189,10 @@ class _VarsFiles:
             return
         entries = sorted(folder.iterdir())
         for entry in entries:
+            if entry.suffix in (".yml", ".yaml") and entry.is_symlink() and not entry.exists():
+                # A vars file that links to nothing would silently drop its vars from every host.
+                raise InventoryError(f"{entry.name} is a link to {os.readlink(entry)}, which does not exist",
+                                     where=display_path(entry))
             if entry.is_file() and entry.suffix in (".yml", ".yaml"):
                 self.index.setdefault(entry.stem, []).append(entry)
         for entry in entries:
@@ -198,7 +211,7 @@ class _VarsFiles:
         layer = Layer(where=f"{display}:1")
         if data is not None:
             if not isinstance(data, MarkedDict):
-                raise InventoryError(f"a vars file holds a mapping of names to values, not a {type(data).__name__}",
+                raise InventoryError(f"a vars file holds a mapping of names to values, not {kind_name(data)}",
                                      where=f"{display}:1")
             for key, value in data.items():
                 if not isinstance(key, str):
@@ -210,7 +223,8 @@ class _VarsFiles:
         return self.cache[path]
 
 
-def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: str, base: Path) -> Host:
+def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: str, base: Path,
+               checked: dict[tuple[Any, ...], Any] | None = None) -> Host:
     merged = merge_layers(*(layer.vars for layer in layers))
     lines: dict[str, str] = {}
     for layer in layers:
@@ -234,11 +248,9 @@ def _make_host(name: str, layers: list[Layer], groups: tuple[str, ...], source: 
     if not isinstance(accept, bool):
         raise InventoryError(f"host {name}: accept_new_host_keys must be true or false, not {accept!r}",
                              where=where("accept_new_host_keys"))
-    keep = merged.get("node_keep_runs")
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
-        # Rendered into every node's node file, a bad value would make each health check there exit 3.
-        raise InventoryError(f"host {name}: node_keep_runs must be a whole number >= 0 (0 keeps every run), "
-                             f"not {keep!r}", where=where("node_keep_runs"))
+    # Vars read as numbers or known values (expect_devices, ports, timeouts ...): a typo is exit 3 here, not a
+    # host's fail later; a number written as text becomes the number.
+    merged.update(check_vars(merged, where, checked))
     user = settings.get("user")
     if isinstance(user, bool) or not isinstance(user, (str, int, type(None))):
         raise InventoryError(f"host {name}: user {user!r} is not a user name", where=where("user"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InventoryError
+from .ranges import MAX_HOSTS
 
 # Ansible's names for the connection settings, mapped onto ours; the ``ansible_ssh_*`` forms are the pre-2.0
 # spellings that old inventories (DeepOps among them) still carry.
@@ -104,6 +105,10 @@ class Draft:
         inline = normalized(inline)
         existing = self.hosts.get(name)
         if existing is None:
+            if len(self.hosts) >= MAX_HOSTS:
+                raise InventoryError(f"host {name} would be host {MAX_HOSTS + 1:,}; an inventory holds at most "
+                                     f"{MAX_HOSTS:,}",
+                                     where=where, hint="split the fleet into several inventories")
             host = DraftHost(name=name, source=where, inline=inline)
             self.hosts[name] = host
             return host

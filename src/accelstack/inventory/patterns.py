@@ -49,12 +49,20 @@ def select_names(limit: str | None, hosts: Sequence[str], groups: Mapping[str, S
 
     ``groups`` maps every group name to all of its hosts (children included).
     """
-    if limit is None or not limit.strip():
+    if limit is None:
         return list(hosts)
     terms = split_terms(limit)
+    if not terms:
+        # `--limit "$HOSTS"` with the variable unset must not provision the whole fleet.
+        raise InventoryError(f"{limit!r} names no host or group", where="--limit",
+                             hint="leave --limit out to select every host, or name them: --limit all")
+    for term in terms:
+        if term in ("!", "&"):
+            raise InventoryError(f"term {term!r} (in {limit!r}) names nothing after {term}", where="--limit",
+                                 hint="write !HOST or &GROUP, without a space")
     plain = [term for term in terms if term[0] not in "!&"]
-    intersect = [term[1:] for term in terms if term[0] == "&"]
-    exclude = [term[1:] for term in terms if term[0] == "!"]
+    intersect = [term[1:].strip() for term in terms if term[0] == "&"]  # "! npu03" means "!npu03"
+    exclude = [term[1:].strip() for term in terms if term[0] == "!"]
     host_set = set(hosts)
     selected: set[str] = set()
     for term in plain or ["all"]:

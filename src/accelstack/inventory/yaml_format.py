@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InventoryError
-from ..yamlfile import MarkedDict, MarkedList, load_marked
+from ..yamlfile import MarkedDict, MarkedList, kind_name, load_marked
 from .draft import Draft, Layer
 from .ranges import RangeError, expand_range, has_range, split_port_suffix
 
@@ -59,7 +59,7 @@ def parse_yaml_data(data: Any, display: str) -> Draft:
         raise InventoryError("the inventory is empty", where=f"{display}:1")
     if not isinstance(data, MarkedDict):
         line = data.line if isinstance(data, MarkedList) else 1
-        raise InventoryError(f"an inventory is a mapping at the top level, not a {type(data).__name__}",
+        raise InventoryError(f"an inventory is a mapping at the top level, not {kind_name(data)}",
                              where=f"{display}:{line}")
     draft = Draft(display=display)
     draft.all_vars.where = f"{display}:1"
@@ -214,7 +214,7 @@ def _layer(value: Any, display: str, where: str, *, what: str = "vars") -> Layer
     if value is None:
         return Layer(where=where)
     if not isinstance(value, MarkedDict):
-        raise InventoryError(f"{what} must be a mapping of names to values, not a {type(value).__name__}",
+        raise InventoryError(f"{what} must be a mapping of names to values, not {kind_name(value)}",
                              where=where)
     layer = Layer(where=where)
     for key, item in value.items():

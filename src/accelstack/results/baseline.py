@@ -285,6 +285,10 @@ def load_baseline(path: Path) -> Baseline | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else f"not UTF-8 text ({err.reason})"
+        raise ConfigError(f"baseline cannot be read: {reason or err}", where=str(path),
+                          hint="name a baseline file, or recreate it with `inv baseline`") from None
     try:
         data = json.loads(text)
     except ValueError as err:
@@ -293,7 +297,11 @@ def load_baseline(path: Path) -> Baseline | None:
     if not isinstance(data, dict) or data.get("format") not in READABLE_FORMATS:
         raise ConfigError(f"baseline is not in format {BASELINE_FORMAT}", where=str(path),
                           hint="recreate it with `inv baseline`")
-    return Baseline.from_dict(data)
+    try:
+        return Baseline.from_dict(data)
+    except (AttributeError, TypeError, ValueError):  # a hand-edited or damaged file: its shape is wrong
+        raise ConfigError("baseline is damaged: its hosts and figures are not laid out as `inv baseline` writes "
+                          "them", where=str(path), hint="recreate it with `inv baseline`") from None
 
 
 @dataclass(frozen=True)

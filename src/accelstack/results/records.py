@@ -152,10 +152,15 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def runs_dir(base: Path | None = None) -> Path:
-    """Where runs are kept: ``$ACCELSTACK_RUNS`` or ``./runs``."""
+    """Where runs are kept: ``$ACCELSTACK_RUNS`` or ``./runs``.
+
+    Set but empty (``ACCELSTACK_RUNS= inv facts``, or ``ACCELSTACK_RUNS=$UNSET_VAR`` in a cron line) means unset,
+    as the XDG base directory variables do: ``Path("")`` is the current folder, where run folders would land
+    among whatever is there. Refusing it (exit 3) would break the common way a shell unsets a variable for one
+    command."""
     if base is not None:
         return base
-    return Path(os.environ.get("ACCELSTACK_RUNS", "runs"))
+    return Path(os.environ.get("ACCELSTACK_RUNS", "").strip() or "runs")
 
 
 class RecordSink(Protocol):
@@ -270,16 +275,17 @@ class RunWriter:
 
 
 def read_run(path: Path) -> list[Record]:
-    """Every complete record of a run folder; a torn last line (a crash mid-write) is ignored."""
+    """Every complete record of a run folder; a torn last line (a crash mid-write), a line that is not a record
+    and bytes that are not text (a damaged disk block) are passed over, so one bad run never hides the others."""
     records = []
     results = path / "results.jsonl" if path.is_dir() else path
-    with results.open(encoding="utf-8") as handle:
+    with results.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             line = line.strip()
             if not line:
                 continue
             try:
                 records.append(Record.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, ValueError):
+            except (KeyError, ValueError, TypeError, AttributeError):  # JSONDecodeError is a ValueError
                 continue
     return records

@@ -50,7 +50,7 @@ def _inventory(name: str | None, partition: str | None, nodes: str | None,
     selected = select_nodes(partition, nodes)
     if not name:
         return None, []
-    inv, hosts = inventory_hosts(name, None, overrides)
+    inv, hosts = inventory_hosts(name, None, overrides, connecting=False)  # no SSH: keys are not read
     inventory_contexts(inv, hosts, [n.name for n in selected], overrides)
     return inv, hosts
 

@@ -28,21 +28,21 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import invoke
-from invoke.exceptions import Exit
+from invoke.exceptions import Exit, ParseError
 from invoke.parser import Argument, ParserContext
 from invoke.parser.parser import ParseMachine
+from invoke.program import Program
 from invoke.tasks import Task
 
 from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
+from ..values import SECONDS, Number
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -50,47 +50,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class Number:
-    """A numeric flag: its type, its range (inclusive unless ``above``), and the placeholder --help shows."""
-
-    kind: type
-    minimum: float | None = None
-    maximum: float | None = None
-    above: bool = False  # minimum excluded: a timeout of 0 s means nothing
-    placeholder: str = "INT"
-
-    def parse(self, raw: Any, what: str) -> int | float:
-        text = str(raw).strip()
-        try:
-            if isinstance(raw, bool):
-                raise ValueError
-            if self.kind is int:
-                value: int | float = raw if isinstance(raw, int) else int(text, 10)
-            else:
-                value = float(raw) if isinstance(raw, (int, float)) else float(text)
-                if not math.isfinite(value):
-                    raise ValueError
-        except ValueError:
-            noun = "a whole number" if self.kind is int else "a number"
-            raise ConfigError(f"{what}: {text!r} is not {noun}{self._range_text()}") from None
-        low_bad = self.minimum is not None and (value <= self.minimum if self.above else value < self.minimum)
-        high_bad = self.maximum is not None and value > self.maximum
-        if low_bad or high_bad:
-            raise ConfigError(f"{what}: {text} is out of range{self._range_text()}")
-        return value
-
-    def _range_text(self) -> str:
-        parts = []
-        if self.minimum is not None:
-            parts.append(f"{'>' if self.above else '>='} {self.minimum:g}")
-        if self.maximum is not None:
-            parts.append(f"<= {self.maximum:g}")
-        noun = "a whole number" if self.kind is int else "a number"
-        return f" (expected {noun}{' ' + ' and '.join(parts) if parts else ''})"
-
-
-SECONDS = Number(float, 0, above=True, placeholder="SECONDS")
 
 # Every numeric flag of every task, by parameter name: one declaration, one parser, one range.
 NUMBERS: dict[str, Number] = {
@@ -103,6 +62,7 @@ NUMBERS: dict[str, Number] = {
     "host_timeout": SECONDS,
     "deadline": SECONDS,
     "busbw_drop_pct": Number(float, 0, 100, placeholder="PERCENT"),
+    "keep": Number(int, 1),
 }
 
 ENV_PREFIX = "ACCELSTACK_"
@@ -148,7 +108,9 @@ def explicit_setting(c: Any, name: str, value: Any = None) -> Any:
     inventory's ``multinode_deadline_s`` under ``--deadline``) then comes before the built-in default."""
     if value is None and not os.environ.get(ENV_PREFIX + name.upper(), "").strip():
         configured = _configured(c).get(name)
-        if configured is None or float(configured) == float(CONFIG_DEFAULTS[name]):
+        if configured is None:
+            return None
+        if NUMBERS[name].parse(configured, f"configuration accelstack.{name}") == CONFIG_DEFAULTS[name]:
             return None
     return setting(c, name, value)
 
@@ -208,8 +170,11 @@ class AccelstackTask(Task):
         out = []
         for arg in arguments:
             spec = NUMBERS.get(arg.attr_name or arg.name or "")
+            if spec is None and arg.kind in (int, float):
+                spec = Number(arg.kind)  # a number flag nobody declared: still one line, never a traceback
             if spec is not None and arg.kind is not list:
-                arg = NumberArgument(spec, names=arg.names, default=None, help=arg.help,
+                # The signature's default stays (None for the configured settings, which setting() resolves).
+                arg = NumberArgument(spec, names=arg.names, default=arg.default, help=arg.help,
                                      positional=arg.positional, optional=arg.optional, attr_name=arg.attr_name)
             out.append(arg)
         return out
@@ -276,6 +241,44 @@ def _parse_error(self: ParseMachine, msg: str) -> None:
 
 ParseMachine.error = _parse_error  # type: ignore[method-assign]
 
+_invoke_set_value = Argument.set_value
+
+
+def _set_value(self: Argument, value: Any, cast: bool = True) -> None:
+    # invoke's own numeric flags (--command-timeout/-T) are typed by int(): "abc" was a ValueError traceback. (Under
+    # `inv` its core flags are parsed before this module is imported; the console script parses them after.)
+    try:
+        _invoke_set_value(self, value, cast)
+    except (ValueError, TypeError):
+        name = sorted(self.names, key=len)[-1]
+        flag = ("--" if len(name) > 1 else "-") + name
+        raise Exit(f"accelstack: {flag}: {value!r} is not {Number(int).noun if self.kind is int else 'valid'}",
+                   code=EXIT_BAD_INPUT) from None
+
+
+Argument.set_value = _set_value  # type: ignore[method-assign]
+
+_invoke_parse_cleanup = Program.parse_cleanup
+
+
+def _parse_cleanup(self: Program) -> None:
+    # `--help nope` (a ParseError) and `--list nope` (an Exit with code 1) name something that is not there: bad
+    # input, exit 3, not the code that means a host failed a check.
+    try:
+        _invoke_parse_cleanup(self)
+    except ParseError as err:
+        raise Exit(f"accelstack: {err}", code=EXIT_BAD_INPUT) from None
+    except Exit as err:
+        if err.code == 1 and err.message:
+            raise Exit(f"accelstack: {err.message}", code=EXIT_BAD_INPUT) from None
+        raise
+
+
+Program.parse_cleanup = _parse_cleanup  # type: ignore[method-assign]
+
+# invoke's configuration files and INVOKE_ACCELSTACK_* variables are input like a flag: one line and exit 3.
+from . import invoke_config  # noqa: E402,F401  (wraps invoke's Config when imported)
+
 
 def default_text(name: str) -> str:
     return f"(default {CONFIG_DEFAULTS[name]:g}; accelstack.{name} in invoke.yaml, or {ENV_PREFIX}{name.upper()})"
@@ -293,30 +296,51 @@ HELP_COMMON = {
 
 
 def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
-    """``--set NAME=VALUE`` pairs as vars (values read as YAML scalars: 8 is an int, true a bool)."""
-    import yaml
+    """``--set NAME=VALUE`` pairs as vars (values read as YAML: 8 is an int, true a bool, [1, 2] a list), each
+    checked as the inventory's own vars are (``--set expect_devices=abc`` is exit 3, naming the flag)."""
+    from ..inventory.vartypes import check_var
+    from ..yamlfile import load_marked
 
     out: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        name = key.strip()
+        if not sep or not name:
             raise ConfigError(f"--set {pair!r}: expected NAME=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(value) if value else ""
-        except yaml.YAMLError:
-            out[key.strip()] = value
+            parsed = load_marked(value, f"--set {name}") if value.strip() else ""
+        except ConfigError:
+            parsed = value  # not YAML (a stray quote): the text as typed
+        out[name] = check_var(name, parsed, None, what=f"--set {name}")
     return out
 
 
-def inventory_hosts(inventory: str | None, limit: str | None,
-                    overrides: Mapping[str, Any] | None = None) -> tuple[Inventory, list[Host]]:
+def only_checks(only: str | None) -> set[str] | None:
+    """``--only a,b`` as a set of names; None when the flag is absent. ``--only ''`` (an unset variable in a
+    script) names nothing, so it is refused rather than read as "every check of the tier"."""
+    if only is None:
+        return None
+    wanted = {item.strip() for item in only.split(",") if item.strip()}
+    if not wanted:
+        raise ConfigError(f"--only {only!r} names no check", hint="leave --only out to run the whole tier")
+    return wanted
+
+
+def inventory_hosts(inventory: str | None, limit: str | None, overrides: Mapping[str, Any] | None = None, *,
+                    connecting: bool = True) -> tuple[Inventory, list[Host]]:
     """The inventory a task names, loaded once, and the hosts ``--limit`` selects, their stacks checked: what
-    the task hands the package. A bad file, pattern or stack is exit 3, before any host is touched."""
+    the task hands the package. A bad file, pattern or stack is exit 3, before any host is touched; so is a
+    ``key:`` or ``known_hosts:`` file that cannot be read, for the hosts a task connects to over SSH
+    (``connecting``: not the Slurm engine, which only reads the inventory's vars)."""
     from ..inventory import load_inventory
 
     inv = load_inventory(inventory)
     hosts = inv.select(limit)
     check_stacks(hosts, overrides)
+    if connecting:
+        from ..transport.connection import check_connection_files
+
+        check_connection_files(hosts)
     return inv, hosts
 
 
@@ -364,7 +388,8 @@ def check_runs_folder() -> Path:
     """The runs folder (``ACCELSTACK_RUNS``) is a folder we can write, before any host is touched."""
     from ..results.records import runs_dir
 
-    return writable_dir(runs_dir(), "ACCELSTACK_RUNS" if os.environ.get("ACCELSTACK_RUNS") else "runs folder")
+    return writable_dir(runs_dir(), "ACCELSTACK_RUNS" if os.environ.get("ACCELSTACK_RUNS", "").strip()
+                        else "runs folder")
 
 
 def quiet_paramiko() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..validate import checks, registry
-from .common import boundary, task
+from .common import boundary, only_checks, task
 
 # The help comes from the check declarations (validate/checks/): the host-scope ones are the node's.
 DECLARED = registry.load_registry()
@@ -43,7 +43,7 @@ def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool 
     from ..validate.registry import select
 
     check_tier(tier)
-    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    wanted = only_checks(only)
     select(DECLARED, tier, wanted)  # a bad --only is exit 3 before anything runs
     node_file = load_node_file(Path(config) if config else None)
     name = node or slurm_node_name()

@@ -38,6 +38,7 @@ from .common import (
     check_runs_folder,
     default_text,
     extra_vars,
+    only_checks,
     setting,
     task,
     writable_dir,
@@ -70,6 +71,7 @@ def report(c: Any, run: str | None = None, format: str = "rich", output: str | N
     if format not in FORMATS:
         raise ConfigError(f"unknown report format {format!r}", hint=f"one of {', '.join(FORMATS)}")
     drop_pct = setting(c, "busbw_drop_pct", busbw_drop_pct)
+    check_runs_folder()  # ACCELSTACK_RUNS naming a file: exit 3, not a traceback from the history index
     if output:
         writable_file(Path(output), "--output")
     data = load_report(run, busbw_drop_pct=drop_pct)
@@ -97,7 +99,10 @@ def baseline(c: Any, from_: str | None = None, keep: int = DEFAULT_KEEP, show: b
     the figure's noise band (2.5 times the spread of its held runs, on a log scale), and a re-run confirms it.
     Prints what it holds, with the noise of each figure and the drop that would count.
     """
+    check_runs_folder()
     path = Path(output) if output else baseline_path()
+    if not show:
+        writable_file(path, "--output" if output else "baseline")  # a folder there: exit 3 before any work
     if show:
         held = load_baseline(path)
         if held is None:
@@ -154,6 +159,11 @@ def history(c: Any, host: str | None = None, check: str | None = None, since: st
             until: str | None = None, status: str | None = None, last: int | None = None, json: bool = False,
             drains: bool = False) -> int:
     """Records across runs from the history index (rebuilt from the run folders when stale), oldest first."""
+    from ..results.records import STATUSES
+
+    if status is not None and status not in STATUSES:  # a typo would match nothing and look like a clean fleet
+        raise ConfigError(f"--status {status!r} is not one of {', '.join(STATUSES)}")
+    check_runs_folder()
     if drains:
         return _drain_history(host, parse_since(since) if since else None, json)
     with History() as index:
@@ -215,6 +225,7 @@ def _preflight(names: list[str], limit: str | None,
     ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
     selects nothing there; it is an error only when it matches no host in any of them."""
     from ..inventory import load_inventory
+    from ..transport.connection import check_connection_files
     from ..transport.context import resolve_contexts
 
     loaded: dict[str, tuple[Inventory, list[Host]]] = {}
@@ -229,6 +240,7 @@ def _preflight(names: list[str], limit: str | None,
             unmatched, loaded[name] = unmatched or err, (inv, [])
             continue
         resolve_contexts(selected, overrides=overrides or None)
+        check_connection_files(selected)  # a key: or known_hosts: that cannot be read: exit 3 before any host
         loaded[name] = (inv, selected)
     if unmatched is not None and not any(hosts for _inv, hosts in loaded.values()):
         raise unmatched
@@ -254,7 +266,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     from ..validate import load_registry, select, validate_inventory
     from ..validate.registry import all_checks
 
-    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    wanted = only_checks(only)
     registry = load_registry()
     select(registry, tier, wanted)  # a bad --tier or --only is exit 3 before any host is touched
     check_max_drain(max_drain)

@@ -17,6 +17,7 @@ from .common import (
     explicit_setting,
     extra_vars,
     inventory_hosts,
+    only_checks,
     setting,
     task,
 )
@@ -54,7 +55,7 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     # None unless asked: the inventory's multinode_deadline_s, then the built-in default, apply on the hosts.
     deadline_s = explicit_setting(c, "deadline", deadline)
     overrides = extra_vars(set or [])
-    wanted = {item.strip() for item in only.split(",") if item.strip()} if only else None
+    wanted = only_checks(only)
     select(DECLARED, tier, wanted)  # a bad --tier/--only is exit 3 before anything else
     from ._slurm import check_engine_flags
 

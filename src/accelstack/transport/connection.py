@@ -6,7 +6,11 @@ session without one (a dead host then hangs for paramiko's 3600 s channel timeou
 is throttled and retried by :mod:`accelstack.transport.fanout`; this module only knows how to connect once.
 
 Host keys are checked against a known_hosts file, loaded once per process and shared by every connection.
-Accepting unknown keys is an explicit option and records them in that file.
+Accepting unknown keys is an explicit option and records them in that file. The files a connection reads on this
+machine (the ``key:`` and ``known_hosts:`` an inventory names) are checked before any host is touched
+(:func:`check_connection_files`): a missing, unreadable or folder path is the inventory's mistake, the same on
+every host and every run, so it is exit 3 naming the file and the inventory line, not a per-host "check the host
+is up". A key that exists but the host refuses can only be known by connecting: that host's error names the key.
 
 Nothing a run starts may outlive it. Every command runs in a session of its own (sshd gives each exec channel
 one; locally we ask for one), and :meth:`cancel` kills that session and every descendant of it (torchrun's ranks
@@ -43,7 +47,7 @@ import paramiko
 from fabric import Config as FabricConfig
 from fabric import Connection
 
-from ..errors import CommandFailed, CommandTimeout, HostError, HostUnreachable
+from ..errors import CommandFailed, CommandTimeout, HostError, HostUnreachable, InventoryError
 from ..inventory import Host
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -346,7 +350,10 @@ class KnownHosts:
 
     @classmethod
     def for_host(cls, host: Host) -> KnownHosts:
-        path = Path(host.known_hosts).expanduser() if host.known_hosts else Path("~/.ssh/known_hosts").expanduser()
+        path = known_hosts_path(host)
+        problem = _file_problem(path, "known_hosts", missing_ok=True)
+        if problem:
+            raise HostUnreachable(problem, host=host.name, hint=f"fix known_hosts at {host.where_of('known_hosts')}")
         key = (str(path), host.accept_new_host_keys)
         with cls._cache_lock:
             if key not in cls._cache:
@@ -382,14 +389,66 @@ class KnownHosts:
                     f"host key for {hostname} is not in {self.path}", host=host.name,
                     hint="add it (ssh-keyscan) or set accept_new_host_keys: true for this host in the inventory")
             line = f"{hostname} {kind} {blob}"
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a+b") as handle:
+                    # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
+                    end = handle.seek(0, os.SEEK_END)
+                    handle.seek(max(0, end - 1))
+                    start = b"\n" if end and handle.read(1) != b"\n" else b""
+                    handle.write(start + (line + "\n").encode("utf-8"))
+            except OSError as err:
+                raise HostUnreachable(f"cannot record the host key of {hostname} in {self.path}: "
+                                      f"{err.strerror or err}", host=host.name,
+                                      hint=f"fix known_hosts at {host.where_of('known_hosts')}") from None
             self._add_line(line)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a+b") as handle:
-                # A file whose last line has no newline (edited by hand): the new entry starts a line of its own.
-                end = handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, end - 1))
-                start = b"\n" if end and handle.read(1) != b"\n" else b""
-                handle.write(start + (line + "\n").encode("utf-8"))
+
+
+def known_hosts_path(host: Host) -> Path:
+    return Path(host.known_hosts).expanduser() if host.known_hosts else Path("~/.ssh/known_hosts").expanduser()
+
+
+def _file_problem(path: Path, what: str, *, missing_ok: bool = False) -> str | None:
+    """Why ``path`` cannot be read as the ``what`` file, or None when it can (or is absent and may be, and could
+    be made: the nearest folder above it that exists is a folder)."""
+    if not path.exists():
+        if not missing_ok:
+            return f"{what} file {path} does not exist"
+        above = next((parent for parent in path.parents if parent.exists()), None)
+        if above is not None and not above.is_dir():
+            return f"{what} file {path} cannot be made: {above} is a file, not a folder"
+        return None
+    if path.is_dir():
+        return f"{what} {path} is a folder, not a file"
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as err:
+        return f"{what} file {path} cannot be read: {err.strerror or err}"
+    return None
+
+
+def check_connection_files(hosts: Any) -> None:
+    """Every SSH host's ``key:`` file is there and readable and its ``known_hosts`` is not a folder: an
+    InventoryError (exit 3) at the inventory line that names the file, before any host is touched. Each file is
+    looked at once, however many hosts share it."""
+    seen: set[tuple[str, str]] = set()
+    for host in hosts:
+        if host.is_local:
+            continue
+        checks = [("known_hosts", known_hosts_path(host), True)]
+        if host.key_file:
+            checks.append(("key", Path(host.key_file), False))
+        for what, path, missing_ok in checks:
+            if (what, str(path)) in seen:
+                continue
+            seen.add((what, str(path)))
+            problem = _file_problem(path, what, missing_ok=missing_ok)
+            if problem:
+                hint = ("set key: to the private key (a relative path is relative to the inventory's folder)"
+                        if what == "key" else "set known_hosts: to a file (it is made when accept_new_host_keys "
+                                              "is true), or leave it out for ~/.ssh/known_hosts")
+                raise InventoryError(f"host {host.name}: {problem}", where=host.where_of(what), hint=hint)
 
 
 _private_keys: dict[str, paramiko.PKey | None] = {}
@@ -543,10 +602,30 @@ class SSHTransport:
 
     def open(self) -> None:
         """Connect and authenticate; raises paramiko/socket errors so the caller can retry."""
+        problem = _file_problem(Path(self.host.key_file), "key") if self.host.key_file else None
+        if problem:  # found up front by check_connection_files; here for a caller that did not ask
+            raise HostUnreachable(problem, host=self.host.name, hint=f"fix key: at {self.host.where_of('key')}")
         try:
             self.connection.open()
+        except paramiko.AuthenticationException as exc:
+            if not self.host.key_file:
+                raise
+            # The key is named: which file was refused (or could not be used) is what a person needs to know.
+            raise HostUnreachable(f"authentication with key {self.host.key_file} failed: {exc}",
+                                  host=self.host.name, command=f"ssh {self.host.user or 'root'}@{self.host.address}",
+                                  hint=f"check that its public key is in {self.host.user or 'root'}'s "
+                                       f"authorized_keys on {self.host.address} (ssh-copy-id -i "
+                                       f"{self.host.key_file}), and that key: at {self.host.where_of('key')} "
+                                       "names the right file") from None
         except paramiko.SSHException as exc:
-            if "banner" not in str(exc).lower() and "protocol version" not in str(exc).lower():
+            text = str(exc).lower()
+            if self.host.key_file and "key" in text and "banner" not in text:
+                # paramiko could not use the key file itself ("not a valid OPENSSH private key file").
+                raise HostUnreachable(f"key {self.host.key_file} cannot be used: {exc}", host=self.host.name,
+                                      hint=f"key: at {self.host.where_of('key')} must name an OpenSSH private "
+                                           "key without a passphrase (ssh-keygen -y -f KEY shows whether it is one)"
+                                      ) from None
+            if "banner" not in text and "protocol version" not in text:
                 raise
             # One line a person can act on; "banner" stays in it so the pool still retries a MaxStartups drop.
             raise paramiko.SSHException(

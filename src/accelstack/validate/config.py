@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
+from ..inventory.vartypes import check_vars
 from ..stacks import load_matrix
 from ..stacks.versions import parse_version
 from ..transport.context import HostContext
@@ -75,18 +75,17 @@ def inventory_of(source: str | None) -> str | None:
     return path if sep and line.isdigit() else source
 
 
-def _xid_window(ctx: HostContext) -> float | None:
-    """The inventory's ``health_xid_window_s``: only Xids this recent fail ``health.xid`` (device_health.py)."""
-    value = ctx.vars.get("health_xid_window_s")
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return value
-    raise ConfigError(f"health_xid_window_s must be a number of seconds, not {value!r}",
-                      where=ctx.host.source or ctx.host.name)
+def checked_vars(ctx: HostContext) -> dict[str, Any]:
+    """The context's vars, checked by the inventory's table of var types (inventory/vartypes.py). An inventory's
+    own vars and ``--set`` were checked when read; this catches the ones that come from elsewhere: a node file,
+    ``ACCELSTACK_NODE_VARS`` under ``--engine slurm``. A bad value is a ConfigError (exit 3), never a verdict."""
+    changed = check_vars(ctx.vars, lambda name: ctx.host.where_of(name) or ctx.host.name)
+    return {**ctx.vars, **changed} if changed else ctx.vars
 
 
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     stack = ctx.stack
-    v = ctx.vars
+    v = checked_vars(ctx)
     vendor = stack.vendor
     env = dict(v.get("env") or {})
     socket_ifnames = {}
@@ -138,7 +137,7 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     for key in ("sizes", "iters", "warmup", "size_budget_s", "nproc"):
         if v.get(f"cluster_{key}") is not None:
             config[f"cluster_{key}"] = v[f"cluster_{key}"]
-    window = _xid_window(ctx)
+    window = v.get("health_xid_window_s")
     if window is not None and "device_health" in config:  # one of the health script's limits
         config["device_health"] = {**config["device_health"], "xid_window_s": window}
     return config
