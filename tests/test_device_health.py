@@ -262,12 +262,12 @@ def test_npu_ecc_and_health_judgements() -> None:
         health.judge_npu_aicore(chips, [], LIMITS)["summary"]
 
 
-def test_registered_quick_with_the_system_python_and_3_6_grammar() -> None:
+def test_registered_health_with_the_system_python_and_3_6_grammar() -> None:
     import ast
 
     by_check = {c: v for v in load_registry(VALIDATORS) for c in v.checks}
-    assert by_check["health"].tier == "quick" and by_check["health"].python == "system"
-    assert "health" in {c for v in select(load_registry(VALIDATORS), "quick") for c in v.checks}
+    assert by_check["health"].tier == "health" and by_check["health"].python == "system"
+    assert "health" in {c for v in select(load_registry(VALIDATORS), "health") for c in v.checks}
     for path in (VALIDATORS / "device_health.py", HOSTSIDE / "nvidia_smi.py", HOSTSIDE / "npu_smi.py"):
         ast.parse(path.read_text(), feature_version=(3, 6))
 

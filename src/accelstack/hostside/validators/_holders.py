@@ -199,7 +199,8 @@ def held_after(vendor, error_text, wanted=None, own=None, devices=None):
         # Busy or unavailable with nothing listed: the driver itself says another process holds the device.
         found = {"summary": "the driver says the device is busy or unavailable (an exclusive compute mode with a "
                             "holder this namespace does not list)", "holders": [], "devices": []}
-    found["error"] = _last(text)
+    found["error"] = next((line.strip() for line in text.splitlines() if BUSY.search(line) or OOM.search(line)),
+                          _last(text))[:300]
     return found
 
 
