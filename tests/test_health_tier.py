@@ -178,8 +178,8 @@ def test_a_check_that_hangs_in_the_batch_is_an_error_and_the_rest_still_run(tmp_
     checks = [Check((name,), "health", help=name, script=f"{name}.py", timeout=timeout, path=folder / f"{name}.py")
               for name, timeout in (("fast", 30), ("hangs", 2), ("after", 30))]
     host = Host(name="n1", address="localhost", connection="local")
-    from accelstack.transport.context import HostContext
     from accelstack.stacks import load_stack
+    from accelstack.transport.context import HostContext
 
     ctx = HostContext(host, load_stack("cpu"), {"stack_python": sys.executable})
     transport = LocalTransport(host)
