@@ -417,17 +417,20 @@ def held_result(config, found, evidence=None):
 def single_node(config):
     mode = config.get("mode", "sweep")
     vendor = config.get("vendor", "cpu")
+    devices = None
+    if vendor in ("nvidia", "ascend"):
+        # Before torch is imported and a rank opens a device: is one of those the ranks would take someone else's
+        # now (a job beside this check)? As many ranks as devices the tool lists, unless nproc says fewer.
+        devices, _tool_error = read_devices(vendor)
+        ranks = len(devices or []) or int(config.get("nproc") or 1)
+        found = held(vendor, visible_indices(vendor, min(int(config.get("nproc") or ranks), ranks)),
+                     devices=devices)
+        if found:
+            return held_result(config, found)
     kind, count = device_kind(vendor)
     world = int(config.get("nproc") or count or 2)
     if kind != "cpu" and count:
         world = min(world, count)
-    devices = None
-    if vendor in ("nvidia", "ascend"):
-        # Before a rank opens a device: is it someone else's now (a job beside this check)?
-        devices, _tool_error = read_devices(vendor)
-        found = held(vendor, visible_indices(vendor, world), devices=devices)
-        if found:
-            return held_result(config, found)
     init_method = "tcp://127.0.0.1:%d" % free_port()
     started = time.monotonic()
     ranks, spawn_error = run_ranks(world, config, init_method)

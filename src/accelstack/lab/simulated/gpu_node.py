@@ -61,10 +61,6 @@ class SimulatedGpuNode:
 
 def make_gpu_node(folder: Path, *, count: int = 8, name: str = "NVIDIA H100 80GB HBM3",
                   stack: str = "nvidia-cuda13.0", node_vars: dict[str, Any] | None = None) -> SimulatedGpuNode:
-    from ...paths import project_root
-    from ...provision.templating import render_template, template_environment
-    from ...stacks import load_stack
-
     folder.mkdir(parents=True, exist_ok=True)
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -81,13 +77,24 @@ def make_gpu_node(folder: Path, *, count: int = 8, name: str = "NVIDIA H100 80GB
     dmesg.chmod(0o755)
     env_file = folder / "accelstack.sh"
     env_file.write_text("".join(f"export {k}={v}\n" for k, v in ENV_EXPORTS.items()))
-    the_stack = load_stack(stack)
     values: dict[str, Any] = {"expect_devices": count, "accelerator": "H100", "nccl_socket_ifname": "lo",
                               "stack_python": sys.executable, **(node_vars or {})}
-    context = {**values, "inventory_hostname": "gpu01", "stack": the_stack, "paths": the_stack.paths,
-               "vendor": the_stack.vendor, "env_file": str(env_file), "node_runs_dir": str(folder / "runs"),
-               "env_exports": dict(the_stack.env)}
-    node_file = folder / "node.yml"
-    node_file.write_text(render_template(template_environment([project_root() / "templates"]), "node.yml.j2",
-                                         context))
+    node_file = render_node_file(folder / "node.yml", stack=stack, node="gpu01", values=values, env_file=env_file,
+                                 runs_dir=folder / "runs")
     return SimulatedGpuNode(folder, bin_dir, devices, node_file, env_file)
+
+
+def render_node_file(path: Path, *, stack: str, node: str, values: dict[str, Any], env_file: Path,
+                     runs_dir: Path) -> Path:
+    """The node file ``inv provision`` renders (``templates/node.yml.j2``) for ``node`` on ``stack``, with the
+    inventory vars ``values`` (``stack_python``, ``expect_devices``, ``accelerator``, ...)."""
+    from ...paths import project_root
+    from ...provision.templating import render_template, template_environment
+    from ...stacks import load_stack
+
+    the_stack = load_stack(stack)
+    context = {**values, "inventory_hostname": node, "stack": the_stack, "paths": the_stack.paths,
+               "vendor": the_stack.vendor, "env_file": str(env_file), "node_runs_dir": str(runs_dir),
+               "env_exports": dict(the_stack.env)}
+    path.write_text(render_template(template_environment([project_root() / "templates"]), "node.yml.j2", context))
+    return path
