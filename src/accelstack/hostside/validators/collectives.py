@@ -359,10 +359,12 @@ def remove_stale_outdirs(base=None, now=None):
     return removed
 
 
-def run_ranks(world, config, init_method):
+def run_ranks(world, config, init_method, kind="cpu"):
     """Every rank's result and the spawn error (None when the ranks ran). One rank runs in this process (one torch
-    import and one context fewer: a one-GPU node's whole quick tier is then one interpreter); more are spawned, one
-    process per device, with their results in a folder of this run that is removed before returning."""
+    import and one context fewer: a one-GPU node's whole quick tier is then one interpreter); more are started, one
+    process per device, with their results in a folder of this run that is removed before returning. Ranks on a
+    device are spawned (a fresh interpreter: a CUDA or NPU runtime does not survive a fork); gloo ranks on the CPU
+    are forked from this process, which has torch imported already, so they do not import it again."""
     if world == 1:
         return [rank_run(0, 1, config, init_method)], None
     import torch.multiprocessing as mp
@@ -372,7 +374,7 @@ def run_ranks(world, config, init_method):
     try:
         try:
             mp.start_processes(spawned_rank, args=(world, config, init_method, outdir), nprocs=world, join=True,
-                               start_method="spawn")
+                               start_method="fork" if kind == "cpu" else "spawn")
         except Exception as exc:  # a dead rank is the finding; its file says why
             spawn_error = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc) else "")
         ranks = []
@@ -433,7 +435,7 @@ def single_node(config):
         world = min(world, count)
     init_method = "tcp://127.0.0.1:%d" % free_port()
     started = time.monotonic()
-    ranks, spawn_error = run_ranks(world, config, init_method)
+    ranks, spawn_error = run_ranks(world, config, init_method, kind)
     wall = round(time.monotonic() - started, 3)
     errors = {str(r["rank"]): r["error"] for r in ranks if r.get("error")}
     first = ranks[0]
