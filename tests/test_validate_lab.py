@@ -21,13 +21,14 @@ from accelstack.results.records import Record
 from accelstack.transport.fanout import Fleet
 from accelstack.validate import validate_inventory
 
+from .conftest import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab
 from .labtools import install_venv as _install_venv  # noqa: F401 (bench/allreduce.py imports it from here)
 
 pytestmark = pytest.mark.lab
 
-TAG = "acv"
-SUBNET = "10.219"
+# Salted like every test lab (ACCELSTACK_TEST_LAB_SALT), so two checkouts' runs never replace each other's hosts.
+TAG, SUBNET = lab_ids("acv", "10.219")
 HOSTS = 3
 SIM_ROOT = "/opt/sim"
 
