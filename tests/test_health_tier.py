@@ -241,6 +241,19 @@ def test_a_free_gpu_on_the_same_node_is_still_checked(gpu_node: SimulatedGpuNode
     assert found["torch_devices"]["status"] == "skip" and "gpu 5" in found["torch_devices"]["summary"]
 
 
+def test_perf_leaves_every_device_alone_while_one_is_held(gpu_node: SimulatedGpuNode) -> None:
+    """perf measures every device with torch: one a job holds is not measured, and nothing is failed for it."""
+    gpu_node.hold(3, memory_mib=60000)
+    env = gpu_node.env()
+    env["PYTHONPATH"] = str(REPO / "src")
+    proc = subprocess.run([sys.executable, str(VALIDATORS / "device_perf.py"),
+                           json.dumps({"vendor": "nvidia", "host": "gpu01"})], env=env, capture_output=True, text=True,
+                          timeout=120)
+    (check,) = json.loads(proc.stdout.strip().splitlines()[-1])["checks"]
+    assert check["check"] == "perf" and check["status"] == "skip", check
+    assert "gpu 3 is in use by pid 4242 python3 (60000 MiB)" in check["summary"]
+
+
 def fake_accelerator_run(script: str, node: SimulatedGpuNode, config: dict[str, Any], **env: str) -> dict[str, Any]:
     full = node.env()
     full.update(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", ACCELSTACK_FAKE_DEVICES="1", **env)

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
 from _common import main_entry, record
-from _holders import held, held_after, read_devices, skip_evidence, skip_summary
+from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
 DEFAULTS = {"perf_matmul_n": 8192, "perf_copy_mb": 1024, "perf_transfer_mb": 256, "perf_iters": 20,
             "perf_warmup": 3, "perf_link_load_iters": 100}
@@ -274,7 +274,8 @@ def main(config):
     settings.update(dict((k, config[k]) for k in DEFAULTS if config.get(k) is not None))
     # Before torch opens a device: a device another process holds (a job beside this check) is left alone.
     devices, _tool_error = read_devices(vendor)
-    found = held(vendor, None, devices=devices)
+    visible = visible_indices(vendor, len(devices or []))  # the devices torch will number 0..n-1
+    found = held(vendor, visible, devices=devices)
     if found:
         return [record("perf", "skip", skip_summary("every perf figure", found), evidence=skip_evidence(found))]
     try:
@@ -326,7 +327,7 @@ def main(config):
         if empty is not None:
             empty()
     failures = "\n".join(v for figures in results.values() for v in figures.values() if isinstance(v, str))
-    found = held_after(vendor, failures, None, devices=devices) if failures else None
+    found = held_after(vendor, failures, visible, devices=devices) if failures else None
     if found:
         return [record("perf", "skip", skip_summary("every perf figure", found), evidence=skip_evidence(found))]
     row = pick_row(config.get("device_rows"), names, config.get("accelerator") or "")
