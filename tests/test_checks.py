@@ -193,21 +193,27 @@ def test_help_lists_every_check_in_its_tier() -> None:
     from accelstack.tasks.validate import validate
 
     text = tier_help(REGISTRY)
-    quick, _, rest = text.partition("), standard (")
+    assert text.startswith("health (")
+    health, _, rest = text.partition("), quick (")
+    quick, _, rest = rest.partition("), standard (")
+    parts = {"health": health, "quick": quick, "standard": rest}
     for check in REGISTRY:
         for name in check.checks:
-            assert re.search(rf"\b{name}\b", quick if check.tier == "quick" else rest), (name, text)
+            assert re.search(rf"\b{name}\b", parts[check.tier]), (name, check.tier, text)
+            others = [tier for tier, part in parts.items() if tier != check.tier and re.search(rf"\b{name}\b", part)]
+            assert not others, (name, others)
     assert "default" in rest and "full (" in rest
     assert set(only_help(REGISTRY).split(": ", 1)[1].split(", ")) == set(all_checks(REGISTRY))
     assert validate.help["tier"] == text and validate.help["only"] == only_help(REGISTRY)
 
 
-def test_node_check_help_lists_the_host_checks_of_its_two_tiers() -> None:
+def test_node_check_help_lists_the_host_checks_of_its_three_tiers_health_by_default() -> None:
     from accelstack.tasks.nodecheck import node_check
 
     host = [v for v in REGISTRY if v.scope == "host"]
-    assert node_check.help["tier"] == tier_help(host, tiers=("quick", "standard"), default="quick")
-    assert node_check.help["tier"].startswith("quick (") and "full" not in node_check.help["tier"]
+    assert node_check.help["tier"] == tier_help(host, tiers=("health", "quick", "standard"), default="health")
+    assert node_check.help["tier"].startswith("health (") and "full" not in node_check.help["tier"]
+    assert node_check.help["tier"].split("), quick (")[0].endswith("; default")
     assert "multinode" not in node_check.help["only"] and "clock" not in node_check.help["only"]
     assert "devices" in node_check.help["only"] and "storage" in node_check.help["only"]
 
@@ -330,7 +336,7 @@ def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> 
         select(registry, "standard", {"pcie_bandwdith"})
 
     # The help and the README table name it; the README gains exactly its row.
-    assert "pcie_bandwidth" in tier_help(registry).partition("standard (")[2]
+    assert "pcie_bandwidth" in tier_help(registry).partition("), standard (")[2]
     assert "pcie_bandwidth" in only_help(registry)
     readme = README.read_text(encoding="utf-8")
     row = "| `pcie_bandwidth` | standard | host-to-device bandwidth of every PCIe link |\n"
@@ -497,6 +503,9 @@ def test_only_the_bandwidth_sweeps_are_rerun_below_their_floor() -> None:
     assert {v.name for v in REGISTRY if v.runner is not None} == {"clock", "multinode", "ports", "versions"}
 
 
-def test_tiers_are_the_three_documented() -> None:
-    assert TIERS == ("quick", "standard", "full")
+def test_tiers_are_the_four_documented() -> None:
+    assert TIERS == ("health", "quick", "standard", "full")
+    assert Check(("x",), "health", help="x").in_tier("quick") and not Check(("x",), "quick", help="x").in_tier("health")
+    # What runs beside jobs is what needs no torch and no device: the declaration is refused otherwise.
+    assert any("health-tier" in p for p in Check(("x",), "health", help="x", script="x.py", python="stack").problems())
     assert Check(("x",), "full", help="x").in_tier("full") and not Check(("x",), "full", help="x").in_tier("standard")

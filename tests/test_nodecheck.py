@@ -88,12 +88,13 @@ def test_healthy_node_passes_the_quick_tier_with_records_in_the_run_folder(tmp_p
     # This machine as a cpu node: torch on python3, the loopback for gloo.
     path = rendered_node_file(tmp_path, gloo_socket_ifname="lo", expect_devices=0, accelerator="cpu",
                               stack_python="python3")
-    proc = node_check("--config", str(path), "--json", "--node", "nodeA", tmp_path=tmp_path)
+    proc = node_check("--config", str(path), "--tier", "quick", "--json", "--node", "nodeA", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = lines(proc)
     checks = {r["check"].split(".")[0]: r["status"] for r in records}
-    assert {"devices", "env", "libraries", "collective_init", "versions"} <= set(checks), checks
-    assert checks["devices"] == "pass" and checks["collective_init"] == "pass"
+    assert {"devices", "torch_devices", "env", "libraries", "collective_init", "versions"} <= set(checks), checks
+    assert checks["torch_devices"] == "pass" and checks["collective_init"] == "pass"
+    assert checks["devices"] == "skip"  # the cpu stack: no vendor tool to count with, none expected
     assert all(r["host"] == "nodeA" for r in records)
     (run,) = list((tmp_path / "runs").iterdir())
     on_disk = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
@@ -121,7 +122,7 @@ def test_an_error_never_drains(tmp_path: Path) -> None:
     path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python")
     bindir, calls = fake_scontrol(tmp_path)
     env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SLURMD_NODENAME": "nodeC"}
-    proc = node_check("--config", str(path), "--only", "devices", "--json", "--drain", tmp_path=tmp_path, env=env)
+    proc = node_check("--config", str(path), "--only", "torch_devices", "--json", "--drain", tmp_path=tmp_path, env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert [r["status"] for r in lines(proc)] == ["error"]
     assert not calls.exists()
@@ -140,7 +141,7 @@ def test_a_node_keeps_its_newest_node_check_runs_and_nothing_else_is_touched(tmp
     (other / "meta.json").write_text('{"finished": "2020-01-01T00:00:00Z"}')
     made = []
     for _ in range(3):
-        proc = node_check("--config", str(path), "--only", "devices", "--json", tmp_path=tmp_path)
+        proc = node_check("--config", str(path), "--only", "torch_devices", "--json", tmp_path=tmp_path)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         made.append(lines(proc)[0]["run_id"])
         time.sleep(1.1)  # run ids are stamped to the second
@@ -162,7 +163,7 @@ def test_nodes_sharing_a_runs_folder_keep_each_others_runs(tmp_path: Path) -> No
         others.append(other)
     mine = []
     for _ in range(2):
-        proc = node_check("--config", str(path), "--node", "node1", "--only", "devices", "--json", tmp_path=tmp_path)
+        proc = node_check("--config", str(path), "--node", "node1", "--only", "torch_devices", "--json", tmp_path=tmp_path)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         mine.append(lines(proc)[0]["run_id"])
         time.sleep(1.1)  # run ids are stamped to the second

@@ -168,19 +168,22 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
         assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}, record
 
 
-def test_devices_check_sees_8_gpus_and_a_cpu_torch(nlab: dict, tmp_path: Path) -> None:
+def test_devices_sees_8_gpus_and_torch_devices_a_cpu_torch(nlab: dict, tmp_path: Path) -> None:
     # The stack's venv, with the CPU torch from the cpu stack (the repository has no CUDA wheels).
     venv = cli("provision", "--inventory", str(nlab["cpu"]), "--roles", "python_env", "--limit", "lab1", "--json",
                runs=tmp_path)
     assert venv.returncode == 0, venv.stdout + venv.stderr
-    proc = cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only", "devices", "--json",
-               runs=tmp_path)
-    record = by_host(proc, "devices")["lab1"]
-    # nvidia-smi reports the 8 GPUs the inventory expects; the CPU torch sees no accelerator through
-    # torch.accelerator, so the check fails on the mismatch between torch and the tool, as it should.
-    assert record["metrics"]["tool_devices"] == 8 and record["metrics"]["expect_devices"] == 8, record
-    assert record["metrics"]["torch_devices"] == 0
-    assert record["evidence"]["tool_exit"] == 0
+    proc = cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only", "devices,torch_devices",
+               "--json", runs=tmp_path)
+    # nvidia-smi reports the 8 GPUs the inventory expects (devices, the health tier: no torch) ...
+    devices = by_host(proc, "devices")["lab1"]
+    assert devices["status"] == "pass", devices
+    assert devices["metrics"]["tool_devices"] == 8 and devices["metrics"]["expect_devices"] == 8, devices
+    assert devices["evidence"]["tool_exit"] == 0 and len(devices["evidence"]["gpus"]) == 8
+    # ... and the CPU torch sees no accelerator through torch.accelerator, so torch_devices fails on the mismatch
+    # between torch and the tool, as it should.
+    record = by_host(proc, "torch_devices")["lab1"]
+    assert record["metrics"] == {"tool_devices": 8, "torch_devices": 0}, record
     assert record["evidence"]["torch"] == {"imported": True, "torch": "2.13.0+cpu", "api": "torch.accelerator",
                                            "type": None, "count": 0}
     assert record["status"] == "fail"

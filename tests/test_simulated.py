@@ -487,6 +487,35 @@ def test_nvidia_drop_device(repo: Path, manifest: list[dict], root: Path) -> Non
     assert [g.reset_required for g in log.gpus][1] == "Yes"
 
 
+def test_nvidia_smi_shows_a_foreign_process_and_exclusive_mode(repo: Path, manifest: list[dict], root: Path) -> None:
+    """What a GPU held by someone else's job looks like to each query the checks make: the process in ``-q -x``
+    (with the real tool's element names), in ``--query-compute-apps`` and the default table; its memory in use; the
+    compute mode in ``-q -x``, ``--query-gpu=compute_mode`` and the table's Compute M. column."""
+    smi = install_nvidia(repo, manifest, root, {"count": 2})
+    state = root / "usr/local/.simulated-nvidia/devices.json"
+    assert tool(smi, "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader").stdout == ""
+    doc = json.loads(state.read_text())
+    doc["devices"][1].update(processes=[{"pid": 4242, "name": "python3", "memory_mib": 70000}],
+                             compute_mode="Exclusive_Process")
+    state.write_text(json.dumps(doc))
+    apps = tool(smi, "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader,nounits")
+    assert apps.stdout.strip() == f"4242, python3, 70000, {doc['devices'][1]['uuid']}"
+    assert tool(smi, "--query-compute-apps=pid,used_memory", "--format=csv").stdout.splitlines() == [
+        "pid, used_memory [MiB]", "4242, 70000 MiB"]
+    rows = tool(smi, "--query-gpu=index,memory.used,compute_mode", "--format=csv,noheader,nounits").stdout
+    assert rows.splitlines() == ["0, 0, Default", "1, 70000, Exclusive_Process"]
+    xml = tool(smi, "-q", "-x").stdout
+    log = parsers.parse_nvidia_smi_xml(xml)
+    assert [g.memory_used_mib for g in log.gpus] == [0, 70000]
+    assert "<compute_mode>Exclusive_Process</compute_mode>" in xml
+    assert "<pid>4242</pid>" in xml and "<process_name>python3</process_name>" in xml
+    assert "<used_memory>70000 MiB</used_memory>" in xml
+    table = tool(smi).stdout
+    assert "4242" in table and "python3" in table and "E. Process" in table
+    assert "No running processes found" not in table
+    assert tool(smi, "--query-compute-apps=nonsense", "--format=csv").returncode == 2
+
+
 def test_cuda_and_nccl(repo: Path, manifest: list[dict], root: Path) -> None:
     proc = run(repo, find(manifest, "cuda", "12.4"), "--silent", "--toolkit", root=root)
     assert proc.returncode == 0, proc.stderr

@@ -157,6 +157,9 @@ def test_both_steps_take_their_nodes_whole_and_ask_for_the_nodes_devices_only_wh
     npus = step_command(NODES, tier="quick", only=None, partition=None, time_limit_min=2, gres="npu:8")
     assert "--gres=gpu:h100:8" in gpus and gpus.index("--gres=gpu:h100:8") < gpus.index("accelstack")
     assert "--gres=npu:8" in npus and "--exclusive" in gpus and "--exclusive" in npus
+    # The health tier loads nothing: no need for the nodes whole, but the devices still (to be seen at all).
+    health = step_command(NODES, tier="health", only=None, partition=None, time_limit_min=1, gres="gpu:h100:8")
+    assert "--exclusive" not in health and "--gres=gpu:h100:8" in health and health[-2:] == ["--tier", "health"]
 
 
 def test_the_gres_a_step_asks_for_is_the_nodes_devices_as_slurm_reports_them() -> None:

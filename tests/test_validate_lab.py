@@ -21,13 +21,14 @@ from accelstack.results.records import Record
 from accelstack.transport.fanout import Fleet
 from accelstack.validate import validate_inventory
 
+from .conftest import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab
 from .labtools import install_venv as _install_venv  # noqa: F401 (bench/allreduce.py imports it from here)
 
 pytestmark = pytest.mark.lab
 
-TAG = "acv"
-SUBNET = "10.219"
+# Salted like every test lab (ACCELSTACK_TEST_LAB_SALT), so two checkouts' runs never replace each other's hosts.
+TAG, SUBNET = lab_ids("acv", "10.219")
 HOSTS = 3
 SIM_ROOT = "/opt/sim"
 
@@ -179,6 +180,21 @@ def test_bisection_names_the_slowed_node_among_four_in_log2_rounds(healthy_lab: 
     failed = [r for r in isolation["runs"] if r["round"] >= 1 and r["status"] == "fail"]
     assert all("lab4" in r["hosts"] for r in failed)
     assert isolation["wall_s"] > 0 and all(r["wall_s"] > 0 for r in isolation["runs"] if r["round"])
+
+
+def test_the_health_tier_over_ssh_runs_its_checks_in_one_interpreter_per_host(healthy: object,
+                                                                               tmp_path: Path) -> None:
+    records = validate(lab_inventory(healthy, tmp_path), tier="health")
+    families: dict[str, set[str]] = {}
+    for record in records:
+        families.setdefault(record.host, set()).add(record.check.split(".")[0])
+    assert families == {h: {"devices", "env", "hccn", "health", "libraries", "topology", "versions"}
+                        for h in ("lab1", "lab2", "lab3")}, families
+    assert all(r.status in ("pass", "warn", "skip") for r in records), [
+        (r.host, r.check, r.status, r.summary) for r in records if r.status not in ("pass", "warn", "skip")]
+    # Each record names the command that runs its check alone (what a person re-runs), not the batch.
+    env = next(r for r in records if r.check == "env")
+    assert "/env.py '" in env.evidence["command"] and "_batch.py" not in env.evidence["command"]
 
 
 def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp_path: Path) -> None:

@@ -120,11 +120,14 @@ def test_registry_reads_every_declaration() -> None:
     assert {"devices", "versions", "libraries", "env", "topology", "memory", "storage", "collective_init",
             "allreduce", "allgather", "multinode", "ports", "clock"} <= checks
     by_check = {c: v for v in registry for c in v.checks}
-    assert by_check["devices"].python == "stack" and by_check["env"].python == "system"
+    assert by_check["torch_devices"].python == "stack" and by_check["env"].python == "system"
+    assert by_check["devices"].python == "system" and by_check["devices"].tier == "health"
     assert by_check["multinode"].scope == "cluster" and by_check["allreduce"].mode == "sweep"
     assert by_check["collective_init"].mode == "init"
     quick = {c for v in select(registry, "quick") for c in v.checks}
-    assert "allreduce" not in quick and "devices" in quick
+    assert "allreduce" not in quick and {"devices", "torch_devices"} <= quick
+    health = {c for v in select(registry, "health") for c in v.checks}
+    assert health == {"devices", "env", "hccn", "health", "libraries", "topology", "versions"}
     assert {c for v in select(registry, "quick", {"multinode"}) for c in v.checks} == {"multinode"}
     with pytest.raises(ConfigError):
         select(registry, "quick", {"nonsense"})
@@ -134,7 +137,7 @@ def test_registry_reads_every_declaration() -> None:
 
 def test_a_wrong_declaration_is_refused_naming_its_module(tmp_path: Path) -> None:
     (tmp_path / "x.py").write_text("from . import Check\nCHECKS = (Check(('a',), 'sometimes', help='a'),)\n")
-    with pytest.raises(ConfigError, match=r"x\.py.*tier='sometimes' is not one of quick"):
+    with pytest.raises(ConfigError, match=r"x\.py.*tier='sometimes' is not one of health, quick"):
         load_registry(VALIDATORS, tmp_path)
 
 
@@ -371,10 +374,10 @@ def edit_hccn_conf(root: Path, drop: str | None = None, **values: str) -> None:
     conf.write_text("".join(f"{line}\n" for line in lines))
 
 
-def test_hccn_is_registered_quick_with_the_system_python() -> None:
+def test_hccn_is_registered_health_with_the_system_python() -> None:
     registry = load_registry(VALIDATORS)
     by_check = {c: v for v in registry for c in v.checks}
-    assert by_check["hccn"].tier == "quick" and by_check["hccn"].python == "system"
+    assert by_check["hccn"].tier == "health" and by_check["hccn"].python == "system"
     assert by_check["hccn"].path == VALIDATORS / "network.py"
     assert {c for v in select(registry, "quick") for c in v.checks} >= {"hccn", "devices"}
     assert [v.name for v in select(registry, "full", {"hccn"})] == ["hccn"]

@@ -112,13 +112,14 @@ def test_accelstack_validate_from_the_wheel_runs_the_real_validators(installed: 
     assert proc.returncode in (0, 1, 2), (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     by_check = {r["check"]: r for r in records}
-    assert {"devices", "env", "collective_init", "versions.torch", "clock"} <= set(by_check), sorted(by_check)
+    assert {"devices", "torch_devices", "env", "collective_init", "versions.torch", "clock"} <= set(by_check), \
+        sorted(by_check)
     assert all(r["host"] == "localhost" for r in records)
-    devices = by_check["devices"]
+    devices = by_check["torch_devices"]
     # Ran for real: the script's own verdict (torch imports on the cpu stack), uploaded from the wheel's copy.
     assert devices["status"] == "pass" and "torch" in devices["summary"], devices
     command = devices["evidence"]["command"]
-    assert "/var/tmp/accelstack/validators/" in command and "/devices.py " in command
+    assert "/var/tmp/accelstack/validators/" in command and "/torch_devices.py " in command
     # The embedded default inventory and the cpu stack came from the data the wheel installed.
     config = json.loads(command.rsplit(" '", 1)[1].rstrip("'"))
     assert Path(config["inventory"]).resolve() == installed["venv"].resolve() / SHARE / "inventories" / "local.yml"

@@ -4,8 +4,10 @@ The node's stack and settings come from the file provisioning renders on it (rol
 ``/etc/accelstack/node.yml``): the stack's pins and paths as ``stacks/<name>.yml`` writes them, the stack's python
 and the inventory vars the validators read. The checks are the ones ``inv validate`` runs over SSH, through the
 same code (:func:`accelstack.validate.host.run_host` on a local transport), so the records and the exit codes are
-the same. It is made to be Slurm's ``HealthCheckProgram`` and a job prolog: with ``drain`` a ``fail`` drains the
-node through ``scontrol`` with the cause in the reason; an ``error`` (the check could not run) never drains.
+the same. Its default tier, ``health``, is made to be Slurm's ``HealthCheckProgram`` (it reads vendor tools, sysfs
+and files, imports no torch and opens no device, so it runs beside jobs); ``quick`` is for a job prolog. With
+``drain`` a ``fail`` drains the node through ``scontrol`` with the cause in the reason; an ``error`` (the check could
+not run) and a ``skip`` (a device another process holds) never drain.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from .transport.context import HostContext
 from .yamlfile import MarkedDict, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
-NODE_TIERS = ("quick", "standard")
+# health (the default): vendor tools, sysfs, files and package metadata, no torch and no device context, safe beside
+# a running job: what HealthCheckProgram runs. quick adds torch and the communication library's init (a prolog).
+NODE_TIERS = ("health", "quick", "standard")
+DEFAULT_NODE_TIER = "health"
 NODE_FIELDS = ("node", "stack", "stack_python", "runs_dir", "keep_runs", "vars")
 # A health check every 5 minutes is 288 run folders a day on every node: the newest 500 are kept by default.
 DEFAULT_KEEP_RUNS = 500
@@ -124,30 +129,30 @@ def check_tier(tier: str) -> None:
 
 def run_node_check(ctx: HostContext, *, tier: str, only: set[str] | None = None,
                    reporter: RecordSink | None = None) -> list[Record]:
-    """Every host-scope validator of the tier, here; records go to ``reporter`` as each validator ends."""
+    """Every host-scope validator of the tier, here, through the code ``inv validate`` runs over SSH
+    (:func:`accelstack.validate.host.run_host` on a local transport): the scripts of one python in one interpreter,
+    so the health tier is one system python start and one read of each vendor tool. Records go to ``reporter`` as
+    each check's are judged, so a health check that slurmd kills at its own timeout keeps what finished."""
     from .transport.connection import LocalTransport
-    from .validate.config import host_config
-    from .validate.host import run_host
+    from .validate.host import run_host, tier_config
     from .validate.registry import load_registry, select, validators_dir
     from .validate.thresholds import load_thresholds
 
     validators = [v for v in select(load_registry(), tier, only) if v.scope == "host"]
     thresholds = load_thresholds().with_overrides(ctx.vars.get("thresholds"),
                                                   where=f"{ctx.host.source} vars.thresholds")
-    config = host_config(ctx, tier=tier)
+    config = tier_config(ctx, tier)
     transport = LocalTransport(ctx.host)
-    records: list[Record] = []
+
+    def on_done(_validator: object, batch: list[Record]) -> None:
+        if reporter is not None:
+            reporter.add_all(batch)
+
     try:
-        # One validator at a time, so each record is on disk as soon as its check ends (a health check that
-        # slurmd kills at its own timeout keeps what finished).
-        for validator in validators:
-            batch = run_host(transport, ctx, [validator], validators_dir(), thresholds, tier=tier, config=config)
-            records.extend(batch)
-            if reporter is not None:
-                reporter.add_all(batch)
+        return run_host(transport, ctx, validators, validators_dir(), thresholds, tier=tier, config=config,
+                        on_done=on_done)
     finally:
         transport.close()
-    return records
 
 
 # ----- drain ------------------------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ Loaded into every python of a test run by ``sitecustomize.py`` beside it (the te
 ``PYTHONPATH``), so the ranks that ``torch.multiprocessing`` spawns and that torchrun starts load it too and the
 validator runs unmodified. ``ACCELSTACK_FAKE_DEVICES`` sets the device count (default 2);
 ``ACCELSTACK_FAKE_CORRUPT="allreduce:1,allgather:0"`` makes those ranks' results of those collectives
-wrong by one (a bad device).
+wrong by one (a bad device). ``ACCELSTACK_FAKE_ERROR=oom|busy`` makes the first use of a device (``set_device``, a
+tensor made on it) raise what CUDA raises when another process holds it: ``CUDA error: out of memory`` (the H200
+beside a job) or ``CUDA-capable device(s) is/are busy or unavailable`` (an exclusive compute mode).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class FakeDeviceModule:
         return self.current
 
     def set_device(self, device: Any) -> None:
+        _device_error()
         index = device.index if isinstance(device, torch.device) else device
         self.current = int(index or 0)
 
@@ -98,6 +101,17 @@ class FakeDeviceModule:
 
 
 MODULE = FakeDeviceModule()
+# CUDA's own words (torch.AcceleratorError's message, as the H200 capture and the CUDA runtime's error strings
+# give them).
+DEVICE_ERRORS = {"oom": "CUDA error: out of memory",
+                 "busy": "CUDA error: CUDA-capable device(s) is/are busy or unavailable"}
+
+
+def _device_error() -> None:
+    kind = os.environ.get("ACCELSTACK_FAKE_ERROR", "")
+    if kind in DEVICE_ERRORS:
+        raise RuntimeError(DEVICE_ERRORS[kind] + "\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side "
+                           "assertions.\n")
 
 
 def _is_fake_device(value: Any) -> bool:
@@ -148,6 +162,7 @@ class FakeTensor(torch.Tensor):
 def _factory_on_fake_device(op: Any, *args: Any, **kwargs: Any) -> Any:
     """PrivateUse1 fallback: an op with no tensor input (``torch.full(..., device="fakeaccel")``) runs on the
     CPU and its result is moved onto the fake device."""
+    _device_error()
     kwargs = dict(kwargs)
     kwargs["device"] = torch.device("cpu")
     return tree_map(lambda v: FakeTensor(v) if isinstance(v, torch.Tensor) else v, op(*args, **kwargs))

@@ -105,9 +105,11 @@ class SlurmLab:
     # ----- up -----
     def up(self, *, health_check: bool = True, stack: str = "cpu", node_vars: dict[str, Any] | None = None,
            install: bool = True, health_interval: int = HEALTH_INTERVAL,
-           health_args: tuple[str, ...] = ("--tier", "quick")) -> list[str]:
-        """Start munged, slurmctld and one slurmd per lab host; return the node names once all are idle.
-        Idempotent: a Slurm already up is stopped and started again over the current hosts."""
+           health_args: tuple[str, ...] = ("--tier", "health")) -> list[str]:
+        """Start munged, slurmctld and one slurmd per lab host; return the node names once all are idle (within
+        :data:`START_TIMEOUT`: every slurmd runs its health check as it starts, and the health tier reads files
+        and vendor tools only, so four or sixteen of them at once on two cores still make it). Idempotent: a Slurm
+        already up is stopped and started again over the current hosts."""
         self.lab.require_root()
         ensure_installed(install=install)
         hosts = sorted(self.lab.load().values(), key=lambda h: h.index)
@@ -218,7 +220,8 @@ class SlurmLab:
             target.chmod(0o755)
         self.health_script.write_text("\n".join([
             "#!/bin/sh",
-            "# slurmd's HealthCheckProgram on the lab: the node's quick checks; a fail drains it with the cause.",
+            "# slurmd's HealthCheckProgram on the lab: the node's health tier (no torch, no device context, as the",
+            "# README recommends beside jobs); a fail drains it with the cause.",
             "PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; export PATH",
             f"{WRAPPER} node-check {shlex.join(health_args)} --drain --json "
             f">{self.dir}/nodes/$(hostname)/health.out 2>&1",

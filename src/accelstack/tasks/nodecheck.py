@@ -15,7 +15,7 @@ DECLARED = registry.load_registry()
 HOST_CHECKS = [check for check in DECLARED if check.scope == "host"]
 
 
-@task(help={"tier": checks.tier_help(HOST_CHECKS, tiers=("quick", "standard"), default="quick"),
+@task(help={"tier": checks.tier_help(HOST_CHECKS, tiers=("health", "quick", "standard"), default="health"),
             "only": checks.only_help(HOST_CHECKS),
             "json": "print JSON Lines records on stdout instead of a table",
             "drain": "on a fail, drain this node: scontrol update nodename=NODE state=drain "
@@ -23,12 +23,14 @@ HOST_CHECKS = [check for check in DECLARED if check.scope == "host"]
             "config": "the node file (default /etc/accelstack/node.yml, rendered by inv provision)",
             "node": "the Slurm node name (default $SLURMD_NODENAME, else the short hostname)"})
 @boundary
-def node_check(c: Any, tier: str = "quick", only: str | None = None, json: bool = False, drain: bool = False,
+def node_check(c: Any, tier: str = "health", only: str | None = None, json: bool = False, drain: bool = False,
                config: str | None = None, node: str | None = None) -> int:
     """Run this node's host checks here, with no SSH and no inventory.
 
-    The stack and settings come from the node file provisioning wrote. Same records and exit codes as inv validate. Fit for Slurm's
-    HealthCheckProgram and a job prolog (PrologFlags=Alloc); --drain drains the node on a fail."""
+    The stack and settings come from the node file provisioning wrote. Same records and exit codes as inv validate.
+    The default tier, health, reads vendor tools and files only (no torch, no device context): Slurm's
+    HealthCheckProgram, beside running jobs. --tier quick adds torch and the communication library: a job prolog
+    (PrologFlags=Alloc). --drain drains the node on a fail (never on an error or a skip)."""
     from ..nodecheck import (
         check_tier,
         drain_node,

@@ -31,6 +31,10 @@ def _check_row(row: Any, where: str, sources: Mapping[str, str] | None) -> dict[
     return dict(row)
 
 
+# libyaml's parser where PyYAML has it (the same safe constructors): the node-check every few minutes reads this file.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @lru_cache(maxsize=1)
 def _shipped_text() -> str:
     return package_data("thresholds.yml").read_text(encoding="utf-8")
@@ -42,7 +46,7 @@ def load_device_floors(text: str | None = None, overrides: Any = None, vendor: s
     sources, unless ``vendor`` is given: then only that vendor's rows and the keys the scripts read, and nothing
     at all for the cpu stack (no device to judge)."""
     where = str(package_data("thresholds.yml"))
-    doc = yaml.safe_load(text if text is not None else _shipped_text()) or {}
+    doc = yaml.load(text if text is not None else _shipped_text(), Loader=SAFE_LOADER) or {}
     sources = dict(doc.get("device_sources") or {})
     rows = [_check_row(row, where, sources) for row in doc.get("devices") or []]
     if overrides:

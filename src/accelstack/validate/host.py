@@ -1,10 +1,12 @@
-"""The host phase: on one connection, upload the validators if missing, run each selected one as one command,
-and turn what it printed into records (judged, with evidence). Runs inside a fan-out worker, and hands each
-check's records on the moment that check ends (``on_done``), so they are on disk and on screen while the
-rest of the host's checks still run."""
+"""The host phase: on one connection, upload the validators if missing, run the selected ones (the scripts of one
+python together in one interpreter, one command), and turn what each printed into records (judged, with evidence),
+the same records each script gives when it runs alone. Runs inside a fan-out worker (or node-check, on the node
+itself), and hands each check's records on as soon as they are judged (``on_done``), so they are on disk and on
+screen while the host's later checks still run."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +18,23 @@ from ..results.records import Record, error_record
 from ..stacks import drift_records, load_matrix
 from ..transport.connection import Transport
 from ..transport.context import HostContext
+from .config import host_config
 from .registry import Validator
 from .remote import command_for, ensure_uploaded, python_for
-from .results import dmesg_lines, parse_document, refine, to_record, unparsable_record
+from .results import NOT_STARTED, dmesg_lines, parse_document, refine, to_record, unparsable_record
 from .thresholds import Thresholds
 
 DMESG_COMMAND = "dmesg -T 2>/dev/null | tail -n 3000 || dmesg 2>/dev/null | tail -n 3000"
+# The health tier runs no collective: its host config carries the quick tier's sweep settings, which no check of
+# it reads.
+SWEEP_TIER = {"health": "quick"}
+
+
+def tier_config(ctx: HostContext, tier: str) -> dict[str, Any]:
+    """The host config every script of a ``tier`` run gets (:func:`accelstack.validate.config.host_config`)."""
+    config = host_config(ctx, tier=SWEEP_TIER.get(tier, tier))
+    config["tier"] = tier
+    return config
 
 
 def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
@@ -35,10 +48,9 @@ def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
     return records
 
 
-def run_script(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
-               config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
-    assert validator.script is not None
-    script = f"{remote}/{validator.script}"
+def script_config(validator: Validator, config: dict[str, Any]) -> dict[str, Any]:
+    """The config one script gets: the host config plus what the run adds (its ``mode``, the sweep's
+    ``collectives``, its ``deadline_s``)."""
     config = dict(config)
     if validator.mode is not None:  # a script with several uses (collectives.py) is told which one
         config["mode"] = validator.mode
@@ -46,23 +58,41 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
         config["collectives"] = list(validator.checks)
     # The script's own deadline sits inside the shell's hard limit, so it reports before it is killed.
     config["deadline_s"] = max(5.0, validator.timeout - 10)
-    command = command_for(script, python_for(validator, ctx.python), config, timeout=validator.timeout)
+    return config
+
+
+def script_command(validator: Validator, ctx: HostContext, remote: str, config: dict[str, Any]) -> str:
+    """The one command that runs this check's script alone on the host (what a person re-runs by hand)."""
+    assert validator.script is not None
+    return command_for(f"{remote}/{validator.script}", python_for(validator, ctx.python),
+                       script_config(validator, config), timeout=validator.timeout)
+
+
+def judge_output(ctx: HostContext, validator: Validator, config: dict[str, Any], thresholds: Thresholds, *,
+                 command: str, stdout: str, stderr: str, exit_status: int, duration: float) -> list[Record]:
+    """What one script printed, as its judged records (or the one ``error`` record each of a script that printed
+    no document)."""
+    try:
+        items = parse_document(stdout)
+    except ValueError:
+        return [unparsable_record(ctx.host.name, check, command=command, stdout=stdout, stderr=stderr,
+                                  exit_status=exit_status, duration_s=duration, inventory=config.get("inventory"))
+                for check in validator.checks]
+    records = [to_record(ctx.host.name, item, command=command, stdout=stdout, stderr=stderr, duration_s=duration)
+               for item in items]
+    return [refine(record, config, thresholds, validator.judge_for(record.check)) for record in records]
+
+
+def run_script(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
+               config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
+    command = script_command(validator, ctx, remote, config)
     started = time.monotonic()
     try:
         result = transport.run(command, timeout=validator.timeout + 15)
     except AccelstackError as err:
         return [error_record(ctx.host.name, check, err, time.monotonic() - started) for check in validator.checks]
-    duration = time.monotonic() - started
-    try:
-        items = parse_document(result.stdout)
-    except ValueError:
-        return [unparsable_record(ctx.host.name, check, command=command, stdout=result.stdout,
-                                  stderr=result.stderr, exit_status=result.exit_status, duration_s=duration,
-                                  inventory=config.get("inventory"))
-                for check in validator.checks]
-    records = [to_record(ctx.host.name, item, command=command, stdout=result.stdout, stderr=result.stderr,
-                         duration_s=duration) for item in items]
-    return [refine(record, config, thresholds, validator.judge_for(record.check)) for record in records]
+    return judge_output(ctx, validator, config, thresholds, command=command, stdout=result.stdout,
+                        stderr=result.stderr, exit_status=result.exit_status, duration=time.monotonic() - started)
 
 
 def _below_floor(validator: Validator, records: list[Record]) -> bool:
@@ -71,16 +101,17 @@ def _below_floor(validator: Validator, records: list[Record]) -> bool:
 
 
 def run_validator(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
-                  config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
-    """Run once; for a check declared ``rerun_below_floor``, a bandwidth result below its floor is run again
-    before it fails the host (healthy nodes fluctuate: Azure NHC's repeat-until-pass, anchors.md 3)."""
-    records = run_script(transport, validator, ctx, remote, config, thresholds)
+                  config: dict[str, Any], thresholds: Thresholds, first: list[Record] | None = None) -> list[Record]:
+    """Run once (or take ``first``, the records a batch already has); for a check declared ``rerun_below_floor``,
+    a bandwidth result below its floor is run again before it fails the host (healthy nodes fluctuate: Azure NHC's
+    repeat-until-pass, anchors.md 3)."""
+    records = first if first is not None else run_script(transport, validator, ctx, remote, config, thresholds)
     if not _below_floor(validator, records):
         return records
-    first = {r.check: r for r in records}
+    by_check = {r.check: r for r in records}
     again = run_script(transport, validator, ctx, remote, config, thresholds)
     for record in again:
-        before = first.get(record.check)
+        before = by_check.get(record.check)
         record.metrics["reruns"] = 1
         if before is None:
             continue
@@ -96,6 +127,82 @@ def run_validator(transport: Transport, validator: Validator, ctx: HostContext, 
     return again
 
 
+# The host-side runner of several scripts in one interpreter (hostside/validators/_batch.py), and the margin its own
+# hard limit gets over the sum of its runs' limits (a python start, and the torch import of a stack batch).
+BATCH_SCRIPT = "_batch.py"
+BATCH_MARGIN_S = 20.0
+
+
+def batch_run(validator: Validator) -> dict[str, Any]:
+    """One run of a batch: the script, the checks its errors are reported for, its limit and what the run adds to
+    the host config."""
+    assert validator.script is not None
+    stem = validator.script[: -len(".py")]
+    name = stem if len(validator.checks) > 1 or validator.mode is not None else validator.checks[0]
+    return {"script": validator.script, "name": name, "checks": list(validator.checks),
+            "timeout": validator.timeout, **script_config(validator, {})}
+
+
+def run_batch(transport: Transport, validators: list[Validator], ctx: HostContext, remote: str,
+              config: dict[str, Any], thresholds: Thresholds) -> tuple[list[tuple[Validator, list[Record]]],
+                                                                        list[Validator]]:
+    """Several scripts of one python in one interpreter on the host (one start-up, one torch import, one read of
+    each vendor tool), one command. Returns each reported validator with its judged records, exactly as
+    :func:`run_script` would judge that script alone (its own command in the evidence, its own output), and the
+    validators the batch did not report (it stopped at a check that hung): the caller runs those one by one."""
+    python = python_for(validators[0], ctx.python)
+    limit = sum(v.timeout for v in validators) + BATCH_MARGIN_S
+    document = {"config": config, "runs": [batch_run(v) for v in validators]}
+    command = command_for(f"{remote}/{BATCH_SCRIPT}", python, document, timeout=limit)
+    started = time.monotonic()
+    try:
+        result = transport.run(command, timeout=limit + 15)
+    except AccelstackError as err:
+        elapsed = time.monotonic() - started
+        return [(v, [error_record(ctx.host.name, check, err, elapsed) for check in v.checks]) for v in validators], []
+    reported: dict[int, dict[str, Any]] = {}
+    for line in result.stdout.splitlines():
+        if not line.startswith('{"batch"'):
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("batch"), int) and 0 <= doc["batch"] < len(validators):
+            reported[doc["batch"]] = doc
+    commands = [script_command(v, ctx, remote, config) for v in validators]
+    if not reported and result.exit_status in (126, 127) and NOT_STARTED.search(result.stderr or ""):
+        # The python is not there: each check's record says so, as it would had the check run alone.
+        elapsed = time.monotonic() - started
+        return [(v, [unparsable_record(ctx.host.name, check, command=commands[i], stdout=result.stdout,
+                                       stderr=result.stderr, exit_status=result.exit_status, duration_s=elapsed,
+                                       inventory=config.get("inventory")) for check in v.checks])
+                for i, v in enumerate(validators)], []
+    done: list[tuple[Validator, list[Record]]] = []
+    left: list[Validator] = []
+    for index, validator in enumerate(validators):
+        doc = reported.get(index)
+        if doc is None:
+            left.append(validator)
+            continue
+        stdout = f"{doc.get('stdout') or ''}\n{json.dumps({'checks': doc.get('checks') or []}, default=str)}\n"
+        done.append((validator, judge_output(ctx, validator, config, thresholds, command=commands[index],
+                                             stdout=stdout, stderr=str(doc.get("stderr") or ""),
+                                             exit_status=124 if doc.get("timed_out") else 0,
+                                             duration=float(doc.get("duration_s") or 0.0))))
+    return done, left
+
+
+def host_groups(validators: list[Validator]) -> list[list[Validator]]:
+    """The host-scope checks in the order the host runs them: the system-python scripts in one interpreter (the
+    health tier's checks: vendor tools, sysfs, files), the control-side ones (``versions``), then the stack-python
+    scripts in one interpreter (what needs torch or a device context). Within a group, the registry's order."""
+    system = [v for v in validators if v.script is not None and v.python != "stack"]
+    computed = [[v] for v in validators if v.script is None]
+    stack = [v for v in validators if v.script is not None and v.python == "stack"]
+    return [group for group in [system, *computed, stack] if group]
+
+
 OnStart = Callable[[Validator], None]
 OnDone = Callable[[Validator, list[Record]], None]
 
@@ -103,8 +210,9 @@ OnDone = Callable[[Validator, list[Record]], None]
 def run_host(transport: Transport, ctx: HostContext, validators: list[Validator], folder: Path,
              thresholds: Thresholds, *, tier: str, config: dict[str, Any], on_start: OnStart | None = None,
              on_done: OnDone | None = None, stop: Callable[[], bool] | None = None) -> list[Record]:
-    """Every selected host-scope validator on one host; one outcome, never an exception for a check. A check
-    with a script runs it on the host; one without (``versions``) runs its declared ``runner(transport, ctx)``.
+    """Every selected host-scope validator on one host; one outcome, never an exception for a check. Scripts of
+    one python run together in one interpreter (:func:`run_batch`); a check without a script (``versions``) runs
+    its declared ``runner(transport, ctx)`` here.
 
     ``on_start``/``on_done`` are called as each validator starts and ends (its records judged and complete);
     once ``stop()`` is true (Ctrl-C) no further validator starts."""
@@ -112,6 +220,14 @@ def run_host(transport: Transport, ctx: HostContext, validators: list[Validator]
     host_validators = [v for v in validators if v.scope == "host"]
     scripts = [v for v in host_validators if v.script is not None]
     remote = ""
+
+    def finish(validator: Validator, batch: list[Record]) -> None:
+        if not (stop is not None and stop()):
+            dmesg.attach(batch)
+        records.extend(batch)
+        if on_done is not None:
+            on_done(validator, batch)
+
     if scripts:
         try:
             remote, _uploaded = ensure_uploaded(transport, folder)
@@ -123,23 +239,28 @@ def run_host(transport: Transport, ctx: HostContext, validators: list[Validator]
                     on_done(validator, batch)
             return records
     dmesg = _Dmesg(transport)
-    for validator in host_validators:
+    for group in host_groups(host_validators):
         if stop is not None and stop():
             break
-        if on_start is not None:
-            on_start(validator)
-        if validator.script is None:  # computed on this side (versions): its declared runner
-            try:
-                batch = validator.run_function()(transport, ctx)
-            except AccelstackError as err:
-                batch = [error_record(ctx.host.name, check, err) for check in validator.checks]
-        else:
-            batch = run_validator(transport, validator, ctx, remote, config, thresholds)
-        if not (stop is not None and stop()):
-            dmesg.attach(batch)
-        records.extend(batch)
-        if on_done is not None:
-            on_done(validator, batch)
+        for validator in group:
+            if on_start is not None:
+                on_start(validator)
+        singles = group
+        if len(group) > 1:
+            done, singles = run_batch(transport, group, ctx, remote, config, thresholds)
+            for validator, first in done:
+                finish(validator, run_validator(transport, validator, ctx, remote, config, thresholds, first))
+        for validator in singles:
+            if stop is not None and stop():
+                break
+            if validator.script is None:  # computed on this side (versions): its declared runner
+                try:
+                    batch = validator.run_function()(transport, ctx)
+                except AccelstackError as err:
+                    batch = [error_record(ctx.host.name, check, err) for check in validator.checks]
+            else:
+                batch = run_validator(transport, validator, ctx, remote, config, thresholds)
+            finish(validator, batch)
     return records
 
 

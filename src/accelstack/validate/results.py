@@ -134,8 +134,13 @@ def host_error_record(host: Host, err: BaseException, duration_s: float = 0.0) -
 
 # ----- control-side judgement -----
 
-def _health_counts(vendor: str, output: str) -> tuple[int, list[str]]:
-    """Devices the vendor tool reports and the ones that are not healthy."""
+def _health_counts(vendor: str, output: str, evidence: Mapping[str, Any] | None = None) -> tuple[int, list[str]]:
+    """Devices the vendor tool reports and the ones that are not healthy: the GPUs the script read from
+    ``nvidia-smi -q -x`` (``evidence.gpus``), else the tool's own text (``npu-smi info``, or the ``--query-gpu`` CSV
+    of older records)."""
+    gpus_seen = (evidence or {}).get("gpus")
+    if vendor == "nvidia" and isinstance(gpus_seen, list):
+        return len(gpus_seen), []
     if vendor == "ascend":
         info = parse_npu_smi_info(output)
         ids = sorted({chip.npu_id for chip in info.chips})
@@ -184,7 +189,7 @@ def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresh
     failed = tool_failure(tool, record.evidence.get("tool_exit"), output)
     if failed:
         return _tool_error(record, tool, failed, config, "the devices were")
-    count, unhealthy = _health_counts(vendor, output)
+    count, unhealthy = _health_counts(vendor, output, record.evidence)
     if count == 0 and output.strip():
         return _tool_error(record, tool, f"{tool}'s output is not understood ({tail(output, 1)[0][:120]})",
                            config, "the devices were")

@@ -21,8 +21,7 @@ from ..transport.connection import Transport
 from ..transport.context import HostContext, resolve_contexts
 from ..transport.fanout import FanoutOptions, Fleet, RunInterrupted
 from .cluster import DEFAULT_RENDEZVOUS_PORT, ClusterRun, prepare_members
-from .config import host_config
-from .host import run_host
+from .host import run_host, tier_config
 from .registry import Validator, load_registry, select, validators_dir
 from .results import host_error_record
 from .thresholds import Thresholds, load_thresholds
@@ -128,7 +127,7 @@ def _validate(fleet: Fleet, contexts: dict[str, HostContext], validators: list[V
               *, tier: str, folder: Path, deadline_s: float | None) -> None:
     base = load_thresholds()
     per_host = thresholds_for(contexts, base)
-    configs = {name: host_config(ctx, tier=tier) for name, ctx in contexts.items()}
+    configs = {name: tier_config(ctx, tier) for name, ctx in contexts.items()}
     emit = collector.emit
     finished: dict[str, set[str]] = {name: set() for name in contexts}
     given_up: set[str] = set()

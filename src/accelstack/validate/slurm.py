@@ -216,10 +216,14 @@ def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, par
     """One srun: one task per node, each running this node's checks; labelled lines, a time limit, and a bounded
     wait for the allocation (a drained node would otherwise queue the step for ever). The nodes whole
     (``--exclusive``: no user job beside the bandwidth checks) with their devices (``gres``, the nodes' own
-    :func:`gres_request`: under ``ConstrainDevices=yes`` a step that asks for none sees none)."""
+    :func:`gres_request`: under ``ConstrainDevices=yes`` a step that asks for none sees none). The health tier
+    loads nothing (it reads vendor tools and files), so it does not take the nodes whole: a node whose other cores
+    run a job is checked too."""
     argv = ["srun", f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}",
             f"--immediate={ALLOCATION_WAIT_S}", f"--time={time_limit_min}", "--label", "--chdir=/",
-            f"--job-name={job_name}", "--kill-on-bad-exit=0", "--exclusive"]
+            f"--job-name={job_name}", "--kill-on-bad-exit=0"]
+    if tier != "health":
+        argv.append("--exclusive")
     if gres:
         argv.append(f"--gres={gres}")
     if partition:

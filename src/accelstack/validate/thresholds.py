@@ -88,9 +88,13 @@ def _row(item: Any, origin: str) -> Threshold:
                      str(item.get("source", "inventory")), item.get("confidence"), item.get("note"), origin)
 
 
+# libyaml's parser where PyYAML has it (the same safe constructors): the node-check every few minutes reads this file.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_thresholds(text: str | None = None) -> Thresholds:
     path = package_data("thresholds.yml")
-    doc = yaml.safe_load(text if text is not None else path.read_text(encoding="utf-8")) or {}
+    doc = yaml.load(text if text is not None else path.read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
     clock = doc.get("clock") or {}
     rows = [_row(item, str(path)) for item in doc.get("rows") or []]
     return Thresholds(rows, float(doc.get("margin", 0.10)), float(clock.get("warn_s", 0.1)),

@@ -10,9 +10,14 @@ Stdlib only, Python 3.6 syntax: it runs with the host's system python as well as
 """
 
 import json
+import os
 import subprocess
 import sys
 import traceback
+
+# Reads of a vendor tool's state (``nvidia-smi -q -x``, ``npu-smi info``) that every check of one interpreter
+# shares: a tier's checks run in one interpreter (``_batch.py``), and each of them asks the tool the same question.
+_READS = {}
 
 
 def record(check, status, summary, metrics=None, evidence=None, remedy=None):
@@ -42,6 +47,28 @@ def run_tool(argv, timeout=30, hang_note=None):
         return 124, message + (" (%s)" % hang_note if hang_note else "")
 
 
+def read_tool(argv, timeout=30, hang_note=None):
+    """:func:`run_tool` for a read of the device's state that the checks of this interpreter share: the first call
+    runs the tool, later calls with the same arguments get its answer. Only for reads of state (not under a load
+    a check puts on the device, not a query that may change), so a tier asks ``nvidia-smi -q -x`` once."""
+    key = tuple(argv)
+    if key not in _READS:
+        _READS[key] = run_tool(argv, timeout=timeout, hang_note=hang_note)
+    return _READS[key]
+
+
+def find_tool(name, fixed):
+    """``name`` on PATH, else in the ``fixed`` folders where the driver installs it; ``ACCELSTACK_SIM_ROOT`` (unset on
+    real hosts, the lab's simulated driver root in tests) prefixes the fixed folders. None when it is nowhere."""
+    root = os.environ.get("ACCELSTACK_SIM_ROOT", "").rstrip("/")
+    folders = os.environ.get("PATH", "").split(os.pathsep) + [root + folder for folder in fixed]
+    for folder in folders:
+        path = os.path.join(folder, name)
+        if folder and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def main_entry(name, main, error_checks=None, prints=None):
     """The validator's ``__main__``: ``sys.argv[1]`` as the JSON config, ``main(config)`` for the checks, one
     ``{"checks": [...]}`` line on stdout. A validator never raises: any exception (a config that is not JSON
@@ -52,16 +79,31 @@ def main_entry(name, main, error_checks=None, prints=None):
     config = {}
     try:
         config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-        checks = main(config)
-    except BaseException:  # a validator never raises: its own failure is an error record
-        lines = traceback.format_exc().splitlines()
-        summary = "the %s validator failed: %s" % (name, lines[-1])
-        host = (config.get("host") if isinstance(config, dict) else None) or "HOST"
-        if "ModuleNotFoundError" in lines[-1] or "ImportError" in lines[-1]:
-            remedy = "the stack's module is missing on the host: inv provision --limit %s" % host
-        else:
-            remedy = "run the command in this record's evidence on the host by hand and read its traceback"
-        checks = [record(check, "error", summary, evidence={"traceback": lines[-15:]}, remedy=remedy)
-                  for check in (error_checks(config) if error_checks else [name])]
+    except BaseException:  # a config that is not JSON: an error record, as any other failure
+        checks = failed_checks(name, {}, error_checks)
+    else:
+        checks = run_main(name, main, config, error_checks)
     if prints is None or prints(config):
         sys.stdout.write(json.dumps({"checks": checks}, default=str) + "\n")
+
+
+def run_main(name, main, config, error_checks=None):
+    """``main(config)``'s checks, or the ``error`` records of a validator that raised (:func:`main_entry`): the one
+    way a validator runs, alone or in a batch (``_batch.py``)."""
+    try:
+        return main(config)
+    except BaseException:  # a validator never raises: its own failure is an error record
+        return failed_checks(name, config, error_checks)
+
+
+def failed_checks(name, config, error_checks=None):
+    """The ``error`` records of a validator that raised, from the exception being handled."""
+    lines = traceback.format_exc().splitlines()
+    summary = "the %s validator failed: %s" % (name, lines[-1])
+    host = (config.get("host") if isinstance(config, dict) else None) or "HOST"
+    if "ModuleNotFoundError" in lines[-1] or "ImportError" in lines[-1]:
+        remedy = "the stack's module is missing on the host: inv provision --limit %s" % host
+    else:
+        remedy = "run the command in this record's evidence on the host by hand and read its traceback"
+    return [record(check, "error", summary, evidence={"traceback": lines[-15:]}, remedy=remedy)
+            for check in (error_checks(config) if error_checks else [name])]

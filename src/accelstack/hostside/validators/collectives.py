@@ -19,6 +19,8 @@ Every rank watches a deadline and its parent, so a hung collective or a killed l
 import ctypes
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +33,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
 from _common import main_entry
 from _common import record as result
+from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
 PR_SET_PDEATHSIG = 1
 DEFAULT_SIZES = [1 << 16, 1 << 20, 1 << 24]
@@ -290,8 +293,8 @@ def summarize(collective, rows, world, bad_ranks, wrong, extra=None, evidence=No
 
 # ----- single node: spawned ranks -----
 
-def spawned_rank(local_rank, world, config, init_method, outdir):
-    guard(config.get("deadline_s"))
+def rank_run(local_rank, world, config, init_method):
+    """One rank's work (init, then a barrier or the sweep), as a dict: its device, timings, rows, or its error."""
     out = {"rank": local_rank}
     try:
         device, bound, backend, init_s = init_group(config, local_rank, world, local_rank, init_method)
@@ -303,10 +306,88 @@ def spawned_rank(local_rank, world, config, init_method, outdir):
             rows, wrong, bad = sweep(config, device, config.get("collectives") or ["allreduce", "allgather"])
             out.update(rows=rows, wrong=wrong, bad_ranks=bad, timing=timing_method(device))
         dist.destroy_process_group()
-    except BaseException:  # reported through the rank's file
+    except BaseException:  # reported through the rank's result
         out["error"] = traceback.format_exc().splitlines()[-12:]
+    return out
+
+
+def spawned_rank(local_rank, world, config, init_method, outdir):
+    guard(config.get("deadline_s"))
+    out = rank_run(local_rank, world, config, init_method)
     with open(os.path.join(outdir, "rank%d.json" % local_rank), "w") as handle:
         json.dump(out, handle)
+
+
+# The ranks' result files live in a folder of this process's own (its pid in the name): removed when the ranks are
+# done, and a folder whose process is gone (killed at its time limit) is removed by the next run. A health check
+# every few minutes must not leave a folder behind each time.
+OUTDIR_PREFIX = "accelstack-coll-"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_outdirs(base=None, now=None):
+    """Remove the rank folders of runs whose process is gone (and, from before folders carried a pid, any older
+    than an hour). Returns the folders removed."""
+    base = base or tempfile.gettempdir()
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(OUTDIR_PREFIX):
+            continue
+        path = os.path.join(base, name)
+        owner = name[len(OUTDIR_PREFIX):].split("-", 1)[0]
+        try:
+            stale = not _alive(int(owner)) if owner.isdigit() else now - os.path.getmtime(path) > 3600
+        except OSError:
+            continue
+        if stale and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def run_ranks(world, config, init_method, kind="cpu"):
+    """Every rank's result and the spawn error (None when the ranks ran). One rank runs in this process (one torch
+    import and one context fewer: a one-GPU node's whole quick tier is then one interpreter); more are started, one
+    process per device, with their results in a folder of this run that is removed before returning. Ranks on a
+    device are spawned (a fresh interpreter: a CUDA or NPU runtime does not survive a fork); gloo ranks on the CPU
+    are forked from this process, which has torch imported already, so they do not import it again."""
+    if world == 1:
+        return [rank_run(0, 1, config, init_method)], None
+    import torch.multiprocessing as mp
+    remove_stale_outdirs()
+    outdir = tempfile.mkdtemp(prefix="%s%d-" % (OUTDIR_PREFIX, os.getpid()))
+    spawn_error = None
+    try:
+        try:
+            mp.start_processes(spawned_rank, args=(world, config, init_method, outdir), nprocs=world, join=True,
+                               start_method="fork" if kind == "cpu" else "spawn")
+        except Exception as exc:  # a dead rank is the finding; its file says why
+            spawn_error = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc) else "")
+        ranks = []
+        for r in range(world):
+            path = os.path.join(outdir, "rank%d.json" % r)
+            if os.path.exists(path):
+                with open(path) as handle:
+                    ranks.append(json.load(handle))
+            else:
+                ranks.append({"rank": r, "error": ["rank wrote no result (killed?)"]})
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+    return ranks, spawn_error
 
 
 def free_port():
@@ -317,31 +398,44 @@ def free_port():
     return port
 
 
+def error_line(lines):
+    """The line of a rank's traceback that says what went wrong: the exception's own line (``torch.AcceleratorError:
+    CUDA error: out of memory``), not the hints CUDA errors print after it."""
+    text = [line.strip() for line in lines if line.strip()]
+    for line in reversed(text):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*:", line) or line.startswith("RuntimeError"):
+            return line
+    return text[-1] if text else ""
+
+
+def held_result(config, found, evidence=None):
+    """The skip records of a run that left devices another process holds alone."""
+    what = "the %s" % ("communicator init" if config.get("mode") == "init" else "collective sweep")
+    ev = dict(evidence or {})
+    ev.update(skip_evidence(found))
+    return [result(c, "skip", skip_summary(what, found), {}, ev) for c in checks_for(config)]
+
+
 def single_node(config):
-    import torch.multiprocessing as mp
     mode = config.get("mode", "sweep")
     vendor = config.get("vendor", "cpu")
+    devices = None
+    if vendor in ("nvidia", "ascend"):
+        # Before torch is imported and a rank opens a device: is one of those the ranks would take someone else's
+        # now (a job beside this check)? As many ranks as devices the tool lists, unless nproc says fewer.
+        devices, _tool_error = read_devices(vendor)
+        ranks = len(devices or []) or int(config.get("nproc") or 1)
+        found = held(vendor, visible_indices(vendor, min(int(config.get("nproc") or ranks), ranks)),
+                     devices=devices)
+        if found:
+            return held_result(config, found)
     kind, count = device_kind(vendor)
     world = int(config.get("nproc") or count or 2)
     if kind != "cpu" and count:
         world = min(world, count)
-    outdir = tempfile.mkdtemp(prefix="accelstack-coll-")
     init_method = "tcp://127.0.0.1:%d" % free_port()
     started = time.monotonic()
-    spawn_error = None
-    try:
-        mp.start_processes(spawned_rank, args=(world, config, init_method, outdir), nprocs=world, join=True,
-                           start_method="spawn")
-    except Exception as exc:  # a dead rank is the finding; its file says why
-        spawn_error = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc) else "")
-    ranks = []
-    for r in range(world):
-        path = os.path.join(outdir, "rank%d.json" % r)
-        if os.path.exists(path):
-            with open(path) as handle:
-                ranks.append(json.load(handle))
-        else:
-            ranks.append({"rank": r, "error": ["rank wrote no result (killed?)"]})
+    ranks, spawn_error = run_ranks(world, config, init_method, kind)
     wall = round(time.monotonic() - started, 3)
     errors = {str(r["rank"]): r["error"] for r in ranks if r.get("error")}
     first = ranks[0]
@@ -349,10 +443,16 @@ def single_node(config):
             if kind == "cpu" else "device_id=%s" % first.get("device_id"))
     evidence = {"backend": first.get("backend"), "device_id": first.get("device_id"), "note": note,
                 "wall_s": wall}
+    if (errors or spawn_error) and vendor in ("nvidia", "ascend"):
+        text = "\n".join(line for lines in errors.values() for line in lines) + "\n" + (spawn_error or "")
+        found = held_after(vendor, text, visible_indices(vendor, world), devices=devices)
+        if found:
+            return held_result(config, found, dict(evidence, rank_errors=errors))
     if errors or spawn_error:
         evidence.update(rank_errors=errors, spawn_error=spawn_error)
         checks = ["collective_init"] if mode == "init" else (config.get("collectives") or ["allreduce", "allgather"])
-        tail = next(iter(errors.values()))[-1] if errors else spawn_error
+        # The error's own line: a CUDA error's traceback ends with hints and a blank line after it.
+        tail = error_line(next(iter(errors.values()))) if errors else spawn_error
         # Initialising the communicator is what collective_init measures: a rank that cannot is the host's
         # failure. A sweep whose ranks raise measured nothing: error, and collective_init says why.
         status = "fail" if mode == "init" else "error"

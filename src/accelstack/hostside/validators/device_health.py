@@ -19,7 +19,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, record, run_tool
+from _common import find_tool, main_entry, read_tool, record, run_tool
 
 LIMITS = {"temperature_margin_c": 10, "temperature_warn_c": 80, "temperature_fail_c": 90,
           "busy_utilization_pct": 5, "max_retired_pages": 60, "hbm_idle_used_fraction": 0.2,
@@ -133,10 +133,21 @@ def parse_smi_xml(text):
                 "shutdown_tlimit_c": _number(_text(gpu, "temperature/gpu_temp_max_tlimit_threshold")),
                 "slow_c": _number(_text(gpu, "temperature/gpu_temp_slow_threshold")),
                 "shutdown_c": _number(_text(gpu, "temperature/gpu_temp_max_threshold"))}
+        processes = []
+        for proc in gpu.findall("processes/process_info"):
+            pid = _number(_text(proc, "pid"))
+            if pid is not None:
+                processes.append({"pid": pid, "name": _text(proc, "process_name") or "?",
+                                  "type": _text(proc, "type"), "memory_mib": _number(_text(proc, "used_memory"))})
         gpus.append({
             "index": minor if minor is not None else position,
             "bus_id": gpu.get("id"),
+            "uuid": _text(gpu, "uuid"),
             "name": _text(gpu, "product_name"),
+            "compute_mode": _text(gpu, "compute_mode"),
+            "memory_total_mib": _number(_text(gpu, "fb_memory_usage/total")),
+            "memory_used_mib": _number(_text(gpu, "fb_memory_usage/used")),
+            "processes": processes,
             "persistence": _text(gpu, "persistence_mode"),
             "ecc_mode": _text(gpu, "ecc_mode/current_ecc"),
             "reset_required": _yes(_text(gpu, "gpu_reset_status/reset_required")),
@@ -259,7 +270,7 @@ def _cells(cell):
 
 def parse_npu_table(text):
     """``npu-smi info`` -> (chips, processes). A chip: {npu_id, chip_id, name, health, temp, aicore, hbm_used,
-    hbm_total}; a process: {npu_id, pid}. Column meanings come from the table's own header rows (A2, 910A and A3
+    hbm_total}; a process: {npu_id, pid, name, memory_mb}. Column meanings come from the table's own header rows (A2, 910A and A3
     layouts), pairs like ``41052/ 65536`` included."""
     chips, processes = [], []
     mode = ""
@@ -309,7 +320,9 @@ def parse_npu_table(text):
         elif mode == "proc" and len(cells) >= 2:
             ids = first.split()
             if ids and ids[0].isdigit() and cells[1].isdigit():
-                processes.append({"npu_id": int(ids[0]), "pid": int(cells[1])})
+                processes.append({"npu_id": int(ids[0]), "pid": int(cells[1]),
+                                  "name": cells[2] if len(cells) > 2 and cells[2] else "?",
+                                  "memory_mb": _number(cells[3]) if len(cells) > 3 else None})
     return chips, processes
 
 
@@ -645,16 +658,22 @@ def judge_npu_aicore(chips, processes, limits):
 
 # ----- I/O -----
 
-def find_tool(name, fixed):
-    """``name`` on PATH, else where the driver installs it; ``ACCELSTACK_SIM_ROOT`` (unset on real hosts, the lab's
-    simulated driver root in tests) prefixes the fixed folders as it does in network.py."""
-    root = os.environ.get("ACCELSTACK_SIM_ROOT", "").rstrip("/")
-    folders = os.environ.get("PATH", "").split(os.pathsep) + [root + folder for folder in fixed]
-    for folder in folders:
-        path = os.path.join(folder, name)
-        if folder and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
+def read_smi_xml(smi):
+    """``nvidia-smi -q -x``, read once per interpreter: ``devices`` counts from the same answer."""
+    return read_tool([smi, "-q", "-x"], timeout=60, hang_note="a GPU that hangs the driver")
+
+
+def read_npu_info(npu_smi):
+    """``npu-smi info``, read once per interpreter: ``devices`` counts from the same answer."""
+    return read_tool([npu_smi, "info"], timeout=60, hang_note="a wedged device can hang the tool")
+
+
+def nvidia_smi_path():
+    return find_tool("nvidia-smi", ["/usr/bin", "/usr/local/bin"])
+
+
+def npu_smi_path():
+    return find_tool("npu-smi", ["/usr/local/bin", "/usr/local/sbin"])
 
 
 def kernel_log():
@@ -689,7 +708,7 @@ def xid_window(limits):
 
 
 def nvidia_checks(smi, limits, rows, accelerator, window_s=XID_WINDOW_S):
-    status, text = run_tool([smi, "-q", "-x"], timeout=60, hang_note="a GPU that hangs the driver")
+    status, text = read_smi_xml(smi)
     if status != 0:
         return [record("health", "error", "nvidia-smi -q -x failed (exit %d): %s" % (status, text.strip()[-200:]),
                        evidence={"tool_output": text[-2000:]},
@@ -705,7 +724,7 @@ def nvidia_checks(smi, limits, rows, accelerator, window_s=XID_WINDOW_S):
     row = pick_row(rows, [g["name"] or "" for g in gpus], accelerator)
     link_exit, link_text = (0, "")
     if row and row.get("nvlinks") and len(gpus) > 1:
-        link_exit, link_text = run_tool([smi, "nvlink", "-s"], timeout=60)
+        link_exit, link_text = read_tool([smi, "nvlink", "-s"], timeout=60)
     log_exit, log_text, log_command = kernel_log()
     checks = [judge_ecc(gpus), judge_remapped_rows(gpus), judge_retired_pages(gpus, limits),
               judge_throttle(gpus, limits), judge_gpu_temperature(gpus, limits), judge_persistence(gpus),
@@ -716,7 +735,7 @@ def nvidia_checks(smi, limits, rows, accelerator, window_s=XID_WINDOW_S):
 
 
 def ascend_checks(npu_smi, limits):
-    status, text = run_tool([npu_smi, "info"], timeout=60)
+    status, text = read_npu_info(npu_smi)
     if status != 0:
         return [record("health", "error", "npu-smi info failed (exit %d): %s" % (status, text.strip()[-200:]),
                        evidence={"tool_output": text[-2000:]},
@@ -751,8 +770,8 @@ def main(config):
     limits.update(dict((k, v) for k, v in (config.get("device_health") or {}).items() if v is not None))
     if vendor == "cpu":
         return [record("health", "skip", "cpu stack: no accelerator to check")]
-    smi = find_tool("nvidia-smi", ["/usr/bin", "/usr/local/bin"])
-    npu_smi = find_tool("npu-smi", ["/usr/local/bin", "/usr/local/sbin"])
+    smi = nvidia_smi_path()
+    npu_smi = npu_smi_path()
     if vendor is None:
         vendor = "nvidia" if smi else "ascend" if npu_smi else None
         if vendor is None:

@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
 from _common import main_entry, record
+from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
 DEFAULTS = {"perf_matmul_n": 8192, "perf_copy_mb": 1024, "perf_transfer_mb": 256, "perf_iters": 20,
             "perf_warmup": 3, "perf_link_load_iters": 100}
@@ -271,6 +272,12 @@ def main(config):
         return [record("perf", "skip", "cpu stack: no device to measure")]
     settings = dict(DEFAULTS)
     settings.update(dict((k, config[k]) for k in DEFAULTS if config.get(k) is not None))
+    # Before torch opens a device: a device another process holds (a job beside this check) is left alone.
+    devices, _tool_error = read_devices(vendor)
+    visible = visible_indices(vendor, len(devices or []))  # the devices torch will number 0..n-1
+    found = held(vendor, visible, devices=devices)
+    if found:
+        return [record("perf", "skip", skip_summary("every perf figure", found), evidence=skip_evidence(found))]
     try:
         import torch
         if vendor == "ascend":
@@ -319,6 +326,10 @@ def main(config):
         empty = getattr(mod, "empty_cache", None)
         if empty is not None:
             empty()
+    failures = "\n".join(v for figures in results.values() for v in figures.values() if isinstance(v, str))
+    found = held_after(vendor, failures, visible, devices=devices) if failures else None
+    if found:
+        return [record("perf", "skip", skip_summary("every perf figure", found), evidence=skip_evidence(found))]
     row = pick_row(config.get("device_rows"), names, config.get("accelerator") or "")
     margin = float(config.get("device_margin") or 0.10)
     sku = row.get("sku") if row else None

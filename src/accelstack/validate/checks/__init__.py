@@ -24,7 +24,11 @@ from pathlib import Path
 from ...errors import ConfigError
 from ..results import Judge
 
-TIERS = ("quick", "standard", "full")
+# health < quick < standard < full. health: vendor tools, sysfs/procfs, the kernel log, files and package metadata only
+# (no torch, no device context): safe beside a running job, a scheduler's periodic health check. quick adds what
+# needs torch or a device context (a prolog); standard the collectives, memory, performance and storage; full the
+# bigger sweeps (a maintenance job).
+TIERS = ("health", "quick", "standard", "full")
 PYTHONS = ("system", "stack")
 SCOPES = ("host", "cluster")
 ENGINES = ("ssh", "slurm")
@@ -41,8 +45,9 @@ class Check:
     """One check family: one run of a script (or one control-side computation) and the records it produces.
 
     ``checks``: the names of the records it produces, the names ``--only`` takes (a record ``memory.shm`` belongs
-    to check ``memory``). ``tier``: the lowest tier that runs it (quick < standard < full). ``help``: one line
-    saying what it checks (the README table's "what" column). ``script``: the file in ``hostside/validators/``
+    to check ``memory``). ``tier``: the lowest tier that runs it (health < quick < standard < full; a ``health``
+    check runs with the system python: no torch, no device context). ``help``: one line saying what it checks
+    (the README table's "what" column). ``script``: the file in ``hostside/validators/``
     that runs on the host, ``None`` when the control side computes it. ``python``: ``system`` (the host's
     python3, stdlib only) or ``stack`` (the stack's python, with torch). ``timeout``: seconds. ``scope``:
     ``host`` (runs on every host) or ``cluster`` (the control side orchestrates it across hosts). ``mode``:
@@ -127,6 +132,9 @@ class Check:
                                     (self.scope, SCOPES, "scope")):
             if value not in allowed:
                 out.append(f"{key}={value!r} is not one of {', '.join(allowed)}")
+        if self.tier == "health" and (self.python != "system" or self.scope != "host"):
+            out.append("a health-tier check is a host check on the system python (no torch, no device context: it "
+                       "runs beside jobs)")
         if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
             out.append(f"timeout={self.timeout!r} is not a positive number of seconds")
         if not self.help.strip() or "\n" in self.help or "|" in self.help.replace("\\|", ""):

@@ -3,7 +3,7 @@
 from . import Check
 
 CHECKS = (
-    Check(("health",), "quick", script="device_health.py", python="system", timeout=90,
+    Check(("health",), "health", script="device_health.py", python="system", timeout=90,
           help="device health from the vendor tool's cheap reads, one record per aspect. NVIDIA (`nvidia-smi -q "
                "-x`): `health.ecc` (uncorrectable volatile fails, lifetime-only warns, a reset asked for fails), "
                "`health.remapped_rows` (pending or failed fails), `health.retired_pages` (pre-Ampere), "

@@ -1,14 +1,17 @@
-"""Declares ``hostside/validators/devices.py``: devices counted by the vendor tool and seen by torch."""
+"""Declares ``hostside/validators/devices.py``: the devices the vendor tool counts, without torch (health tier)."""
 
 from ..results import refine_devices
 from . import Check
 
 CHECKS = (
-    Check(("devices",), "quick", script="devices.py", python="stack", timeout=120,
-          help="count against `expect_devices`, health from npu-smi/nvidia-smi, seen by torch through the "
-               "device-agnostic API (never `torch.cuda` on an NPU host)",
+    Check(("devices",), "health", script="devices.py", python="system", timeout=90,
+          help="count against `expect_devices` and each device's health from the one `nvidia-smi -q -x` / `npu-smi "
+               "info` the tier reads (no torch, no device context: safe beside a job); the processes on each device "
+               "are listed, not judged",
           config=("host", "inventory", "vendor", "expect_devices"),
           judge=refine_devices,
+          # signatures.yml names `devices` for these: the vendor tool's count and health confirm them, and
+          # torch_devices (the quick tier) confirms what needs a device context.
           confirms=("device-assert", "npu-device-busy", "unknown-error-code", "watchdog-stuck", "xid-fatal",
                     "xid-warn")),
 )

@@ -3,7 +3,7 @@
 from . import Check
 
 CHECKS = (
-    Check(("env",), "quick", script="env.py", python="system", timeout=60,
+    Check(("env",), "health", script="env.py", python="system", timeout=60,
           help="the rendered file present and sourced; `*_SOCKET_IFNAME` up with an address, and the same as the "
                "inventory's `*_socket_ifname` (a disagreement fails, naming both); visible-device lists valid (a "
                "warning for non-contiguous lists)",

@@ -3,7 +3,7 @@
 from . import Check
 
 CHECKS = (
-    Check(("libraries",), "quick", script="libraries.py", python="system", timeout=60,
+    Check(("libraries",), "health", script="libraries.py", python="system", timeout=60,
           help="the symbols torch_npu/torch need (`HcclCommInitRootInfoConfig`, ...) exported by the "
                "libhccl/libnccl the stack's environment loads; `error` when the stack is not installed where it "
                "says and only some other copy (a system libnccl) is found",

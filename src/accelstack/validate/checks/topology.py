@@ -3,6 +3,6 @@
 from . import Check
 
 CHECKS = (
-    Check(("topology",), "standard", script="topology.py", python="system", timeout=60,
+    Check(("topology",), "health", script="topology.py", python="system", timeout=60,
           help="NUMA affinity of devices and NICs", config=("expect_devices", "socket_ifnames")),
 )

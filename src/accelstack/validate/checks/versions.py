@@ -4,7 +4,7 @@
 from . import Check
 
 CHECKS = (
-    Check(("versions",), "quick", help="drift against the stack",
+    Check(("versions",), "health", help="drift against the stack",
           runner="accelstack.validate.host:versions_records",
           confirms=("cann-mismatch", "driver-library-mismatch", "driver-too-old", "torch-build-mismatch")),
 )

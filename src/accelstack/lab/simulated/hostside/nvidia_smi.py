@@ -14,7 +14,11 @@ utilisation is 0), ``ecc_dram_uncorrectable`` (volatile), ``ecc_aggregate_uncorr
 ``remapped_row_pending`` / ``remapped_row_failure`` (``Yes``), ``remapped_rows_unc``, ``retired_pages``
 (``{"single_bit": n, "double_bit": n, "pending": "Yes"}``, pre-Ampere style; absent = N/A as on Hopper),
 ``temperature_c`` against ``tlimit_c`` (default 87), ``nvlinks_inactive`` (link numbers that are down),
-``pcie_current_gen`` / ``pcie_current_width`` (a link trained below Gen5 x16).
+``pcie_current_gen`` / ``pcie_current_width`` (a link trained below Gen5 x16). A device in use by someone else:
+``processes`` (``[{"pid": n, "name": "python3", "memory_mib": n}]``: listed by ``-q -x``, ``--query-compute-apps``
+and the default table, their memory added to ``memory.used``) and ``compute_mode`` (``Exclusive_Process``,
+``Prohibited``; default ``Default``). ``--query-compute-apps`` takes ``pid``, ``process_name``, ``used_memory``,
+``gpu_uuid``, ``gpu_bus_id``.
 Exit codes as documented for nvidia-smi: 2 bad arguments, 6 no devices.
 """
 
@@ -36,8 +40,9 @@ FIELDS = {
     "vbios_version": ("", lambda d, doc: d["vbios"]),
     "count": ("", lambda d, doc: str(len(present(doc)))),
     "memory.total": ("MiB", lambda d, doc: str(d["memory_total_mib"])),
-    "memory.used": ("MiB", lambda d, doc: str(d["memory_used_mib"])),
-    "memory.free": ("MiB", lambda d, doc: str(d["memory_total_mib"] - d["memory_used_mib"])),
+    "memory.used": ("MiB", lambda d, doc: str(used_mib(d))),
+    "memory.free": ("MiB", lambda d, doc: str(d["memory_total_mib"] - used_mib(d))),
+    "compute_mode": ("", lambda d, doc: d.get("compute_mode", "Default")),
     "temperature.gpu": ("", lambda d, doc: str(d["temperature_c"])),
     "utilization.gpu": ("%", lambda d, doc: str(d["utilization_pct"])),
     "power.draw": ("W", lambda d, doc: "%.2f" % d["power_draw_w"]),
@@ -54,6 +59,14 @@ FIELDS = {
     "pcie.link.width.max": ("", lambda d, doc: "16"),
     "remapped_rows.pending": ("", lambda d, doc: d.get("remapped_row_pending", "No")),
     "remapped_rows.failure": ("", lambda d, doc: d.get("remapped_row_failure", "No")),
+}
+APP_FIELDS = {
+    "pid": ("", lambda d, p: str(p["pid"])),
+    "process_name": ("", lambda d, p: p.get("name", "python3")),
+    "used_memory": ("MiB", lambda d, p: str(p.get("memory_mib", 0))),
+    "used_gpu_memory": ("MiB", lambda d, p: str(p.get("memory_mib", 0))),
+    "gpu_uuid": ("", lambda d, p: d["uuid"]),
+    "gpu_bus_id": ("", lambda d, p: d["bus_id"]),
 }
 REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
@@ -111,6 +124,49 @@ def query(doc, fields, fmt, ids):  # type: (dict, str, str, object) -> str
             values.append(value if not unit or "nounits" in options else "%s %s" % (value, unit))
         lines.append(", ".join(values))
     return "\n".join(lines) + "\n"
+
+
+def used_mib(d):  # type: (dict) -> int
+    """Memory in use: the device's own knob plus what its processes hold."""
+    return int(d["memory_used_mib"]) + sum(int(p.get("memory_mib", 0)) for p in d.get("processes") or [])
+
+
+def query_apps(doc, fields, fmt):  # type: (dict, str, str) -> str
+    """``--query-compute-apps``: one line per process on any device (none: no line at all, as the real tool)."""
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    for name in names:
+        if name not in APP_FIELDS:
+            usage_error('Field "%s" is not a valid field to query.' % name)
+    options = [o.strip() for o in fmt.split(",")]
+    if not options or options[0] != "csv" or any(o not in ("csv", "noheader", "nounits") for o in options):
+        usage_error('"%s" is not a valid format.' % fmt)
+    lines = []
+    if "noheader" not in options:
+        lines.append(", ".join("%s [%s]" % (n, APP_FIELDS[n][0]) if APP_FIELDS[n][0] else n for n in names))
+    for d in require_devices(doc):
+        for proc in d.get("processes") or []:
+            values = []
+            for name in names:
+                unit, get = APP_FIELDS[name]
+                value = get(d, proc)
+                values.append(value if not unit or "nounits" in options else "%s %s" % (value, unit))
+            lines.append(", ".join(values))
+    return "".join(line + "\n" for line in lines)
+
+
+def processes_xml(d):  # type: (dict) -> list
+    out = ["\t\t<processes>"]
+    for proc in d.get("processes") or []:
+        out += ["\t\t\t<process_info>",
+                "\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>",
+                "\t\t\t\t<compute_instance_id>N/A</compute_instance_id>",
+                "\t\t\t\t<pid>%d</pid>" % int(proc["pid"]),
+                "\t\t\t\t<type>C</type>",
+                "\t\t\t\t<process_name>%s</process_name>" % escape(str(proc.get("name", "python3"))),
+                "\t\t\t\t<used_memory>%d MiB</used_memory>" % int(proc.get("memory_mib", 0)),
+                "\t\t\t</process_info>"]
+    out += ["\t\t</processes>", "\t\t<accounted_processes>", "\t\t</accounted_processes>"]
+    return out
 
 
 def select(devices, ids):  # type: (list, object) -> list
@@ -182,6 +238,7 @@ def xml_log(doc):  # type: (dict) -> str
             "\t\t\t</pci_gpu_link_info>",
             "\t\t</pci>",
             "\t\t<performance_state>P0</performance_state>",
+            "\t\t<compute_mode>%s</compute_mode>" % d.get("compute_mode", "Default"),
             "\t\t<clocks_event_reasons>",
         ] + ["\t\t\t<clocks_event_reason_%s>%s</clocks_event_reason_%s>"
              % (r, "Active" if r in active_reasons(d) else "Not Active", r) for r in REASONS] + [
@@ -189,8 +246,8 @@ def xml_log(doc):  # type: (dict) -> str
             "\t\t<fb_memory_usage>",
             "\t\t\t<total>%d MiB</total>" % d["memory_total_mib"],
             "\t\t\t<reserved>0 MiB</reserved>",
-            "\t\t\t<used>%d MiB</used>" % d["memory_used_mib"],
-            "\t\t\t<free>%d MiB</free>" % (d["memory_total_mib"] - d["memory_used_mib"]),
+            "\t\t\t<used>%d MiB</used>" % used_mib(d),
+            "\t\t\t<free>%d MiB</free>" % (d["memory_total_mib"] - used_mib(d)),
             "\t\t</fb_memory_usage>",
             "\t\t<utilization>\n\t\t\t<gpu_util>%d %%</gpu_util>\n\t\t\t<memory_util>0 %%</memory_util>\n"
             "\t\t</utilization>" % d["utilization_pct"],
@@ -202,6 +259,7 @@ def xml_log(doc):  # type: (dict) -> str
             "\t\t\t<power_draw>%.2f W</power_draw>" % d["power_draw_w"],
             "\t\t\t<current_power_limit>%.2f W</current_power_limit>" % d["power_limit_w"],
             "\t\t</gpu_power_readings>",
+        ] + processes_xml(d) + [
             "\t</gpu>",
         ]
     out.append("</nvidia_smi_log>")
@@ -322,18 +380,26 @@ def table(doc):  # type: (dict) -> str
         lines.append("|" + ("%4d  %s" % (d["index"], d["name"][:24])).ljust(37) + "On  | "
                      + ("%s Off" % d["bus_id"]).rjust(22) + " | " + str(d["ecc_dram_uncorrectable"]).rjust(20) + " |")
         usage = "%dW / %4dW" % (d["power_draw_w"], d["power_limit_w"])
-        memory = "%dMiB / %6dMiB" % (d["memory_used_mib"], d["memory_total_mib"])
+        memory = "%dMiB / %6dMiB" % (used_mib(d), d["memory_total_mib"])
+        mode = {"Exclusive_Process": "E. Process", "Exclusive_Thread": "E. Thread"}.get(
+            d.get("compute_mode", "Default"), d.get("compute_mode", "Default"))
         lines.append("| N/A   %2dC    P0" % d["temperature_c"] + usage.rjust(24) + " | " + memory.rjust(22) + " | "
-                     + ("%d%%" % d["utilization_pct"]).rjust(7) + "      Default |")
+                     + ("%d%%" % d["utilization_pct"]).rjust(7) + mode.rjust(13) + " |")
         lines.append("|                                         |                        |             Disabled |")
         lines.append(rule)
     lines += ["", "+" + "-" * 89 + "+",
               "| Processes:".ljust(90) + "|",
               "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
               "|        ID   ID                                                               Usage      |",
-              "|" + "=" * 89 + "|",
-              "|  No running processes found".ljust(90) + "|",
-              "+" + "-" * 89 + "+"]
+              "|" + "=" * 89 + "|"]
+    procs = [(d, p) for d in devices for p in d.get("processes") or []]
+    if not procs:
+        lines.append("|  No running processes found".ljust(90) + "|")
+    for d, p in procs:
+        lines.append(("|  %4d   N/A  N/A  %8d      C   %-38s %8dMiB" % (d["index"], int(p["pid"]),
+                                                                     str(p.get("name", "python3"))[:38],
+                                                                     int(p.get("memory_mib", 0)))).ljust(90) + "|")
+    lines.append("+" + "-" * 89 + "+")
     return "\n".join(lines) + "\n"
 
 
@@ -357,7 +423,7 @@ def main(args):  # type: (list) -> int
     if sorted(args) == ["-q", "-x"] or args == ["-x", "-q"] or args == ["-qx"]:
         sys.stdout.write(xml_log(doc))
         return 0
-    fields = fmt = ids = None
+    fields = apps = fmt = ids = None
     i = 0
     while i < len(args):
         arg = args[i]
@@ -368,6 +434,8 @@ def main(args):  # type: (list) -> int
             continue
         if sep and name == "--query-gpu":
             fields = value
+        elif sep and name == "--query-compute-apps":
+            apps = value
         elif sep and name == "--format":
             fmt = value
         elif sep and name in ("--id", "-i"):
@@ -375,6 +443,11 @@ def main(args):  # type: (list) -> int
         else:
             usage_error()
         i += 1
+    if apps is not None and fields is None:
+        if fmt is None:
+            usage_error('Must specify "--format" when using "--query-compute-apps".')
+        sys.stdout.write(query_apps(doc, str(apps), str(fmt)))
+        return 0
     if fields is None:
         usage_error()
     if fmt is None:

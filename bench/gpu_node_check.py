@@ -1,0 +1,266 @@
+"""node-check on a real GPU node, once: what the health and quick tiers cost there, and what they say while another
+process holds the GPU (a training job's caching allocator: all but about 400 MB).
+
+Run from the repository root on the GPU machine (no network needed; about 2-3 minutes, every step under its own time
+limit, under 4 minutes in all). It only reads the GPU's settings (``nvidia-smi --query-gpu``): it never changes a
+compute mode, persistence mode or clock, and never resets anything.
+
+    python3 bench/gpu_node_check.py              # on the GPU machine; the log and each run's records go to $OUT
+    python bench/gpu_node_check.py --tiny        # the CI smoke test: the same steps on a simulated GPU node
+
+Steps: (1) find a python whose torch sees the GPU (``python3``, ``/opt/*/.venv``, ``/opt/*/venv``); (2) make sure
+accelstack's own dependencies import (on the lent H100/H200 image invoke, fabric and paramiko are missing: wheels
+in ``.whl/`` are installed into a folder under /tmp with ``pip --no-index``; see the README's "node-check on a real
+GPU"); (3) render the node file ``inv provision`` would write (the shipped ``nvidia-cuda13.0`` stack, this node's GPU
+count and SKU, the torch python); (4) ``node-check --tier health`` three times and ``--tier quick`` twice, wall and
+CPU (the command and everything it starts) with each run's verdicts; (5) a torch process allocates all but about
+400 MB of every GPU, then ``node-check --tier health --drain`` and ``--tier quick --drain`` run beside it, with a
+stand-in ``scontrol`` that only writes down what it is asked: the verdicts, the exit codes and whether a drain was
+asked for (``versions`` left out there: the image's torch is not the shipped stack's pin, a fail that has nothing to
+do with the job); (6) the holder is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEPS = ("invoke", "fabric", "paramiko", "yaml", "jinja2", "rich", "packaging")
+HOLD_MB = 400
+BESIDE_HEALTH = "devices,env,hccn,health,libraries,topology"
+BUDGET_S = 225.0  # every step's limit is cut to what is left of this: the whole run stays under 4 minutes
+HOLDER = r"""
+import sys, time, torch
+held = []
+for index in range(torch.cuda.device_count()):
+    free, total = torch.cuda.mem_get_info(index)
+    keep = int(sys.argv[1]) << 20
+    held.append(torch.empty(max(0, free - keep), dtype=torch.uint8, device="cuda:%d" % index))
+    free_now, _ = torch.cuda.mem_get_info(index)
+    print("held gpu %d: %d of %d MiB free" % (index, free_now >> 20, total >> 20), flush=True)
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+STARTED = time.monotonic()
+
+
+def left(limit: float) -> float:
+    """A step's time limit, cut to what is left of the run's budget (at least a second: it then times out)."""
+    return max(1.0, min(limit, BUDGET_S - (time.monotonic() - STARTED)))
+
+
+def run(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=left(timeout), stdin=stdin)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        say(f"  ({' '.join(argv[:3])}...: {type(err).__name__}: {err})")
+        return None
+
+
+def torch_python(candidates: list[str]) -> tuple[str | None, str]:
+    probe = "import torch; print(torch.__version__, torch.cuda.is_available(), torch.cuda.device_count())"
+    for cand in candidates:
+        if not cand or not (shutil.which(cand) or os.path.exists(cand)):
+            continue
+        proc = run([cand, "-c", probe], timeout=90)
+        if proc is not None and proc.returncode == 0 and " True " in f" {proc.stdout.strip()} ":
+            return cand, proc.stdout.strip()
+    return None, ""
+
+
+def accelstack_env(python: str, work: Path) -> tuple[dict[str, str] | None, str]:
+    """The environment in which ``python -m accelstack`` runs from this checkout: ``src`` on PYTHONPATH, and the
+    dependencies from ``.whl/`` (or ``$ACCELSTACK_WHEELS``) installed under ``work`` when they do not import."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    check = [python, "-c", "import " + ", ".join(DEPS)]
+    proc = run(check, timeout=60, env=env)
+    if proc is not None and proc.returncode == 0:
+        return env, "accelstack's dependencies import"
+    wheels = sorted(glob.glob(os.path.join(os.environ.get("ACCELSTACK_WHEELS") or str(REPO / ".whl"), "*.whl")))
+    if not wheels:
+        return None, f"accelstack's dependencies do not import ({(proc.stderr if proc else '').strip()[-200:]}) " \
+                     "and there are no wheels in .whl/"
+    site = work / "site"
+    install = run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                   "--disable-pip-version-check", "--target", str(site), *wheels], timeout=120)
+    if install is None or install.returncode != 0:
+        return None, f"pip could not install the wheels: {(install.stderr if install else '').strip()[-300:]}"
+    env["PYTHONPATH"] = f"{REPO / 'src'}{os.pathsep}{site}"
+    proc = run(check, timeout=60, env=env)
+    if proc is None or proc.returncode != 0:
+        return None, f"still missing after installing {len(wheels)} wheel(s): {(proc.stderr if proc else '')[-300:]}"
+    return env, f"{len(wheels)} wheel(s) from .whl/ installed into {site}"
+
+
+def measured(argv: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, int, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    proc = run(argv, timeout=timeout, env=env)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc is None:
+        return wall, cpu, -1, ""
+    return wall, cpu, proc.returncode, proc.stdout
+
+
+def verdicts(stdout: str) -> list[str]:
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            out.append(f"    {record['status'].upper():5} {record['check']}: {record['summary'][:150]}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="a simulated GPU node, one run per tier (smoke test)")
+    args = parser.parse_args()
+    out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+    work = Path(tempfile.mkdtemp(prefix="accelstack-gpu-check-"))
+    say(f"accelstack node-check on {'a SIMULATED GPU node (--tiny)' if args.tiny else 'this GPU node'}; "
+        f"repo {REPO}; {os.cpu_count()} CPU(s)")
+
+    sys.path.insert(0, str(REPO / "src"))
+    base_env: dict[str, str] = dict(os.environ)
+    if args.tiny:
+        from accelstack.lab.simulated.gpu_node import make_gpu_node
+
+        node = make_gpu_node(work / "sim", count=2)
+        base_env = node.env()
+        py, torch_text = sys.executable, "the CPU torch of this python (the simulated node has no CUDA)"
+    else:
+        candidates = [sys.executable, "python3", *sorted(glob.glob("/opt/*/.venv/bin/python3")),
+                      *sorted(glob.glob("/opt/*/venv/bin/python3")), "/usr/bin/python3"]
+        found, torch_text = torch_python(candidates)
+        if found is None:
+            say("no python here imports a torch that sees a GPU: nothing to measure")
+            return 3
+        py = found
+    say(f"[1] torch python: {py} ({torch_text})")
+    env, how = accelstack_env(py, work)
+    if env is None:
+        say(f"[2] {how}")
+        say("    carry the wheels: see the README's 'node-check on a real GPU' (invoke, fabric, paramiko and theirs)")
+        return 3
+    for key in ("PATH", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG"):
+        if key in base_env:
+            env[key] = base_env[key]
+    say(f"[2] {how}")
+
+    smi = run(["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,compute_mode",
+               "--format=csv,noheader,nounits"], timeout=30, env=env)
+    rows = [r.split(", ") for r in (smi.stdout.strip().splitlines() if smi and smi.returncode == 0 else [])]
+    if not rows:
+        say("nvidia-smi lists no GPU: nothing to measure")
+        return 3
+    name = rows[0][1]
+    sku = "H200" if "H200" in name else "H100" if "H100" in name else name
+    say(f"[3] nvidia-smi: {len(rows)} x {name}; " + "; ".join(f"gpu {r[0]}: {r[2]}/{r[3]} MiB used, compute mode "
+                                                             f"{r[4]}" for r in rows))
+    from accelstack.lab.simulated.gpu_node import render_node_file
+
+    env_file = work / "accelstack.sh"
+    env_file.write_text("# node-check's env file on this node: nothing to export for the check\n")
+    node_file = render_node_file(work / "node.yml", stack="nvidia-cuda13.0", node="gpu01",
+                                 values={"expect_devices": len(rows), "accelerator": sku, "stack_python": py},
+                                 env_file=env_file, runs_dir=work / "runs")
+    env["ACCELSTACK_RUNS"] = str(work / "runs")
+    bindir = work / "bin"
+    bindir.mkdir()
+    calls = work / "scontrol-calls"
+    (bindir / "scontrol").write_text(f'#!/bin/sh\necho "scontrol $*" >> {calls}\n')
+    (bindir / "scontrol").chmod(0o755)
+    check = [py, "-m", "accelstack", "node-check", "--config", str(node_file), "--node", "gpu01", "--json"]
+    say(f"    node file {node_file} (stack nvidia-cuda13.0 as shipped: versions.* judge this image against it)")
+    log_lines: list[str] = []
+
+    def tier(label: str, extra: list[str], times: int, limit: float, run_env: dict[str, str]) -> None:
+        walls, cpus, last = [], [], ("", -1)
+        for _ in range(times):
+            wall, cpu, code, stdout = measured(check + extra, run_env, limit)
+            walls.append(wall)
+            cpus.append(cpu)
+            last = (stdout, code)
+        say(f"    {label}: wall {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+            f"CPU {statistics.median(cpus):.2f} s (runs {', '.join(f'{c:.2f}' for c in cpus)}), exit {last[1]}")
+        for line in verdicts(last[0]):
+            say(line)
+        log_lines.append(json.dumps({"label": label, "walls": walls, "cpus": cpus, "exit": last[1]}))
+        if out_dir is not None:
+            (out_dir / ("_".join(w for w in label.split() if not w.startswith("-")) + ".jsonl")).write_text(last[0])
+
+    say("[4] idle node")
+    tier("health", ["--tier", "health"], 1 if args.tiny else 3, 60, env)
+    if not args.tiny:
+        tier("quick", ["--tier", "quick"], 2, 90, env)
+
+    say(f"[5] beside a job: another process holds all but about {HOLD_MB} MB of every GPU")
+    holder = None
+    if args.tiny:
+        node.hold(0, memory_mib=78000)
+    else:
+        holder = subprocess.Popen([py, "-c", HOLDER, str(HOLD_MB), "150"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + left(60)
+        assert holder.stdout is not None
+        while time.monotonic() < deadline:
+            line = holder.stdout.readline()
+            if not line:
+                break
+            say("    holder: " + line.strip())
+            if line.startswith("holding"):
+                break
+    drain_env = {**env, "PATH": f"{bindir}{os.pathsep}{env.get('PATH', '')}", "SLURMD_NODENAME": "gpu01"}
+    try:
+        smi = run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
+                  timeout=30, env=env)
+        say("    nvidia-smi now: " + (smi.stdout.strip().replace("\n", "; ") if smi else "no answer"))
+        apps = run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
+                   timeout=30, env=env)
+        say("    processes it lists: " + ((apps.stdout.strip().replace("\n", "; ") or "none") if apps else "no answer"))
+        # versions.* judge this image against the shipped stack (its torch is not the pin): a fail there would ask
+        # for a drain that has nothing to do with the job beside the check, so the drain runs leave it out.
+        say("    (the --drain runs leave out versions: this image's torch is not the shipped stack's pin)")
+        tier("beside-a-job health --drain", ["--tier", "health", "--drain", "--only", BESIDE_HEALTH], 1, 60,
+             drain_env)
+        tier("beside-a-job quick --drain", ["--tier", "quick", "--drain", "--only",
+                                            f"{BESIDE_HEALTH},torch_devices,collective_init"], 1, 90, drain_env)
+    finally:
+        if holder is not None:
+            holder.terminate()
+            try:
+                holder.wait(15)
+            except subprocess.TimeoutExpired:
+                holder.kill()
+                holder.wait(10)
+    asked = calls.read_text().strip() if calls.exists() else ""
+    say(f"    drains asked for beside the job: {asked or 'none'}")
+    say(f"[6] done in {time.monotonic() - STARTED:.0f} s")
+    if out_dir is not None:
+        (out_dir / "gpu_node_check_runs.jsonl").write_text("\n".join(log_lines) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
