@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.lab import Lab  # noqa: E402
+from accelstack.lab import Lab, salted  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
 from accelstack.validate import validate_inventory  # noqa: E402
 from accelstack.validate.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
@@ -112,7 +112,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="acw-"))
     os.environ.setdefault("ACCELSTACK_RUNS", str(root / "runs"))  # bench runs are not the user's history
     (root / "inventories").mkdir()
-    lab = Lab(root, tag="acw", subnet="10.220")
+    tag, subnet = salted("acw", "10.220")
+    lab = Lab(root, tag=tag, subnet=subnet)
     lab.down()
     try:
         lab.up(args.hosts)  # writes each host's /etc/hosts itself (Lab._write_name_service)

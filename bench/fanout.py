@@ -49,7 +49,7 @@ REPO = HERE.parent
 VENV = HERE / ".venv"
 sys.path.insert(0, str(REPO / "src"))
 
-from accelstack.lab import Lab  # noqa: E402
+from accelstack.lab import Lab, salted  # noqa: E402
 
 GOAL_CPU_PER_HOST = 0.5  # accelstack / pyinfra, control CPU per host
 GOAL_WALL = 1.0  # accelstack / pyinfra, wall
@@ -228,7 +228,8 @@ def main() -> int:
         work = Path(tmp)
         (work / "inventories").mkdir()
         runs = work / "runs"
-        lab = Lab(work, tag="acb", subnet="10.216")
+        tag, subnet = salted("acb", "10.216")
+        lab = Lab(work, tag=tag, subnet=subnet)
         try:
             lab.up(args.hosts)
             sshd = [h.sshd_pid for h in lab.load().values()]

@@ -15,15 +15,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def lab_ids(tag: str, subnet: str) -> tuple[str, str]:
-    """A test lab's tag and /16, moved apart when ``ACCELSTACK_TEST_LAB_SALT`` is a digit 1-6, so two test runs
-    on one machine (two checkouts or worktrees) never replace each other's hosts. Unset: as given."""
-    salt = os.environ.get("ACCELSTACK_TEST_LAB_SALT", "")
-    if not salt:
-        return tag, subnet
-    if salt not in "123456" or len(salt) != 1:
-        raise SystemExit(f"ACCELSTACK_TEST_LAB_SALT={salt!r}: a digit 1-6")
-    head, octet = subnet.rsplit(".", 1)
-    return f"{tag}{salt}", f"{head}.{(int(octet) - 200) % 20 + 20 * int(salt) + 100}"
+    """A test lab's tag and subnet, moved apart by ``ACCELSTACK_TEST_LAB_SALT`` (accelstack.lab.salted)."""
+    from accelstack.lab import salted
+
+    return salted(tag, subnet)
 
 
 TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")

@@ -22,10 +22,10 @@ from accelstack.fleetcheck import drain_targets
 from accelstack.results.baseline import baseline_from_records, confirm_regressions, find_regressions
 from accelstack.results.records import Record
 
+from .conftest import lab_ids
 from .labtools import heal_all, own_lab
 
-TAG = "acf"
-SUBNET = "10.222"
+TAG, SUBNET = lab_ids("acf", "10.222")
 HOSTS = ["lab1", "lab2", "lab3"]
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = ["accelstack.prom", "junit.xml", "report.html", "summary.json"]

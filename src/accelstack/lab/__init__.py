@@ -55,6 +55,21 @@ class LabHost:
     faults: list[str] = field(default_factory=list)
 
 
+def salted(tag: str, subnet: str) -> tuple[str, str]:
+    """A lab's tag and /16 moved apart when ``ACCELSTACK_TEST_LAB_SALT`` is a digit 1-6, so two test or benchmark
+    runs on one machine (two checkouts or worktrees) never share a bridge's addresses or replace each other's
+    hosts. Unsalted labs use 10.2xx; salt N maps 10.2xx to 10.(30 N + xx - 200), below them all. Unset: as given."""
+    salt = os.environ.get("ACCELSTACK_TEST_LAB_SALT", "")
+    if not salt:
+        return tag, subnet
+    if len(salt) != 1 or salt not in "123456":
+        raise ConfigError(f"ACCELSTACK_TEST_LAB_SALT={salt!r}: a digit 1-6")
+    head, octet = subnet.rsplit(".", 1)
+    if not 200 <= int(octet) <= 229:
+        raise ConfigError(f"{subnet}: a salted lab's subnet must be 10.200-10.229")
+    return f"{tag}{salt}", f"{head}.{30 * int(salt) + int(octet) - 200}"
+
+
 def host_address(index: int, subnet: str = DEFAULT_SUBNET) -> str:
     """lab1 -> 10.213.0.11 ... lab256 -> 10.213.1.10: clear of the bridge's .0.1."""
     offset = index + 10
