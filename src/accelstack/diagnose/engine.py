@@ -1,8 +1,14 @@
-"""The diagnosis engine: stream log lines past the signature catalog and rank what matched, root cause first.
+"""The diagnosis engine: stream log lines past the catalog and rank what it found, root cause first.
 
-State per signature is bounded (a count, the first few evidence lines, the first extraction), so the engine
-runs in constant memory whatever the size of the logs. Decisions that need the whole log (is this an Ascend
-host? was a checkpoint being saved? which error came first?) are taken once, at the end.
+Three layers decide, most specific first: the signatures (``signatures.yml``, with their remedies); the error
+taxonomies (``data/diagnose/``), which name the cause of a failure; and the structure of a failure (a traceback's
+last exception, torchrun's summary, a signal, the scheduler's job-end lines), so that a job that failed always gets
+a finding, ``unclassified`` at worst, and a healthy log gets none. Every finding says who acts on it.
+
+State is bounded (a count, the first few evidence lines, the first extraction per signature; capped lists of
+failures and of the lines around them), so the engine runs in constant memory whatever the size of the logs.
+Decisions that need the whole log (is this an Ascend host? was a checkpoint being saved? which error came first?)
+are taken once, at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from .catalog import ASCEND_CODE, Catalog, Signature, load_catalog
+from .causes import Cause, confirming_check, load_causes
+from .failures import LineHits, event_findings
+from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import (
     MAX_EVIDENCE_CHARS,
@@ -27,6 +36,8 @@ from .reader import (
     read_hits,
     timestamp_of,
 )
+from .structure import FailureTracker, split_prefix
+from .tables import load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
@@ -42,74 +53,6 @@ WARN_CAP = 3
 CODES_CAP = 64
 
 
-@dataclass(frozen=True)
-class EvidenceLine:
-    path: str
-    lineno: int
-    rank: int | None
-    text: str
-    host: str | None = None
-    # Seconds into the year (see reader.timestamp_of) and the stamp as written, when the line carries one.
-    ts: float | None = None
-    time: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "lineno": self.lineno, "rank": self.rank, "host": self.host,
-                "time": self.time, "text": self.text}
-
-    def where(self) -> str:
-        return f"{self.path}:{self.lineno}"
-
-
-@dataclass
-class Finding:
-    id: str
-    cause: str
-    vendor: str
-    title: str
-    explanation: str
-    remedy: str
-    confirm_with: str
-    priority: int
-    source_ref: str
-    evidence: list[EvidenceLine]
-    evidence_count: int
-    extracted: dict[str, Any]
-    first_line: EvidenceLine
-    consequence_of: str | None = None
-    # True when the signature is usually the consequence of something else (a collective timeout).
-    symptom: bool = False
-    # Position of the first match across all logs read, in reading order: "which error came first" when the
-    # lines carry no time.
-    first_seq: int = 0
-    # The earliest matching line that carries a timestamp: across files, time decides what came first.
-    earliest: EvidenceLine | None = None
-    files: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "cause": self.cause,
-            "vendor": self.vendor,
-            "title": self.title,
-            "explanation": self.explanation,
-            "remedy": self.remedy,
-            "confirm_with": self.confirm_with,
-            "priority": self.priority,
-            "source_ref": self.source_ref,
-            "symptom": self.symptom,
-            "consequence_of": self.consequence_of,
-            "first_line": self.first_line.to_dict(),
-            "earliest": self.earliest.to_dict() if self.earliest else None,
-            "files": list(self.files),
-            "hosts": list(self.hosts),
-            "evidence": [line.to_dict() for line in self.evidence],
-            "evidence_count": self.evidence_count,
-            "extracted": dict(self.extracted),
-        }
-
-
 @dataclass
 class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
@@ -119,9 +62,18 @@ class Diagnosis:
     # cut are kept.
     truncated: list[str] = field(default_factory=list)
 
+    # Inputs that could not be read (a dangling link or a link loop in a job folder), each with why: the others
+    # were read.
+    skipped: list[str] = field(default_factory=list)
+
     @property
     def root_cause(self) -> Finding | None:
         return self.findings[0] if self.findings else None
+
+    @property
+    def first(self) -> Finding | None:
+        """The first finding: the root cause, whom the report leads with (its ``cause`` and ``actor``)."""
+        return self.root_cause
 
     @property
     def first_failure(self) -> Finding | None:
@@ -140,18 +92,24 @@ class Diagnosis:
         """The validators that would confirm the findings on a host, root cause's first, without repeats."""
         names: list[str] = []
         for finding in self.findings:
-            if finding.confirm_with not in names:
+            if finding.confirm_with and finding.confirm_with not in names:
                 names.append(finding.confirm_with)
         return names
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {"findings": [finding.to_dict() for finding in self.findings]}
+        if self.first is not None:
+            root = self.first
+            document["first"] = {"id": root.id, "cause": root.cause, "actor": root.actor, "layer": root.layer,
+                                 **root.first_line.to_dict()}
         first = self.first_failure
         if first is not None:
             line = first.earliest or first.first_line
             document["first_failure"] = {"id": first.id, "cause": first.cause, **line.to_dict()}
         if self.truncated:
             document["truncated"] = list(self.truncated)
+        if self.skipped:
+            document["skipped"] = list(self.skipped)
         return document
 
 
@@ -182,6 +140,13 @@ class Scanner:
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
+        self.tables = self.catalog.tables or load_tables()
+        self.causes: dict[str, Cause] = load_causes()
+        self._tracker = FailureTracker(self.tables)
+        # Per log: the lines a table row matched (for failures whose own lines name nothing) and the lines a
+        # signature or an error code matched (a failure they explain is not reported twice).
+        self._table_lines: dict[int, LineHits] = {}
+        self._signature_lines: dict[int, LineHits] = {}
         self._anchors = anchor_regex(self.catalog.anchors)
         self._anchors_text = re.compile(self._anchors.pattern.decode())
         self._hits: dict[str, _Hits] = {}
@@ -203,18 +168,29 @@ class Scanner:
         """Lines already in hand; the same prefilter as for files decides which reach the signatures."""
         self._begin(LogSource(label=source))
         count = 0
+        after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
         for lineno, raw in lines:
             count = lineno
-            if self._want_last_error or self._anchors_text.search(raw):
+            if self._anchors_text.search(raw):
                 self._line(lineno, raw)
+                after_hit = True
+                continue
+            if after_hit and self._wants_context():
+                self._line(lineno, raw)
+            after_hit = False
         self._end(count)
 
     def feed(self, path: str, lineno: int, raw: str) -> None:
         """One line (kept for callers that stream lines themselves)."""
         if self._source.label != path:
             self._begin(LogSource(label=path))
-        if self._want_last_error or self._anchors_text.search(raw):
+        if self._anchors_text.search(raw):
             self._line(lineno, raw)
+            self._after_hit = True
+        else:
+            if self._after_hit and self._wants_context():
+                self._line(lineno, raw)
+            self._after_hit = False
         self._lines += 1
 
     def feed_log(self, source: LogSource) -> None:
@@ -225,7 +201,7 @@ class Scanner:
         try:
             direct = source.path if source.opener is None and source.path not in (None, "-") else None
             for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
-                if hit.context and not self._want_last_error:
+                if hit.context and not self._wants_context():
                     continue
                 self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))
         finally:
@@ -236,12 +212,20 @@ class Scanner:
                                    " findings up to there are kept")
         self._end(state.lines)
 
+    def _wants_context(self) -> bool:
+        """Whether the line after a hit is read although it holds no anchor: the NCCL WARN after "Last error:", the
+        rest of an exception's message."""
+        return self._want_last_error or self._tracker.wants_context()
+
     def _begin(self, source: LogSource) -> None:
         self._source = source
         self._sources.append(source.label)
         self._want_last_error = False
+        self._after_hit = False
+        self._tracker.begin(len(self._sources) - 1, self._base)
 
     def _end(self, lines: int) -> None:
+        self._tracker.end()
         self._base += lines
         self._lines += lines
 
@@ -280,6 +264,8 @@ class Scanner:
                         continue
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._hits, sig.id, groups, evidence)
+                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                        lineno, split_prefix(text)[0], sig.id)
                     matched = True
                     if sig.vendor == "ascend" and sig.requires_context is None:
                         # An Ascend-only error is Ascend context too; one that depends on the context must not
@@ -301,6 +287,27 @@ class Scanner:
                 if code in self._codes or len(self._codes) < CODES_CAP:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
+                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                        lineno, split_prefix(text)[0], f"code:{code}")
+        self._failure_line(lineno, text, evidence)
+
+    def _failure_line(self, lineno: int, text: str, evidence: EvidenceLine | None) -> None:
+        """The structure and the tables: is this line part of a failure, and which table rows does it name?"""
+        source = len(self._sources) - 1
+        made: list[EvidenceLine] = [evidence] if evidence is not None else []
+
+        def line_evidence() -> EvidenceLine:
+            if not made:
+                made.append(self._evidence(lineno, text))
+            return made[0]
+
+        self._tracker.line(lineno, text, line_evidence)
+        if self.tables.literal_re.search(text) is None and not self.tables.code_patterns:
+            return
+        rows = tuple(row for _, row in self.tables.literal_hits(text))
+        if rows and " NCCL INFO " not in text:
+            # INFO lines quote errors on the way to a fallback that works (the IB probe): they name no cause.
+            self._table_lines.setdefault(source, LineHits()).add(lineno, split_prefix(text)[0], rows)
 
     def _evidence(self, lineno: int, text: str) -> EvidenceLine:
         source = self._source
@@ -352,12 +359,33 @@ class Scanner:
 
         findings = [self._finding(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items()]
         findings.extend(self._code_findings(findings))
+        findings.extend(self._failure_findings(findings, set(kept)))
         self._name_nccl_warn(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
         findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
                          truncated=list(self._truncated))
+
+    def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
+        """Failures the structure found that no signature or error code explains, classified by the tables; the
+        reports that only repeat a failure (torchrun's summary, an exit code) when the logs hold nothing else."""
+        symptom = {sig.id: sig.symptom for sig in self.catalog.signatures if sig.id in kept}
+        for finding in findings:
+            if finding.id.startswith("ascend-"):
+                codes = finding.extracted.get("codes") or [finding.extracted.get("code")]
+                symptom.update({f"code:{code}": finding.symptom for code in codes if code})
+        covering: dict[int, LineHits] = {}
+        for source, lines in self._signature_lines.items():
+            kept_lines = covering[source] = LineHits()
+            for lineno, rank, value in zip(lines.linenos, lines.ranks, lines.values, strict=True):
+                if value in symptom:
+                    kept_lines.add(lineno, rank, symptom[value])
+        events = self._tracker.events
+        out = event_findings(events, self.tables, self.causes, self._table_lines, covering, primary=True)
+        if not findings and not out:
+            out = event_findings(events, self.tables, self.causes, self._table_lines, covering, primary=False)
+        return out
 
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:
         """Ascend error codes: a known code gives its cause (unless a signature already named it), an unknown
@@ -381,9 +409,10 @@ class Scanner:
                 continue
             causes.add(entry["cause"])
             out.append(self._synthetic(f"ascend-{code}", entry["cause"], f"Ascend error {code}: {entry['title']}",
-                                       entry["meaning"], entry["remedy"], entry["confirm_with"],
+                                       entry["meaning"], entry["remedy"],
+                                       entry["confirm_with"] or confirming_check(entry["cause"]),
                                        entry["priority"], entry["source"], hits, {"code": code},
-                                       symptom=entry["symptom"]))
+                                       symptom=entry["symptom"], actor=entry.get("actor")))
         if unknown:
             first = min(unknown.values(), key=lambda h: h.first_seq)
             merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
@@ -399,14 +428,14 @@ class Scanner:
                 "The log carries an Ascend error code that the catalog does not know, so its cause is not named "
                 "here; the lines are shown so nothing is dropped.",
                 "Look the code up in the CANN error code reference for your CANN version (and the plog under "
-                "~/ascend/log for that PID); add it to ascend_codes in signatures.yml with its cause.",
+                "~/ascend/log for that PID); add it to data/diagnose/ascend-cann.yml with its cause.",
                 confirming_check("unknown-error-code"), 35, "reference/ascend.md §6 (error code format)", merged,
                 {"codes": codes}))
         return out
 
-    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str,
+    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str | None,
                    priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
-                   symptom: bool = False) -> Finding:
+                   symptom: bool = False, actor: str | None = None) -> Finding:
         extracted = dict(extracted)
         if hits.ranks:
             extracted["ranks"] = sorted(hits.ranks)
@@ -414,6 +443,7 @@ class Scanner:
                        remedy=remedy, confirm_with=confirm_with, priority=priority, source_ref=source,
                        evidence=list(hits.evidence), evidence_count=hits.count, extracted=extracted,
                        first_line=hits.evidence[0], first_seq=hits.first_seq, symptom=symptom,
+                       actor=actor or self.causes[cause].actor, layer="table",
                        earliest=hits.earliest, files=sorted({e.path for e in hits.evidence}),
                        hosts=sorted({e.host for e in hits.evidence if e.host}))
 
@@ -451,25 +481,14 @@ class Scanner:
             evidence_count=hits.count,
             extracted=extracted,
             first_line=hits.evidence[0],
+            actor=sig.actor or self.causes[sig.cause].actor,
+            layer="signature",
             first_seq=hits.first_seq,
             symptom=sig.symptom,
             earliest=hits.earliest,
             files=list(hits.files),
             hosts=list(hits.hosts),
         )
-
-
-@functools.cache
-def confirming_check(cause: str) -> str:
-    """The first check declared to confirm ``cause`` (``confirms`` in ``accelstack/validate/checks/``), for a
-    finding the engine makes itself rather than the catalog. Imported only when such a finding is made: a log is
-    read without the validation machinery."""
-    from ..validate.registry import load_declarations
-
-    found = [c.checks[0] for c in load_declarations() if cause in c.confirms]
-    if not found:  # tests/test_checks.py holds every cause to a declared check: this is a broken checkout
-        raise LookupError(f"no check declares that it confirms {cause!r} (accelstack/validate/checks/)")
-    return found[0]
 
 
 def _earlier(a: Finding, b: Finding) -> bool:

@@ -7,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .engine import Diagnosis, EvidenceLine, Finding
+from .engine import Diagnosis
+from .findings import EvidenceLine, Finding
 
 
 def render_diagnosis(diagnosis: Diagnosis) -> RenderableType:

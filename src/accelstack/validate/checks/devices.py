@@ -9,6 +9,6 @@ CHECKS = (
                "device-agnostic API (never `torch.cuda` on an NPU host)",
           config=("host", "inventory", "vendor", "expect_devices"),
           judge=refine_devices,
-          confirms=("device-assert", "npu-device-busy", "unknown-error-code", "watchdog-stuck", "xid-fatal",
-                    "xid-warn")),
+          confirms=("device-assert", "device-busy", "device-hardware", "no-device", "unknown-error-code",
+                    "watchdog-stuck", "xid-fatal", "xid-warn")),
 )
