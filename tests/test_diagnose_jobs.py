@@ -203,11 +203,14 @@ def test_device_mapping_remedies_name_the_visible_device_lists():
 
 
 def test_nccl_system_error_names_the_warn_before_it():
-    found = diagnose_paths([str(LOGS / "mixed" / "nccl-system-error-shm.log")]).findings[0]
-    assert found.cause == "nccl-internal"
-    assert "shared memory segment" in found.extracted["nccl_warn"]
-    assert "Error while creating shared memory segment" in found.explanation
-    assert found.evidence[0].lineno == 1
+    diagnosis = diagnose_paths([str(LOGS / "mixed" / "nccl-system-error-shm.log")])
+    # NCCL's WARN line is the error; the nccl table names its cause: /dev/shm, ahead of NCCL's generic result.
+    assert causes(diagnosis) == ["shm-too-small", "nccl-internal"]
+    shm, generic = diagnosis.findings
+    assert shm.first_line.lineno == 1 and shm.actor == "config" and shm.layer == "table"
+    assert "shared memory segment" in generic.extracted["nccl_warn"]
+    assert "Error while creating shared memory segment" in generic.explanation
+    assert generic.evidence[0].lineno == 1
 
 
 def test_frameworks_wrapping_nccl_errors_are_read():

@@ -36,7 +36,7 @@ from .reader import (
     read_hits,
     timestamp_of,
 )
-from .structure import FailureTracker, split_prefix
+from .structure import FailureEvent, FailureTracker, split_prefix
 from .tables import load_tables
 
 EVIDENCE_CAP = 5
@@ -47,6 +47,8 @@ DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
 # Heartbeat monitor defaults seen in logs: 600 s in older torch, 480 s in newer (reference/nvidia.md §4.2).
 DEFAULT_HEARTBEAT_S = (480, 600)
 _INT = re.compile(r"-?\d+")
+# An info or warning line: glog's I/W levels (torch's C++ logs, torchrun's), NCCL INFO, logging's WARNING.
+_QUIET_LEVEL = re.compile(r"(?:^|[\s\[:])[IW]\d{4} \d\d:\d\d|\bNCCL INFO\b|\bWARNING\b|\bWarning:|\bINFO\b")
 _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
@@ -305,8 +307,10 @@ class Scanner:
         if self.tables.literal_re.search(text) is None and not self.tables.code_patterns:
             return
         rows = tuple(row for _, row in self.tables.literal_hits(text))
-        if rows and " NCCL INFO " not in text:
-            # INFO lines quote errors on the way to a fallback that works (the IB probe): they name no cause.
+        if rows and not _QUIET_LEVEL.search(text):
+            # Info and warning lines quote errors on the way to something that works (the IB probe that falls back
+            # to sockets, a connect that is retried) or report the launcher's own cleanup ("Sending process 42
+            # closing signal SIGTERM"): they name no failure's cause.
             self._table_lines.setdefault(source, LineHits()).add(lineno, split_prefix(text)[0], rows)
 
     def _evidence(self, lineno: int, text: str) -> EvidenceLine:
@@ -382,9 +386,25 @@ class Scanner:
                 if value in symptom:
                     kept_lines.add(lineno, rank, symptom[value])
         events = self._tracker.events
-        out = event_findings(events, self.tables, self.causes, self._table_lines, covering, primary=True)
-        if not findings and not out:
-            out = event_findings(events, self.tables, self.causes, self._table_lines, covering, primary=False)
+        out = event_findings(events, self.tables, self.causes, self._table_lines, covering,
+                             lambda event: event.primary)
+        if all(finding.symptom for finding in (*findings, *out)):
+            # Nothing but symptoms (a peer that closed the connection, a timeout) or nothing at all: the launcher's
+            # report of which rank failed first and how (torchrun's root cause, a signal, an exit code) is the
+            # best account of the failure the logs hold, where that rank left no error of its own.
+            nothing = not findings and not out
+            reported = {event.stream for event in events if event.primary and event.stream is not None}
+
+            def adds(event: FailureEvent) -> bool:
+                if event.primary:
+                    return False
+                if nothing:
+                    return True
+                if event.rank is not None:
+                    return event.rank not in reported
+                return event.signal is not None or (event.exitcode is not None and event.exitcode < 0)
+
+            out += event_findings(events, self.tables, self.causes, self._table_lines, covering, adds)
         return out
 
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:

@@ -10,7 +10,7 @@ job that failed never goes without a finding.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +91,7 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
         found.append(by_signal[number])
     if found:
         return max(found, key=lambda row: row.priority), "own"  # max keeps the first of equals: own lines first
-    if window is not None:
+    if window is not None and event.primary:  # a launcher's report sits among other ranks' lines: its own only
         first, last = event.first_lineno - WINDOW_BEFORE, event.last_lineno + WINDOW_AFTER
         near = [row for _, rows in window.between(first, last, event.stream) for row in rows if not row.secondary]
         if near:
@@ -117,14 +117,14 @@ class _Group:
 
 
 def event_findings(events: list[FailureEvent], tables: Tables, causes: dict[str, Cause],
-                   windows: dict[int, LineHits], signatures: dict[int, LineHits], primary: bool) -> list[Finding]:
-    """Findings for the failures no signature explains (``primary``: the failures themselves; else the reports that
-    only repeat another process's failure, for logs that hold nothing else). The same error on several ranks is
+                   windows: dict[int, LineHits], signatures: dict[int, LineHits],
+                   include: Callable[[FailureEvent], bool]) -> list[Finding]:
+    """Findings for the failures ``include`` selects that no signature explains. The same error on several ranks is
     one finding."""
     by_signal = signal_rows(tables)
     groups: dict[str, _Group] = {}
     for event in events:
-        if event.primary != primary or is_covered(event, signatures.get(event.source)):
+        if not include(event) or is_covered(event, signatures.get(event.source)):
             continue
         row, how = classify(event, tables, windows.get(event.source), by_signal)
         key = row.id if row is not None else f"{UNCLASSIFIED}:{event.exc_type or event.signal or event.kind}"
@@ -139,6 +139,11 @@ def _quote(event: FailureEvent) -> str:
         text = event.exc_type
     else:
         text = event.texts[0] if event.texts else event.kind
+    if event.exitcode is not None and not event.message and event.kind == "exception":
+        # torchrun's summary: the failing rank and how it ended are the message.
+        rank = f"rank {event.rank} " if event.rank is not None else ""
+        signal = f" ({event.signal})" if event.signal else ""
+        text = f"{text}: {rank}exited with code {event.exitcode}{signal}"
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "\u2026"
 
 

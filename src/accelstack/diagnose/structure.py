@@ -67,12 +67,26 @@ PLOG_ERROR = re.compile(r"^\[ERROR\] (?P<module>[A-Z][A-Z0-9_]*)\((?P<pid>\d+),(
 EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned non-zero exit status (?P<status>\d+)|"
                           r"exited on signal (?P<signum>\d+)")
 _RETRY = re.compile(r"\b(?i:retry)")
+# A traceback printed right after a warning (logging's exc_info) or a retry notice was handled: the program goes on.
+HANDLED = re.compile(r"\bWARNING\b|\b(?i:retry)")
+HANDLED_LINES = 2
+# CUDA's device-side assertion ("<file>:<line>: <kernel>: block: [18,0,0], thread: [64,0,0] Assertion `...` failed."):
+# a kernel of the program failed its own check.
+DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `")
+# A line at error level: glog's E and F (torch's C++, TensorFlow), NCCL's WARN (its error reports), logging's ERROR,
+# CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
+# log errors they recover from).
+ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
+                         r"\[error\]|\bFATAL\b|\bCRITICAL\b")
+# Error lines this close on one rank are one failure (an error and the lines that explain it).
+ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
 
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
-    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, _RETRY, IGNORED,
+    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, _RETRY, IGNORED, HANDLED,
+    DEVICE_ASSERT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
@@ -124,7 +138,9 @@ class _Stream:
     traceback_first: object = None
     frame: str | None = None
     chained: bool = False
-    ignored: bool = False  # "Exception ignored in": the interpreter reports, and goes on
+    ignored: bool = False  # "Exception ignored in", or a warning just before: reported, and the program goes on
+    handled_at: int = -HANDLED_LINES - 1  # the last warning or retry notice's line
+    error_line: FailureEvent | None = None  # the last failure made of error-level lines
     last_event: FailureEvent | None = None  # the exception that closed the last traceback, for continuation lines
 
 
@@ -204,6 +220,8 @@ class FailureTracker:
         if TRACEBACK.search(text):
             if stream.traceback_at is not None and stream.last_event is None:
                 self._incomplete(stream, stream_rank)
+            if lineno - stream.handled_at <= HANDLED_LINES:
+                stream.ignored = True
             chained = stream.chained and stream.last_event is not None
             stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
             stream.chained = chained
@@ -216,6 +234,8 @@ class FailureTracker:
         if IGNORED.search(text):
             stream.ignored = True
             return True
+        if HANDLED.search(rest):
+            stream.handled_at = lineno
         if stream.traceback_at is not None:
             frame = FRAME.match(rest)
             if frame:
@@ -232,7 +252,7 @@ class FailureTracker:
         if event is not None:
             if lineno - event.last_lineno > CONTINUATION_LINES:
                 stream.last_event = None
-            elif not self._marker(lineno, text, rest, stream_rank, evidence):
+            elif not self._marker(lineno, text, rest, stream_rank, stream, evidence, weak=False):
                 if _RETRY.search(rest) and event.kind == "exception":
                     # A traceback logged on the way to a retry is not the job failing.
                     event.primary = False
@@ -245,7 +265,7 @@ class FailureTracker:
         if found:
             self._exception(stream, stream_rank, lineno, text, found, evidence, bare=True)
             return True
-        return self._marker(lineno, text, rest, stream_rank, evidence)
+        return self._marker(lineno, text, rest, stream_rank, stream, evidence)
 
     # ---- events ----
 
@@ -302,9 +322,10 @@ class FailureTracker:
             if stream.traceback_at is not None:
                 self._incomplete(stream, rank)
 
-    def _marker(self, lineno: int, text: str, rest: str, stream_rank: int | None,
-                evidence: Callable[[], object]) -> bool:
-        """The failure reports that are not tracebacks; True when the line was one."""
+    def _marker(self, lineno: int, text: str, rest: str, stream_rank: int | None, stream: _Stream,
+                evidence: Callable[[], object], weak: bool = True) -> bool:
+        """The failure reports that are not tracebacks; True when the line was one. ``weak``: error-level lines a
+        table names count too (not while the lines of an exception's message are still coming)."""
         slurm = SLURM.search(text)
         if slurm:
             message = slurm.group("msg")
@@ -336,7 +357,11 @@ class FailureTracker:
             return True
         if self._torchrun is not None:
             if TORCHRUN_ROOT.search(text):
+                # The root cause's entry follows: its rank, exit code and signal replace the other failures'.
                 self._torchrun_root = True
+                summary = self._torchrun
+                summary.rank = summary.exitcode = summary.signal = None
+                del summary.texts[1:], summary.linenos[1:], summary.evidence[1:]  # the other ranks' entries
                 return True
             for pattern in (TORCHRUN_RANK, TORCHRUN_EXIT, TORCHRUN_SIGNAL):
                 found = pattern.search(text)
@@ -347,7 +372,7 @@ class FailureTracker:
                     summary.rank = int(found.group("rank"))
                 elif pattern is TORCHRUN_EXIT and (self._torchrun_root or summary.exitcode is None):
                     summary.exitcode = int(found.group("code"))
-                elif pattern is TORCHRUN_SIGNAL:
+                elif pattern is TORCHRUN_SIGNAL and (self._torchrun_root or summary.signal is None):
                     summary.signal = found.group("sig")
                 summary.add(evidence(), lineno, rest.strip())
                 return True
@@ -396,7 +421,27 @@ class FailureTracker:
             if event is not None:
                 event.signal = other.group("sig") or other.group("sig2") or other.group("name")
             return True
+        if not weak:
+            return False
+        if DEVICE_ASSERT.search(text):
+            return self._error_lines("device-assert", stream, stream_rank, lineno, rest, evidence,
+                                     signal="cudaErrorAssert")
+        if ERROR_LEVEL.search(text) and any(not row.secondary for _, row in self.tables.literal_hits(rest)):
+            return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
+
+    def _error_lines(self, kind: str, stream: _Stream, stream_rank: int | None, lineno: int, rest: str,
+                     evidence: Callable[[], object], signal: str | None = None) -> bool:
+        """Error lines a table names (or CUDA's device assertions): the lines of one failure when they are close."""
+        last = stream.error_line
+        if last is not None and last.kind == kind and lineno - last.last_lineno <= ERROR_LINES_GAP:
+            last.add(evidence(), lineno, rest.strip())
+            return True
+        event = self._new(kind, stream_rank, lineno, evidence(), rest.strip())
+        if event is not None:
+            event.signal = signal
+            stream.error_line = event
+        return True
 
 
 def _is_shell_report(rest: str, match: re.Match[str]) -> bool:

@@ -171,7 +171,10 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
                             raise ConfigError(f"literal {literal!r} is already the row {by_literal[literal].id}",
                                               where=where)
                         by_literal[literal] = row
-                        anchors.append(literal)
+                        if not literal.isdigit():
+                            # Digits are everywhere in a log: a numeric code (Ascend's 507015) is read on the line
+                            # that prints it, which holds an anchor of its own ("error code is", Error, ERR...).
+                            anchors.append(literal)
                 elif kind == "exceptions":
                     if key in exceptions:
                         raise ConfigError(f"exception {key!r} is already the row {exceptions[key].id}", where=where)
