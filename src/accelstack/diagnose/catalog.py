@@ -61,6 +61,9 @@ class Signature:
     follows: tuple[str, ...] = ()
     # Who acts, where this signature knows better than its cause's actor (causes.yml).
     actor: str | None = None
+    # A finding only when the logs show a failure (a traceback, a signal, a launcher's report): for lines that a
+    # component also logs on the way to a retry that succeeds.
+    requires_failure: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
             when=when,
             follows=tuple(raw.get("follows") or ()),
             actor=actor,
+            requires_failure=bool(raw.get("requires_failure", False)),
         ))
     ids = {sig.id for sig in signatures}
     for sig in signatures:

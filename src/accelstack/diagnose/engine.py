@@ -159,6 +159,7 @@ class Scanner:
         self._want_last_error = False
         self._sources: list[str] = []
         self._truncated: list[str] = []
+        self._skipped: list[str] = []
         self._lines = 0
         self._warns: list[EvidenceLine] = []
         self._codes: dict[str, _Hits] = {}
@@ -197,6 +198,12 @@ class Scanner:
 
     def feed_log(self, source: LogSource) -> None:
         """One log file (or archive member), through the prefilter; a cut gzip keeps what was read."""
+        if source.skipped:
+            self._skipped.append(f"{source.label}: {source.skipped}; not read, the other logs were")
+            return
+        if source.truncated:
+            self._truncated.append(f"{source.label}: {source.truncated}")
+            return
         self._begin(source)
         stream, owned = source.open() if source.opener else open_log(source.path or source.label)
         state = ReadState()
@@ -354,6 +361,8 @@ class Scanner:
                 continue
             if sig.unless_context and sig.unless_context in self._contexts_seen:
                 continue
+            if sig.requires_failure and not self._tracker.failed():
+                continue
             kept[sig.id] = hits
         for sig in catalog.signatures:
             # The refining pattern is a subset of the general one, so equal counts mean the very same lines.
@@ -369,7 +378,7 @@ class Scanner:
         findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
-                         truncated=list(self._truncated))
+                         truncated=list(self._truncated), skipped=list(self._skipped))
 
     def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
         """Failures the structure found that no signature or error code explains, classified by the tables; the

@@ -201,6 +201,10 @@ class FailureTracker:
     def end(self) -> None:
         self._close_open_tracebacks()
 
+    def failed(self) -> bool:
+        """Whether the logs show a failure at all (a traceback that was handled does not count)."""
+        return any(event.primary or not event.covered for event in self.events)
+
     def wants_context(self) -> bool:
         """Whether the line after a hit may belong to an event (an exception's message, a what() line)."""
         return self._terminate is not None or any(
