@@ -86,7 +86,7 @@ def _panel(index: int, finding: Finding) -> Panel:
     grid.add_column(overflow="fold")
     grid.add_row("who acts", Text(f"{finding.actor}: {WHO_ACTS.get(finding.actor, finding.actor)}",
                                   style=_ACTOR_STYLE.get(finding.actor, "")))
-    grid.add_row("why", finding.explanation)
+    grid.add_row("why", Text(finding.explanation))
     parts: list[Text] = []
     for line in finding.evidence:
         rank = f" [rank {line.rank}]" if line.rank is not None else ""
@@ -98,12 +98,13 @@ def _panel(index: int, finding: Finding) -> Panel:
         parts.append(Text(f"... and {more} more matching line(s)", style="dim"))
     grid.add_row("evidence", Text("\n").join(parts))
     if finding.extracted:
-        grid.add_row("extracted", ", ".join(f"{key}={value}" for key, value in finding.extracted.items()))
-    grid.add_row("remedy", finding.remedy)
+        grid.add_row("extracted", Text(", ".join(f"{key}={value}" for key, value in finding.extracted.items())))
+    grid.add_row("remedy", Text(finding.remedy))
     if finding.confirm_with:
-        grid.add_row("confirm", f"check `{finding.confirm_with}` on the host (diagnose --host HOST)")
+        grid.add_row("confirm", Text(f"check `{finding.confirm_with}` on the host (diagnose --host HOST)"))
     grid.add_row("source", Text(finding.source_ref, style="dim"))
     label = "root cause" if index == 1 else ("consequence" if finding.consequence_of else "also")
     style = "red" if index == 1 else ("yellow" if finding.consequence_of else "blue")
-    title = f"{index}. [{finding.actor}] {finding.cause}: {finding.title} ({label}, {finding.vendor})"
+    # A Text title: the actor's brackets and the quoted error are words, not rich markup.
+    title = Text(f"{index}. [{finding.actor}] {finding.cause}: {finding.title} ({label}, {finding.vendor})")
     return Panel(grid, title=title, title_align="left", border_style=style)

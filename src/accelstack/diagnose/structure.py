@@ -157,7 +157,7 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     """(type, message) when ``rest`` (a line without its launcher prefix) reads as an exception line.
 
     Outside a traceback the line must look unmistakably like one: at the line's start, a class name with at least
-    two capitals or a module path, and a message.
+    two capitals or a module path, and a message (or a class a table knows, such as torchrun's ChildFailedError).
     """
     match = EXCEPTION.match(rest)
     if match is None:
@@ -169,7 +169,7 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
         return None
     if not in_traceback:
-        if match.group("indent") or not message:
+        if match.group("indent") or (not message and tables.exception_row(exc_type) is None):
             return None
         if "." not in exc_type and sum(ch.isupper() for ch in name) < 2:
             return None
