@@ -108,8 +108,8 @@ def test_the_same_error_on_every_rank_is_one_finding():
 
 
 @pytest.mark.parametrize("lines", [
-    # logging's warning with exc_info, then the program goes on
-    ["2026-11-23 10:00:01,100 WARNING loader: shard 12 unreadable, skipping",
+    # logging's warning with exc_info before a retry, then the program goes on
+    ["2026-11-23 10:00:01,100 WARNING loader: shard 12 unreadable, retrying in 1 s",
      *traceback_lines("FileNotFoundError", "[Errno 2] No such file or directory: '/data/shard-12.bin'"),
      "2026-11-23 10:00:01,300 INFO loader: step 13 loss 1.2"],
     # a retry notice right after the traceback
@@ -217,3 +217,25 @@ def test_the_first_is_the_earliest_failing_ranks_error_ahead_of_the_timeouts_it_
     diagnosis = diagnose_lines(lines)
     assert [f.cause for f in diagnosis.findings] == ["program-error", "collective-timeout"]
     assert diagnosis.findings[1].consequence_of == "program-error"
+
+
+def test_ranks_that_time_out_in_different_collectives_are_a_desync():
+    timeout = ("[rank{r}]:[E1123 10:39:0{r}.000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum={s}, OpType={op}, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
+               "for 600011 milliseconds before timing out.")
+    desync = diagnose_lines([timeout.format(r=1, s=313, op="_ALLGATHER_BASE"),
+                             timeout.format(r=0, s=315, op="ALLREDUCE")])
+    assert [f.cause for f in desync.findings] == ["collective-mismatch", "collective-timeout"]
+    assert desync.first is not None and desync.first.actor == "job"
+    assert desync.first.extracted["collectives"] == {"0": "ALLREDUCE #315", "1": "_ALLGATHER_BASE #313"}
+    assert desync.findings[1].consequence_of == "collective-mismatch"
+    # Every rank waiting in the same collective is a straggler or a dead rank: no desync is claimed.
+    same = diagnose_lines([timeout.format(r=r, s=88, op="ALLREDUCE") for r in range(4)])
+    assert [f.cause for f in same.findings] == ["collective-timeout"]
+
+
+def test_two_ranks_writing_one_line_at_once_still_name_their_class():
+    lines = ["Traceback (most recent call last):", "Traceback (most recent call last):",
+             '  File "/app/train.py", line 9, in <module>', "KeyErrorKeyError: : 'input_ids_j'"]
+    first = diagnose_lines(lines).first
+    assert first is not None and first.cause == "program-error" and first.id == "python:KeyError"

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 try:  # the parser re itself uses; sre_parse is its deprecated alias
     import re._parser as _sre_parse
 except ImportError:  # pragma: no cover
@@ -22,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..yamlfile import load_marked_file
 from .causes import check_actor, load_causes
 from .structure import EXCEPTION_ANCHORS, STRUCTURE_PATTERNS
 from .tables import Tables, load_tables
@@ -83,6 +82,11 @@ class Catalog:
     ascend_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The error taxonomies (data/diagnose/): they name the cause of a failure the structure of the log found.
     tables: Tables | None = None
+    # The literals of the signatures' own patterns, and of the contexts': a line without one cannot match them, so
+    # the (much slower) alternations run only on lines that hold one (the prefilter lets far more lines through:
+    # exception lines, error lines, the tables' literals).
+    signature_anchors: tuple[str, ...] = ()
+    context_anchors: tuple[str, ...] = ()
 
     def by_id(self, sig_id: str) -> Signature:
         for sig in self.signatures:
@@ -238,9 +242,12 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
     for sig in signatures:
         for pattern in (*sig.patterns, *sig.extract_patterns):
             anchors.extend(anchors_of(pattern, f"{origin}: {sig.id}"))
+    signature_anchors = minimal_anchors(anchors[len(ENGINE_ANCHORS):])
+    context_anchors: list[str] = []
     for name, pats in contexts.items():
         for pattern in pats:
-            anchors.extend(anchors_of(pattern, f"{origin}: context {name}"))
+            context_anchors.extend(anchors_of(pattern, f"{origin}: context {name}"))
+    anchors.extend(context_anchors)
     tables = tables if tables is not None else load_tables()
     if "ascend_codes" in data:
         raise ConfigError("ascend_codes is a table now: put the codes in data/diagnose/ascend-cann.yml's codes",
@@ -253,7 +260,8 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
     for pattern in STRUCTURE_PATTERNS:
         anchors.extend(anchors_of(pattern, "diagnose/structure.py"))
     return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes,
-                   minimal_anchors(anchors), ascend_codes, tables)
+                   minimal_anchors(anchors), ascend_codes, tables, signature_anchors,
+                   minimal_anchors(context_anchors))
 
 
 def minimal_anchors(anchors: list[str]) -> tuple[str, ...]:
@@ -294,12 +302,5 @@ def _shipped_catalog() -> Catalog:
 
 
 def _load(path: Path) -> Catalog:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read signature catalog: {err.strerror}", where=str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"signature catalog is not valid YAML: {err}", where=str(path)) from None
-    return parse_catalog(data, origin=str(path))
+    # Safe-load semantics (libyaml's when present); a syntax error or a duplicate key is named at its line.
+    return parse_catalog(load_marked_file(path), origin=str(path))

@@ -11,10 +11,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
 from ..paths import package_data
+from ..yamlfile import load_marked_file
 
 ACTORS = ("node", "job", "config", "service")
 # The floor: a job that failed and that no signature or table names.
@@ -55,10 +54,7 @@ def parse_causes(data: Any, origin: str = "causes.yml") -> dict[str, Cause]:
 def load_causes() -> dict[str, Cause]:
     """The shipped vocabulary (read once per process)."""
     path = package_data("causes.yml")
-    try:
-        return parse_causes(yaml.safe_load(path.read_text(encoding="utf-8")), origin=str(path))
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"cannot read the cause vocabulary: {err}", where=str(path)) from None
+    return parse_causes(load_marked_file(path), origin=str(path))
 
 
 def check_actor(actor: Any, where: str) -> str:

@@ -125,6 +125,13 @@ class _Hits:
     earliest: EvidenceLine | None = None
     files: dict[str, None] = field(default_factory=dict)
     hosts: dict[str, None] = field(default_factory=dict)
+    # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so.
+    collectives: dict[int, tuple[Any, Any, EvidenceLine]] = field(default_factory=dict)
+
+
+def _text_regex(anchors: tuple[str, ...]) -> re.Pattern[str]:
+    """The reader's trie of literals, for text: does a line hold one of them (a few compares a position)."""
+    return re.compile(anchor_regex(anchors).pattern.decode())
 
 
 def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
@@ -150,6 +157,8 @@ class Scanner:
         self._table_lines: dict[int, LineHits] = {}
         self._signature_lines: dict[int, LineHits] = {}
         self._anchors = anchor_regex(self.catalog.anchors)
+        self._signature_gate = _text_regex(self.catalog.signature_anchors)
+        self._context_gate = _text_regex(self.catalog.context_anchors)
         self._anchors_text = re.compile(self._anchors.pattern.decode())
         self._hits: dict[str, _Hits] = {}
         self._aux: dict[str, dict[str, Any]] = {}
@@ -160,6 +169,7 @@ class Scanner:
         self._sources: list[str] = []
         self._truncated: list[str] = []
         self._skipped: list[str] = []
+        self._source_base: dict[str, int] = {}
         self._lines = 0
         self._warns: list[EvidenceLine] = []
         self._codes: dict[str, _Hits] = {}
@@ -227,6 +237,7 @@ class Scanner:
         return self._want_last_error or self._tracker.wants_context()
 
     def _begin(self, source: LogSource) -> None:
+        self._source_base.setdefault(source.label, self._base)
         self._source = source
         self._sources.append(source.label)
         self._want_last_error = False
@@ -256,13 +267,14 @@ class Scanner:
                 else:
                     self._want_last_error = True
         catalog = self.catalog
-        if len(self._contexts_seen) < len(catalog.contexts) and catalog.context_prefilter.search(text):
+        if (len(self._contexts_seen) < len(catalog.contexts) and self._context_gate.search(text)
+                and catalog.context_prefilter.search(text)):
             for name, patterns in catalog.contexts.items():
                 if name not in self._contexts_seen and any(p.search(text) for p in patterns):
                     self._contexts_seen.add(name)
         evidence: EvidenceLine | None = None
         matched = False
-        if catalog.prefilter.search(text):
+        if self._signature_gate.search(text) and catalog.prefilter.search(text):
             for sig in catalog.signatures:
                 for pattern in sig.patterns:
                     match = pattern.search(text)
@@ -310,10 +322,8 @@ class Scanner:
                 made.append(self._evidence(lineno, text))
             return made[0]
 
-        self._tracker.line(lineno, text, line_evidence)
-        if self.tables.literal_re.search(text) is None and not self.tables.code_patterns:
-            return
         rows = tuple(row for _, row in self.tables.literal_hits(text))
+        self._tracker.line(lineno, text, line_evidence, rows)
         if rows and not _QUIET_LEVEL.search(text):
             # Info and warning lines quote errors on the way to something that works (the IB probe that falls back
             # to sockets, a connect that is retried) or report the launcher's own cleanup ("Sending process 42
@@ -347,6 +357,9 @@ class Scanner:
             hits.files.setdefault(line.path, None)
         if line.host and len(hits.hosts) < RANKS_CAP:
             hits.hosts.setdefault(line.host, None)
+        if (line.rank is not None and "op_type" in groups and "seq_num" in groups
+                and len(hits.collectives) < RANKS_CAP):
+            hits.collectives.setdefault(line.rank, (groups["seq_num"], groups["op_type"], line))
 
     # ---- the verdict ----
 
@@ -373,6 +386,7 @@ class Scanner:
         findings = [self._finding(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items()]
         findings.extend(self._code_findings(findings))
         findings.extend(self._failure_findings(findings, set(kept)))
+        findings.extend(self._desync_findings(kept))
         self._name_nccl_warn(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
         findings.sort(key=functools.cmp_to_key(_rank_order))
@@ -415,6 +429,43 @@ class Scanner:
 
             out += event_findings(events, self.tables, self.causes, self._table_lines, covering, adds)
         return out
+
+    def _desync_findings(self, kept: dict[str, _Hits]) -> list[Finding]:
+        """Ranks that timed out in different collectives (rank 1 in an all-gather, rank 0 in an all-reduce two
+        collectives later) no longer issue the same sequence of collectives: the timeouts are the consequence of
+        that desync, which is the program's (torch's desync debugger and flight recorder read it the same way)."""
+        waiting: dict[int, tuple[Any, Any, EvidenceLine]] = {}
+        for sig_id, hits in kept.items():
+            if self.catalog.by_id(sig_id).cause == "collective-timeout":
+                for rank, item in hits.collectives.items():
+                    waiting.setdefault(rank, item)
+        if len({op for _, op, _ in waiting.values()}) < 2:
+            return []  # every rank waits in the same kind of collective: a straggler or a dead rank, not a desync
+        ranks = sorted(waiting)
+        evidence = [waiting[rank][2] for rank in ranks][:EVIDENCE_CAP]
+        shown = ", ".join(f"rank {rank} in {waiting[rank][1]} #{waiting[rank][0]}" for rank in ranks[:8])
+        cause = self.causes["collective-mismatch"]
+        return [Finding(
+            id="collective-desync", cause=cause.id, vendor="any", title="ranks timed out in different collectives",
+            explanation=(f"The ranks were not waiting in the same collective when they timed out ({shown}): they no "
+                         "longer issue the same sequence of collectives, so each waits for one its peers never "
+                         "call. The timeouts are the consequence; the code path that differs between ranks (a "
+                         "rank-dependent branch, an extra collective in a checkpoint or evaluation step) is the "
+                         "cause."),
+            remedy=cause.remedy, confirm_with=None, priority=cause.priority,
+            source_ref="torch ProcessGroupNCCL's WorkNCCL(SeqNum, OpType) in the watchdog's timeout lines; "
+                       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+            evidence=evidence, evidence_count=len(waiting),
+            extracted={"ranks": ranks, "collectives": {str(r): f"{waiting[r][1]} #{waiting[r][0]}" for r in ranks}},
+            first_line=evidence[0], actor=cause.actor, layer="signature",
+            first_seq=min(self._base_seq(line) for line in evidence),
+            earliest=min((line for line in evidence if line.ts is not None), key=lambda line: line.ts or 0.0,
+                         default=None),
+            files=sorted({line.path for line in evidence}), hosts=sorted({line.host for line in evidence if line.host}))]
+
+    def _base_seq(self, line: EvidenceLine) -> int:
+        """A line's place in reading order (the offset of its log among those read, plus its number)."""
+        return self._source_base.get(line.path, 0) + line.lineno
 
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:
         """Ascend error codes: a known code gives its cause (unless a signature already named it), an unknown

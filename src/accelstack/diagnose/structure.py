@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .tables import Tables
+from .tables import TableRow, Tables
 
 # How many lines after an exception line still belong to its message (NCCL's and c10d's messages run over several
 # lines: "ncclUnhandledCudaError: ...", "Last error:", the failed call).
@@ -66,9 +66,8 @@ PLOG_ERROR = re.compile(r"^\[ERROR\] (?P<module>[A-Z][A-Z0-9_]*)\((?P<pid>\d+),(
                         r"(?P<time>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\S*) (?P<msg>.*)")
 EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned non-zero exit status (?P<status>\d+)|"
                           r"exited on signal (?P<signum>\d+)")
-_RETRY = re.compile(r"\b(?i:retry)")
-# A traceback printed right after a warning (logging's exc_info) or a retry notice was handled: the program goes on.
-HANDLED = re.compile(r"\bWARNING\b|\b(?i:retry)")
+# A traceback printed right after a retry notice was handled: the program goes on.
+RETRY = re.compile(r"\b(?i:retry)")
 HANDLED_LINES = 2
 # CUDA's device-side assertion ("<file>:<line>: <kernel>: block: [18,0,0], thread: [64,0,0] Assertion `...` failed."):
 # a kernel of the program failed its own check.
@@ -85,7 +84,7 @@ IGNORED = re.compile(r"Exception ignored in")
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
-    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, _RETRY, IGNORED, HANDLED,
+    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
     DEVICE_ASSERT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
@@ -138,8 +137,8 @@ class _Stream:
     traceback_first: object = None
     frame: str | None = None
     chained: bool = False
-    ignored: bool = False  # "Exception ignored in", or a warning just before: reported, and the program goes on
-    handled_at: int = -HANDLED_LINES - 1  # the last warning or retry notice's line
+    ignored: bool = False  # "Exception ignored in", or a retry just before: reported, and the program goes on
+    handled_at: int = -HANDLED_LINES - 1  # the last retry notice's line
     error_line: FailureEvent | None = None  # the last failure made of error-level lines
     last_event: FailureEvent | None = None  # the exception that closed the last traceback, for continuation lines
 
@@ -189,6 +188,7 @@ class FailureTracker:
         self._torchrun_root = False
         self._plog: dict[str, FailureEvent] = {}
         self._terminate: FailureEvent | None = None
+        self._rows: tuple[TableRow, ...] = ()
 
     # ---- sources ----
 
@@ -212,8 +212,9 @@ class FailureTracker:
 
     # ---- lines ----
 
-    def line(self, lineno: int, text: str, evidence: Callable[[], object]) -> bool:
-        """Feed one line; True when the line belongs to a failure event."""
+    def line(self, lineno: int, text: str, evidence: Callable[[], object], rows: tuple[TableRow, ...] = ()) -> bool:
+        """Feed one line (``rows``: the table rows its literals name); True when it belongs to a failure event."""
+        self._rows = rows
         stream_rank, rest = split_prefix(text)
         stream = self._streams.get(stream_rank)
         if stream is None:
@@ -238,7 +239,7 @@ class FailureTracker:
         if IGNORED.search(text):
             stream.ignored = True
             return True
-        if HANDLED.search(rest):
+        if RETRY.search(rest):
             stream.handled_at = lineno
         if stream.traceback_at is not None:
             frame = FRAME.match(rest)
@@ -257,7 +258,7 @@ class FailureTracker:
             if lineno - event.last_lineno > CONTINUATION_LINES:
                 stream.last_event = None
             elif not self._marker(lineno, text, rest, stream_rank, stream, evidence, weak=False):
-                if _RETRY.search(rest) and event.kind == "exception":
+                if RETRY.search(rest) and event.kind == "exception":
                     # A traceback logged on the way to a retry is not the job failing.
                     event.primary = False
                     event.covered = True
@@ -430,7 +431,10 @@ class FailureTracker:
         if DEVICE_ASSERT.search(text):
             return self._error_lines("device-assert", stream, stream_rank, lineno, rest, evidence,
                                      signal="cudaErrorAssert")
-        if ERROR_LEVEL.search(text) and any(not row.secondary for _, row in self.tables.literal_hits(rest)):
+        if any(row.standalone for row in self._rows):
+            # The kernel's report of failed hardware or a filesystem is a failure wherever it appears.
+            return self._error_lines("kernel", stream, stream_rank, lineno, rest, evidence)
+        if self._rows and ERROR_LEVEL.search(text) and any(not row.secondary for row in self._rows):
             return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
 

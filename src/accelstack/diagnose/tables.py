@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
 from ..paths import package_data
+from ..yamlfile import load_marked_file
 from .causes import Cause, check_actor, load_causes
 
 VENDORS = ("nvidia", "ascend", "any")
@@ -43,6 +42,8 @@ class TableRow:
     literals: tuple[str, ...] = ()
     code: int | str | None = None
     secondary: bool = False
+    # The row's table prints only failures (the kernel's hardware errors): a line it names is a failure itself.
+    standalone: bool = False
 
     @property
     def id(self) -> str:
@@ -70,8 +71,18 @@ class Tables:
 
     def literal_hits(self, text: str) -> Iterator[tuple[int, TableRow]]:
         """(position, row) of every table literal in ``text``; the longer literal wins where two start together."""
-        for match in self.literal_re.finditer(text):
-            yield match.start(), self.by_literal[match.group(0)]
+        pos = 0
+        search = self.literal_re.search
+        while True:
+            match = search(text, pos)
+            if match is None:
+                break
+            start = match.start()
+            if start and _WORD.match(text[start]) and _WORD.match(text[start - 1]):
+                pos = start + 1  # inside a word ("EIO" in "XEIO"): not this literal, maybe one further on
+                continue
+            yield start, self.by_literal[match.group(0)]
+            pos = match.end()
         for code_pattern in self.code_patterns:
             found = code_pattern.pattern.search(text)
             if found:
@@ -80,23 +91,47 @@ class Tables:
                     yield found.start(), row
 
     def exception_row(self, type_name: str) -> TableRow | None:
-        """The row of an exception type, dotted or not: the longest dotted suffix that a table names."""
+        """The row of an exception type, dotted or not: the longest dotted suffix that a table names; else the
+        longest class a table names that the name ends with (a subclass named after its base, HTTPTimeoutError;
+        two ranks' lines run together, KeyErrorKeyError)."""
         parts = type_name.split(".")
         for start in range(len(parts)):
             row = self.exceptions.get(".".join(parts[start:]))
             if row is not None:
                 return row
-        return None
+        name = parts[-1]
+        suffixes = [key for key in self.exceptions if "." not in key and name.endswith(key) and name != key
+                    and key[0].isupper()]
+        return self.exceptions[max(suffixes, key=len)] if suffixes else None
 
 
-def _literal_pattern(literal: str) -> str:
-    body = re.escape(literal)
-    if _WORD.match(literal[0]):
-        body = r"(?<![A-Za-z0-9_])" + body
-    if _WORD.match(literal[-1]):
-        # An underscore may follow: CUDNN_STATUS_BAD_PARAM names cuDNN 9's CUDNN_STATUS_BAD_PARAM_NULL_POINTER.
-        body += r"(?![A-Za-z0-9])"
-    return body
+# An underscore may follow a literal: CUDNN_STATUS_BAD_PARAM names cuDNN 9's CUDNN_STATUS_BAD_PARAM_NULL_POINTER.
+_END = r"(?![A-Za-z0-9])"
+
+
+def literal_trie(literals: list[str]) -> str:
+    """One regex of the literals, shaped as a trie so that the engine rejects a position after a byte or two
+    (hundreds of literals in a plain alternation cost a millisecond a line). Longer continuations come before the
+    end of a shorter literal, so a match is the longest literal at its place; a literal that starts or ends with a
+    word character must stand as a word there."""
+    trie: dict[str, Any] = {}
+    for literal in literals:
+        node = trie
+        for char in literal:
+            node = node.setdefault(char, {})
+        node[""] = literal  # "" never is a character: it marks where a literal ends
+
+    def emit(node: dict[str, Any]) -> str:
+        alternatives = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if "" in node:
+            alternatives.append(_END if _WORD.match(node[""][-1]) else "")
+        if len(alternatives) == 1:
+            return alternatives[0]
+        return "(?:" + "|".join(alternatives) + ")"
+
+    # The start boundary is checked by the caller (a lookbehind on every branch costs the engine its first-byte
+    # test at every position).
+    return emit(trie) if trie else r"(?!x)x"
 
 
 def _row(table: dict[str, Any], kind: str, key: str, raw: Any, causes: dict[str, Cause], where: str) -> TableRow:
@@ -124,7 +159,8 @@ def _row(table: dict[str, Any], kind: str, key: str, raw: Any, causes: dict[str,
         title=title, meaning=meaning, remedy=" ".join(str(raw.get("remedy") or cause.remedy).split()),
         source=str(raw.get("source") or table["source"]), vendor=str(table["vendor"]),
         literals=(key, *also) if kind == "literals" else tuple(also),
-        code=raw.get("code"), secondary=bool(raw.get("secondary", False)))
+        code=raw.get("code"), secondary=bool(raw.get("secondary", False)),
+        standalone=bool(table.get("standalone", False)))
 
 
 def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | None = None) -> Tables:
@@ -199,8 +235,7 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
                 raise ConfigError(f"no row with a code starts with {raw['entries']!r}", where=where)
             patterns.append(CodePattern(compiled, named))
             anchors.extend(anchors_of(compiled, where))
-    ordered = sorted(by_literal, key=lambda text: (-len(text), text))
-    literal_re = re.compile("|".join(_literal_pattern(text) for text in ordered) or r"(?!x)x")
+    literal_re = re.compile(literal_trie(list(by_literal)))
     return Tables(rows=tuple(rows), by_literal=by_literal, exceptions=exceptions, codes=codes,
                   code_patterns=tuple(patterns), literal_re=literal_re, anchors=tuple(dict.fromkeys(anchors)),
                   files=tuple(origin for origin, _ in documents))
@@ -224,12 +259,6 @@ def _shipped_tables() -> Tables:
 
 
 def _load(folder: Path) -> Tables:
-    documents: list[tuple[str, Any]] = []
-    for path in table_files(folder):
-        try:
-            documents.append((str(path), yaml.safe_load(path.read_text(encoding="utf-8"))))
-        except OSError as err:
-            raise ConfigError(f"cannot read diagnosis table: {err.strerror}", where=str(path)) from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"diagnosis table is not valid YAML: {err}", where=str(path)) from None
-    return parse_tables(documents)
+    # Safe-load semantics (libyaml's when present), a duplicate key an error at its line: a literal written twice
+    # in one table would otherwise keep only its last row.
+    return parse_tables([(str(path), load_marked_file(path)) for path in table_files(folder)])
