@@ -147,3 +147,9 @@ def test_a_row_may_name_another_actor_with_its_reason():
         "Quota exceeded for project": {"cause": "disk-full", "actor": "job", "note": "the job's own quota"}}})])
     row = tables.by_literal["Quota exceeded for project"]
     assert row.actor == "job" and row.cause == "disk-full" and row.meaning == "the job's own quota"
+
+
+def test_a_misspelt_table_field_is_named():
+    with pytest.raises(ConfigError, match="unknown field"):
+        parse_tables([("t.yml", {"id": "t", "title": "T", "vendor": "any", "source": "s", "standlone": True,
+                                 "literals": {"xyz": {"cause": "program-error"}}})])

@@ -21,6 +21,7 @@ from ..yamlfile import load_marked_file
 from .causes import Cause, check_actor, load_causes
 
 VENDORS = ("nvidia", "ascend", "any")
+_TABLE_KEYS = {"id", "title", "vendor", "source", "literals", "exceptions", "codes", "code_patterns", "standalone"}
 _ROW_KEYS = {"cause", "also", "code", "priority", "actor", "note", "remedy", "secondary", "title", "meaning",
              "symptom", "source"}
 _WORD = re.compile(r"\w")
@@ -182,6 +183,9 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
         missing = [key for key in ("id", "title", "vendor", "source") if not data.get(key)]
         if missing:
             raise ConfigError(f"missing field(s): {', '.join(missing)}", where=origin)
+        unknown = set(data) - _TABLE_KEYS
+        if unknown:
+            raise ConfigError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}", where=origin)
         if data["id"] in ids:
             raise ConfigError(f"duplicate table id {data['id']!r}", where=origin)
         ids.add(data["id"])
