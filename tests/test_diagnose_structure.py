@@ -239,3 +239,32 @@ def test_two_ranks_writing_one_line_at_once_still_name_their_class():
              '  File "/app/train.py", line 9, in <module>', "KeyErrorKeyError: : 'input_ids_j'"]
     first = diagnose_lines(lines).first
     assert first is not None and first.cause == "program-error" and first.id == "python:KeyError"
+
+
+@pytest.mark.parametrize(("lines", "cause", "raised_at"), [
+    # vLLM logs each line of a traceback through its logger: the prefix is learned from the header and stripped.
+    (["ERROR 05-07 05:58:46 core.py:291] EngineCore hit an exception: Traceback (most recent call last):",
+      'ERROR 05-07 05:58:46 core.py:291]   File "/vllm/v1/engine/core.py", line 282, in run_engine_core',
+      "ERROR 05-07 05:58:46 core.py:291]     engine_core = EngineCoreProc(*args, **kwargs)",
+      "ERROR 05-07 05:58:47 core.py:291] ValueError: max seq len (32768) is larger than the KV cache holds"],
+     "program-error", "/vllm/v1/engine/core.py:282 in run_engine_core"),
+    # journald's prefix on every line
+    (["Nov 23 10:00:01 node1 python3[4242]: Traceback (most recent call last):",
+      'Nov 23 10:00:01 node1 python3[4242]:   File "/a.py", line 1, in <module>',
+      "Nov 23 10:00:01 node1 python3[4242]: PermissionError: [Errno 13] Permission denied: '/data'"],
+     "permission-denied", "/a.py:1 in <module>"),
+    # Ray's worker prefix, and its wrapper class around the remote error's
+    (["(RayWorkerWrapper pid=4242, ip=10.0.0.2) Traceback (most recent call last):",
+      '(RayWorkerWrapper pid=4242, ip=10.0.0.2)   File "/w.py", line 3, in execute',
+      "ray.exceptions.RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() (pid=4242)"],
+     "out-of-memory", "/w.py:3 in execute"),
+    # IPython's header has the class first and no colon
+    (["---------------------------------------------------------------------------",
+      "ModuleNotFoundError                       Traceback (most recent call last)", "Cell In[3], line 1",
+      "----> 1 import deepspeed", "ModuleNotFoundError: No module named 'deepspeed'"],
+     "missing-module", None),
+])
+def test_tracebacks_behind_a_loggers_prefix_are_read(lines, cause, raised_at):
+    first = diagnose_lines(lines).first
+    assert first is not None and first.cause == cause
+    assert first.extracted.get("raised_at") == raised_at

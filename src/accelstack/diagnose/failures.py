@@ -178,6 +178,9 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         found_near = " (named by the error lines just before it)" if group.how == "window" else ""
         explanation = f"{row.meaning} The job failed{ranks_text} with: {quote}{where}{found_near}."
         title, remedy, actor, priority = row.title, row.remedy, row.actor, row.priority
+        if not row.literals:  # an exception class's row: its message says what the class alone does not
+            title = f"{row.title}: {quote}"
+            title = title if len(title) <= 120 else title[:119] + "\u2026"
         symptom, source, vendor, layer = row.symptom, f"{row.source} [{row.id}]", row.vendor, "table"
     else:
         cause = causes[UNCLASSIFIED]

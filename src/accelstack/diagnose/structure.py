@@ -31,13 +31,18 @@ EVIDENCE_CAP = 5
 
 # A launcher's prefix: torch's `[rank3]:`, torchrun --tee's `[default0]:` (after at most two words: a timestamp, a
 # tag), srun -l / pdsh's `3: `.
-_PREFIX = re.compile(r"^(?:\S+\s+){0,2}?\[(?:rank|default)(?P<rank>\d{1,6})\]:\s?|^(?P<num>\d{1,6}): ")
-TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_PREFIX = re.compile(r"^(?:\S+\s+){0,2}?\[(?:rank|default)(?P<rank>\d{1,6})\]:\s?|^(?P<num>\d{1,6}): |"
+                     # Ray's and vLLM's worker prefix: "(RayWorkerWrapper pid=4242, ip=10.0.0.2) "
+                     r"^\((?:[\w.]+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) ")
+# IPython prints "ValueError   Traceback (most recent call last)", without the colon.
+TRACEBACK = re.compile(r"Traceback \(most recent call last\):?")
 CHAINED = re.compile(r"During handling of the above exception, another exception occurred:|"
                      r"The above exception was the direct cause of the following exception:")
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 # An exception line: a (dotted) class name, then ": message" or nothing.
-EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?:\s(?P<msg>.*))?)?\s*$")
+# Ray wraps the remote error's class in its own: "ray.exceptions.RayTaskError(RuntimeError): ...".
+EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([A-Za-z_][\w.]*\))?)"
+                       r"(?::(?:\s(?P<msg>.*))?)?\s*$")
 # What a class name ends with when it is an exception (PEP 8 names them *Error; the rest are the few builtins and
 # library classes that do not, each also a literal of the tables).
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Failure|Failed|Exit)$")
@@ -76,7 +81,7 @@ DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Ass
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
-                         r"\[error\]|\bFATAL\b|\bCRITICAL\b")
+                         r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s")
 # Error lines this close on one rank are one failure (an error and the lines that explain it).
 ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
@@ -138,6 +143,9 @@ class _Stream:
     frame: str | None = None
     chained: bool = False
     ignored: bool = False  # "Exception ignored in", or a retry just before: reported, and the program goes on
+    # A logger's prefix on every line of the traceback ("ERROR 05-07 05:58:46 core.py:291] "), learned from its
+    # header, digits made variable: stripped from the lines that follow so their frames and exception are read.
+    log_prefix: re.Pattern[str] | None = None
     handled_at: int = -HANDLED_LINES - 1  # the last retry notice's line
     error_line: FailureEvent | None = None  # the last failure made of error-level lines
     last_event: FailureEvent | None = None  # the exception that closed the last traceback, for continuation lines
@@ -149,7 +157,7 @@ def split_prefix(line: str) -> tuple[int | None, str]:
     if match is None:
         return None, line
     rank = match.group("rank") or match.group("num")
-    return int(rank), line[match.end():]
+    return (int(rank) if rank else None), line[match.end():]
 
 
 def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, str] | None:
@@ -162,7 +170,7 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     if match is None:
         return None
     exc_type, message = match.group("type"), (match.group("msg") or "").strip()
-    name = exc_type.rsplit(".", 1)[-1]
+    name = exc_type.split("(", 1)[0].rsplit(".", 1)[-1]
     if name.endswith("Warning") or not name[:1].isupper():
         return None
     if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
@@ -221,8 +229,15 @@ class FailureTracker:
             if len(self._streams) >= 4096:
                 return False
             stream = self._streams[stream_rank] = _Stream()
+        if stream.log_prefix is not None:
+            logged = stream.log_prefix.match(rest)
+            if logged:
+                rest = rest[logged.end():]
 
-        if TRACEBACK.search(text):
+        header = TRACEBACK.search(rest)
+        if header:
+            stream.log_prefix = _learned_prefix(rest[: header.start()]) if stream.log_prefix is None else \
+                stream.log_prefix
             if stream.traceback_at is not None and stream.last_event is None:
                 self._incomplete(stream, stream_rank)
             if lineno - stream.handled_at <= HANDLED_LINES:
@@ -461,6 +476,19 @@ def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
         return False
     tail = match.group("rest")
     return not tail.strip() or tail.startswith(" (core dumped)") or tail.startswith("  ")
+
+
+_SUMMARY_FIELD = re.compile(r"^\s*traceback\s*:\s*$")
+
+
+def _learned_prefix(head: str) -> re.Pattern[str] | None:
+    """A pattern for a logger's prefix as one line shows it, digits made variable; None for no prefix (or a
+    torchrun summary's "traceback : " field, whose lines are only indented)."""
+    if not head.strip() or _SUMMARY_FIELD.match(head):
+        return None
+    if "] " in head:
+        head = head[: head.index("] ") + 2]  # glog's and vLLM's "... file.py:291] ": the message may follow it
+    return re.compile(re.sub(r"\\ ", " ", re.sub(r"\d+", r"\\d+", re.escape(head))))
 
 
 def _first_task(tasks: str) -> int | None:

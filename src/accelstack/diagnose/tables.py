@@ -95,6 +95,10 @@ class Tables:
         """The row of an exception type, dotted or not: the longest dotted suffix that a table names; else the
         longest class a table names that the name ends with (a subclass named after its base, HTTPTimeoutError;
         two ranks' lines run together, KeyErrorKeyError)."""
+        if type_name.endswith(")") and "(" in type_name:
+            # Ray's RayTaskError(RuntimeError): the remote error's class is the one that names the cause.
+            outer, _, inner = type_name[:-1].partition("(")
+            return self.exception_row(inner) or self.exception_row(outer)
         parts = type_name.split(".")
         for start in range(len(parts)):
             row = self.exceptions.get(".".join(parts[start:]))
