@@ -268,3 +268,12 @@ def test_tracebacks_behind_a_loggers_prefix_are_read(lines, cause, raised_at):
     first = diagnose_lines(lines).first
     assert first is not None and first.cause == cause
     assert first.extracted.get("raised_at") == raised_at
+
+
+@pytest.mark.parametrize("lines", [
+    ["[launch.py:351:main] Process 4242 exits with return code = 0"],
+    ["2026-11-23 10:00:01 ERROR uploader: Connection refused, retrying in 5 s", "uploaded on attempt 2"],
+    ["[  101.2] blk_update_request: I/O error, dev fd0, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0"],
+])
+def test_reports_of_success_and_recovered_errors_give_nothing(lines):
+    assert diagnose_lines(lines).findings == []

@@ -403,7 +403,7 @@ class FailureTracker:
                 event.exitcode = int(failed.group("code"))
             return True
         exit_summary = EXIT_SUMMARY.search(text)
-        if exit_summary:
+        if exit_summary and (exit_summary.group("code") or exit_summary.group("status")) != "0":
             event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
             if event is not None:
                 code = exit_summary.group("code") or exit_summary.group("status")
@@ -449,7 +449,8 @@ class FailureTracker:
         if any(row.standalone for row in self._rows):
             # The kernel's report of failed hardware or a filesystem is a failure wherever it appears.
             return self._error_lines("kernel", stream, stream_rank, lineno, rest, evidence)
-        if self._rows and ERROR_LEVEL.search(text) and any(not row.secondary for row in self._rows):
+        if (self._rows and ERROR_LEVEL.search(text) and not RETRY.search(rest)
+                and any(not row.secondary for row in self._rows)):
             return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
 
