@@ -45,7 +45,7 @@ EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)
                        r"(?::(?:\s(?P<msg>.*))?)?\s*$")
 # What a class name ends with when it is an exception (PEP 8 names them *Error; the rest are the few builtins and
 # library classes that do not, each also a literal of the tables).
-_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Failure|Failed|Exit)$")
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit)$")
 _SHELL_SIGNAL = re.compile(
     r"(?:^|:\s+line\s+\d+:\s+)(?:(?P<pid>\d+)\s+)?(?P<sig>Segmentation fault|Aborted|Bus error|Killed|"
     r"Illegal instruction|Floating point exception|Terminated)(?P<rest>.*)$")
@@ -94,7 +94,7 @@ STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
-EXCEPTION_ANCHORS = ("Error", "Exception", "Interrupt", "Failure", "Failed", "SystemExit")
+EXCEPTION_ANCHORS = ("Error", "Exception", "Interrupt", "SystemExit")
 
 
 @dataclass
