@@ -3,11 +3,14 @@
     python bench/diagnose.py [--size 256] [--tiny] [--keep]
 
 Writes a multi-rank training log of ``--size`` MB in a temporary folder (NCCL INFO lines, tqdm progress bars,
-Python warnings, then an OOM on one rank and watchdog timeouts on the others at the end), plain and gzipped, and
-prints MB/s for each reader beside `grep -E` (and `zcat | grep -E` for gzip) with the catalog's anchors, and the
-peak RSS of the accelstack process. Checks that every reader finds the same findings. ``--tiny`` (4 MB) is the
-CI smoke run: nothing is timed against a target there. The files are deleted afterwards unless ``--keep``.
-Target (issue 15): >= 200 MB/s on a 1 GB log (``--size 1024``), plain and gzip (gzip bounded by decompression).
+Python warnings, then one rank's traceback ending in an OOM and watchdog timeouts on the others at the end), plain
+and gzipped, and prints MB/s for each reader beside `grep -E` (and `zcat | grep -E` for gzip) with the same
+anchors, and the peak RSS of the accelstack process. Checks that every reader finds the same findings. ``--tiny``
+(4 MB) is the CI smoke run: nothing is timed against a target there. The files are deleted afterwards unless
+``--keep``.
+Target (issues 15 and 22): >= 200 MB/s on a 1 GB log (``--size 1024``), plain and gzip (gzip bounded by
+decompression), with every layer in the prefilter: the signatures' literals, every table's (data/diagnose/) and
+the failure structure's (tracebacks, exception lines, signals, the scheduler's and torchrun's reports).
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def _body_lines(rank: int, step: int) -> list[str]:
 
 
 TAIL = [
+    "[rank5]: Traceback (most recent call last):",
+    '[rank5]:   File "/workspace/train.py", line 187, in main',
+    "[rank5]:     loss.backward()",
     "[rank5]:[E1123 10:29:41.000000 CUDACachingAllocator.cpp:1] torch.OutOfMemoryError: CUDA out of memory. "
     "Tried to allocate 2.50 GiB. GPU 5 has a total capacity of 79.10 GiB of which 1.21 GiB is free.",
 ] + [

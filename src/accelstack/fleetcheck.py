@@ -219,11 +219,29 @@ class FleetResult:
         return bool(self.drain_breaker and self.drain_breaker.get("tripped"))
 
 
-def drain_targets(records: list[Record], regressions: list[Regression]) -> dict[str, str]:
-    """``{host: reason}`` for every host that failed a check or regressed; ``error`` alone never drains."""
+def host_check_names() -> frozenset[str]:
+    """The checks declared in ``validate/checks/``: the only records whose failure is evidence against a host."""
+    from .validate.registry import load_declarations
+
+    return frozenset(name for check in load_declarations() for name in check.checks)
+
+
+def _of_host_check(record: Record, checks: frozenset[str]) -> bool:
+    return record.check in checks or record.check.split(".", 1)[0] in checks
+
+
+def drain_targets(records: list[Record], regressions: list[Regression],
+                  checks: frozenset[str] | None = None) -> dict[str, str]:
+    """``{host: reason}`` for every host that failed a host check or regressed; ``error`` alone never drains.
+
+    Only a declared check's failure (``checks``, default every check of ``validate/checks/``) drains: that check
+    measured the host itself. A record of anything else (a log diagnosis, a fact gathering) may name a cause but
+    proves nothing about the node, the rule ``diagnose --host`` follows too (a ``node`` finding is a reason to
+    drain only once a host check confirms it)."""
+    checks = host_check_names() if checks is None else checks
     reasons: dict[str, list[str]] = {}
     for record in records:
-        if record.status == "fail" and record.host != CLUSTER_HOST:
+        if record.status == "fail" and record.host != CLUSTER_HOST and _of_host_check(record, checks):
             cause = " ".join(record.summary.split())
             if len(cause) > CAUSE_MAX:
                 cause = cause[: CAUSE_MAX - 1] + "\u2026"

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 try:  # the parser re itself uses; sre_parse is its deprecated alias
     import re._parser as _sre_parse
 except ImportError:  # pragma: no cover
@@ -22,33 +20,15 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..yamlfile import load_marked_file
+from .causes import check_actor, load_causes
+from .structure import EXCEPTION_ANCHORS, STRUCTURE_PATTERNS
+from .tables import Tables, load_tables
 
-# The fixed vocabulary of cause ids: reports, tests and the lead's validators key on these exact strings.
-CAUSES: tuple[str, ...] = (
-    "collective-timeout",
-    "watchdog-stuck",
-    "device-mapping",
-    "network-interface",
-    "connect-timeout",
-    "rdma",
-    "out-of-memory",
-    "torch-build-mismatch",
-    "driver-too-old",
-    "driver-library-mismatch",
-    "cann-mismatch",
-    "cann-env-missing",
-    "npu-device-busy",
-    "hccl-api-error",
-    "xid-fatal",
-    "xid-warn",
-    "device-assert",
-    "peer-exited",
-    "nccl-internal",
-    "unknown-error-code",
-)
+# The fixed vocabulary of cause ids (data/causes.yml): reports, tests and the corpus's labels key on these strings.
+CAUSES: tuple[str, ...] = tuple(load_causes())
 VENDORS = ("nvidia", "ascend", "any")
-_REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "confirm_with", "priority",
-             "source")
+_REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "priority", "source")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 MIN_ANCHOR = 3
 # Lines the engine reads for itself, whatever the catalog says: torch's "Last error:" (the cause is on it or on
@@ -65,7 +45,9 @@ class Signature:
     patterns: tuple[re.Pattern[str], ...]
     explanation: str
     remedy: str
-    confirm_with: str  # a check declared (validate/checks/) to confirm this cause; tests/test_checks.py holds it
+    # A check declared (validate/checks/) to confirm this cause on a host; tests/test_checks.py holds it. None where
+    # no host check can (the program's own error).
+    confirm_with: str | None
     priority: int
     source: str
     symptom: bool = False
@@ -76,6 +58,11 @@ class Signature:
     when: dict[str, frozenset[Any]] = field(default_factory=dict)
     # Causes this one is a consequence of when they came first (a heartbeat monitor after a collective timeout).
     follows: tuple[str, ...] = ()
+    # Who acts, where this signature knows better than its cause's actor (causes.yml).
+    actor: str | None = None
+    # A finding only when the logs show a failure (a traceback, a signal, a launcher's report): for lines that a
+    # component also logs on the way to a retry that succeeds.
+    requires_failure: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +80,13 @@ class Catalog:
     # An Ascend error code (EI0002, EE9999, ERR02200, E30001...) -> what it means; a code not listed here is
     # reported as unknown, with its line, never dropped.
     ascend_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The error taxonomies (data/diagnose/): they name the cause of a failure the structure of the log found.
+    tables: Tables | None = None
+    # The literals of the signatures' own patterns, and of the contexts': a line without one cannot match them, so
+    # the (much slower) alternations run only on lines that hold one (the prefilter lets far more lines through:
+    # exception lines, error lines, the tables' literals).
+    signature_anchors: tuple[str, ...] = ()
+    context_anchors: tuple[str, ...] = ()
 
     def by_id(self, sig_id: str) -> Signature:
         for sig in self.signatures:
@@ -181,8 +175,9 @@ def _alternation(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
-def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
-    """Build a catalog from the YAML document's data; ``origin`` names the file in error messages."""
+def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | None = None) -> Catalog:
+    """Build a catalog from the YAML document's data; ``origin`` names the file in error messages. ``tables``: the
+    error taxonomies read beside it (the shipped ones when None)."""
     if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):
         raise ConfigError("expected a mapping with a 'signatures' list", where=origin)
     contexts: dict[str, tuple[re.Pattern[str], ...]] = {}
@@ -214,6 +209,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
                 raise ConfigError(f"{key} {raw[key]!r} names no context", where=where)
         patterns = raw["patterns"] if isinstance(raw["patterns"], list) else [raw["patterns"]]
         when = {str(k): frozenset(v) for k, v in (raw.get("when") or {}).items()}
+        actor = check_actor(raw["actor"], where) if raw.get("actor") is not None else None
         signatures.append(Signature(
             id=str(raw["id"]),
             cause=raw["cause"],
@@ -222,7 +218,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
             patterns=tuple(_compile(p, where) for p in patterns),
             explanation=" ".join(str(raw["explanation"]).split()),
             remedy=" ".join(str(raw["remedy"]).split()),
-            confirm_with=str(raw["confirm_with"]),
+            confirm_with=str(raw["confirm_with"]) if raw.get("confirm_with") else None,
             priority=int(raw["priority"]),
             source=str(raw["source"]),
             symptom=bool(raw.get("symptom", False)),
@@ -232,6 +228,8 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
             refines=raw.get("refines"),
             when=when,
             follows=tuple(raw.get("follows") or ()),
+            actor=actor,
+            requires_failure=bool(raw.get("requires_failure", False)),
         ))
     ids = {sig.id for sig in signatures}
     for sig in signatures:
@@ -244,14 +242,43 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
     for sig in signatures:
         for pattern in (*sig.patterns, *sig.extract_patterns):
             anchors.extend(anchors_of(pattern, f"{origin}: {sig.id}"))
+    signature_anchors = minimal_anchors(anchors[len(ENGINE_ANCHORS):])
+    context_anchors: list[str] = []
     for name, pats in contexts.items():
         for pattern in pats:
-            anchors.extend(anchors_of(pattern, f"{origin}: context {name}"))
-    ascend_codes = _ascend_codes(data.get("ascend_codes") or {}, origin)
+            context_anchors.extend(anchors_of(pattern, f"{origin}: context {name}"))
+    anchors.extend(context_anchors)
+    tables = tables if tables is not None else load_tables()
+    if "ascend_codes" in data:
+        raise ConfigError("ascend_codes is a table now: put the codes in data/diagnose/ascend-cann.yml's codes",
+                          where=origin)
+    ascend_codes = {code: _code_entry(row) for code, row in tables.codes.items()}
     if ascend_codes:
         anchors.extend(ASCEND_CODE_ANCHORS)
+    anchors.extend(_selective(text) for text in tables.anchors)
+    anchors.extend(EXCEPTION_ANCHORS)
+    for pattern in STRUCTURE_PATTERNS:
+        anchors.extend(anchors_of(pattern, "diagnose/structure.py"))
     return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes,
-                   tuple(dict.fromkeys(anchors)), ascend_codes)
+                   minimal_anchors(anchors), ascend_codes, tables, signature_anchors,
+                   minimal_anchors(context_anchors))
+
+
+def minimal_anchors(anchors: list[str]) -> tuple[str, ...]:
+    """The anchors without those that hold another anchor: a line that holds the longer holds the shorter, so the
+    prefilter passes the same lines with fewer alternatives (hundreds of table literals hold "Error")."""
+    kept: list[str] = []
+    for text in sorted(set(anchors), key=lambda text: (len(text), text)):
+        if not any(shorter in text for shorter in kept):
+            kept.append(text)
+    order = {text: index for index, text in enumerate(dict.fromkeys(anchors))}
+    return tuple(sorted(kept, key=order.__getitem__))
+
+
+def _code_entry(row: Any) -> dict[str, Any]:
+    return {"cause": row.cause, "title": row.title, "meaning": row.meaning, "remedy": row.remedy,
+            "confirm_with": None, "priority": row.priority, "source": row.source, "symptom": row.symptom,
+            "actor": row.actor}
 
 
 # An Ascend error code (reference/ascend.md §6): CANN's E + family letter + 4 digits (EI0002 HCCL, EJ runtime,
@@ -260,30 +287,6 @@ def parse_catalog(data: Any, origin: str = "signatures.yml") -> Catalog:
 _CODE_FAMILIES = "EHIJKLZ"
 ASCEND_CODE = re.compile(rf"\b(?P<code>E[{_CODE_FAMILIES}]\d{{4}}|E[1-9]\d{{4}}|ERR\d{{5}})\b")
 ASCEND_CODE_ANCHORS = ("ERR",) + tuple(f"E{a}{d}" for a in _CODE_FAMILIES + "123456789" for d in "0123456789")
-
-
-def _ascend_codes(raw: Any, origin: str) -> dict[str, dict[str, Any]]:
-    if not isinstance(raw, dict):
-        raise ConfigError("ascend_codes must map a code to its meaning", where=origin)
-    out: dict[str, dict[str, Any]] = {}
-    for code, entry in raw.items():
-        where = f"{origin}: ascend_codes {code}"
-        if not ASCEND_CODE.fullmatch(str(code)):
-            raise ConfigError(f"{code!r} is not an Ascend error code (EI0002, E30001, ERR02200)", where=where)
-        if not isinstance(entry, dict):
-            raise ConfigError("each code maps to a mapping", where=where)
-        missing = [key for key in ("cause", "title", "meaning", "remedy", "confirm_with", "priority", "source")
-                   if key not in entry]
-        if missing:
-            raise ConfigError(f"missing field(s): {', '.join(missing)}", where=where)
-        if entry["cause"] not in CAUSES:
-            raise ConfigError(f"cause {entry['cause']!r} is not one of the fixed ids", where=where)
-        out[str(code)] = {
-            "cause": entry["cause"], "title": str(entry["title"]),
-            "meaning": " ".join(str(entry["meaning"]).split()), "remedy": " ".join(str(entry["remedy"]).split()),
-            "confirm_with": str(entry["confirm_with"]), "priority": int(entry["priority"]),
-            "source": str(entry["source"]), "symptom": bool(entry.get("symptom", False))}
-    return out
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
@@ -299,12 +302,5 @@ def _shipped_catalog() -> Catalog:
 
 
 def _load(path: Path) -> Catalog:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read signature catalog: {err.strerror}", where=str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"signature catalog is not valid YAML: {err}", where=str(path)) from None
-    return parse_catalog(data, origin=str(path))
+    # Safe-load semantics (libyaml's when present); a syntax error or a duplicate key is named at its line.
+    return parse_catalog(load_marked_file(path), origin=str(path))

@@ -1,8 +1,14 @@
-"""The diagnosis engine: stream log lines past the signature catalog and rank what matched, root cause first.
+"""The diagnosis engine: stream log lines past the catalog and rank what it found, root cause first.
 
-State per signature is bounded (a count, the first few evidence lines, the first extraction), so the engine
-runs in constant memory whatever the size of the logs. Decisions that need the whole log (is this an Ascend
-host? was a checkpoint being saved? which error came first?) are taken once, at the end.
+Three layers decide, most specific first: the signatures (``signatures.yml``, with their remedies); the error
+taxonomies (``data/diagnose/``), which name the cause of a failure; and the structure of a failure (a traceback's
+last exception, torchrun's summary, a signal, the scheduler's job-end lines), so that a job that failed always gets
+a finding, ``unclassified`` at worst, and a healthy log gets none. Every finding says who acts on it.
+
+State is bounded (a count, the first few evidence lines, the first extraction per signature; capped lists of
+failures and of the lines around them), so the engine runs in constant memory whatever the size of the logs.
+Decisions that need the whole log (is this an Ascend host? was a checkpoint being saved? which error came first?)
+are taken once, at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from .catalog import ASCEND_CODE, Catalog, Signature, load_catalog
+from .causes import Cause, confirming_check, load_causes
+from .failures import LineHits, event_findings
+from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import (
     MAX_EVIDENCE_CHARS,
@@ -27,6 +36,8 @@ from .reader import (
     read_hits,
     timestamp_of,
 )
+from .structure import FailureEvent, FailureTracker, split_prefix
+from .tables import load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
@@ -36,78 +47,12 @@ DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
 # Heartbeat monitor defaults seen in logs: 600 s in older torch, 480 s in newer (reference/nvidia.md §4.2).
 DEFAULT_HEARTBEAT_S = (480, 600)
 _INT = re.compile(r"-?\d+")
+# An info or warning line: glog's I/W levels (torch's C++ logs, torchrun's), NCCL INFO, logging's WARNING.
+_QUIET_LEVEL = re.compile(r"(?:^|[\s\[:])[IW]\d{4} \d\d:\d\d|\bNCCL INFO\b|\bWARNING\b|\bWarning:|\bINFO\b")
 _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
 CODES_CAP = 64
-
-
-@dataclass(frozen=True)
-class EvidenceLine:
-    path: str
-    lineno: int
-    rank: int | None
-    text: str
-    host: str | None = None
-    # Seconds into the year (see reader.timestamp_of) and the stamp as written, when the line carries one.
-    ts: float | None = None
-    time: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "lineno": self.lineno, "rank": self.rank, "host": self.host,
-                "time": self.time, "text": self.text}
-
-    def where(self) -> str:
-        return f"{self.path}:{self.lineno}"
-
-
-@dataclass
-class Finding:
-    id: str
-    cause: str
-    vendor: str
-    title: str
-    explanation: str
-    remedy: str
-    confirm_with: str
-    priority: int
-    source_ref: str
-    evidence: list[EvidenceLine]
-    evidence_count: int
-    extracted: dict[str, Any]
-    first_line: EvidenceLine
-    consequence_of: str | None = None
-    # True when the signature is usually the consequence of something else (a collective timeout).
-    symptom: bool = False
-    # Position of the first match across all logs read, in reading order: "which error came first" when the
-    # lines carry no time.
-    first_seq: int = 0
-    # The earliest matching line that carries a timestamp: across files, time decides what came first.
-    earliest: EvidenceLine | None = None
-    files: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "cause": self.cause,
-            "vendor": self.vendor,
-            "title": self.title,
-            "explanation": self.explanation,
-            "remedy": self.remedy,
-            "confirm_with": self.confirm_with,
-            "priority": self.priority,
-            "source_ref": self.source_ref,
-            "symptom": self.symptom,
-            "consequence_of": self.consequence_of,
-            "first_line": self.first_line.to_dict(),
-            "earliest": self.earliest.to_dict() if self.earliest else None,
-            "files": list(self.files),
-            "hosts": list(self.hosts),
-            "evidence": [line.to_dict() for line in self.evidence],
-            "evidence_count": self.evidence_count,
-            "extracted": dict(self.extracted),
-        }
 
 
 @dataclass
@@ -119,9 +64,18 @@ class Diagnosis:
     # cut are kept.
     truncated: list[str] = field(default_factory=list)
 
+    # Inputs that could not be read (a dangling link or a link loop in a job folder), each with why: the others
+    # were read.
+    skipped: list[str] = field(default_factory=list)
+
     @property
     def root_cause(self) -> Finding | None:
         return self.findings[0] if self.findings else None
+
+    @property
+    def first(self) -> Finding | None:
+        """The first finding: the root cause, whom the report leads with (its ``cause`` and ``actor``)."""
+        return self.root_cause
 
     @property
     def first_failure(self) -> Finding | None:
@@ -140,18 +94,24 @@ class Diagnosis:
         """The validators that would confirm the findings on a host, root cause's first, without repeats."""
         names: list[str] = []
         for finding in self.findings:
-            if finding.confirm_with not in names:
+            if finding.confirm_with and finding.confirm_with not in names:
                 names.append(finding.confirm_with)
         return names
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {"findings": [finding.to_dict() for finding in self.findings]}
+        if self.first is not None:
+            root = self.first
+            document["first"] = {"id": root.id, "cause": root.cause, "actor": root.actor, "layer": root.layer,
+                                 **root.first_line.to_dict()}
         first = self.first_failure
         if first is not None:
             line = first.earliest or first.first_line
             document["first_failure"] = {"id": first.id, "cause": first.cause, **line.to_dict()}
         if self.truncated:
             document["truncated"] = list(self.truncated)
+        if self.skipped:
+            document["skipped"] = list(self.skipped)
         return document
 
 
@@ -165,6 +125,13 @@ class _Hits:
     earliest: EvidenceLine | None = None
     files: dict[str, None] = field(default_factory=dict)
     hosts: dict[str, None] = field(default_factory=dict)
+    # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so.
+    collectives: dict[int, tuple[Any, Any, EvidenceLine]] = field(default_factory=dict)
+
+
+def _text_regex(anchors: tuple[str, ...]) -> re.Pattern[str]:
+    """The reader's trie of literals, for text: does a line hold one of them (a few compares a position)."""
+    return re.compile(anchor_regex(anchors).pattern.decode())
 
 
 def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
@@ -182,7 +149,16 @@ class Scanner:
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
+        self.tables = self.catalog.tables or load_tables()
+        self.causes: dict[str, Cause] = load_causes()
+        self._tracker = FailureTracker(self.tables)
+        # Per log: the lines a table row matched (for failures whose own lines name nothing) and the lines a
+        # signature or an error code matched (a failure they explain is not reported twice).
+        self._table_lines: dict[int, LineHits] = {}
+        self._signature_lines: dict[int, LineHits] = {}
         self._anchors = anchor_regex(self.catalog.anchors)
+        self._signature_gate = _text_regex(self.catalog.signature_anchors)
+        self._context_gate = _text_regex(self.catalog.context_anchors)
         self._anchors_text = re.compile(self._anchors.pattern.decode())
         self._hits: dict[str, _Hits] = {}
         self._aux: dict[str, dict[str, Any]] = {}
@@ -192,6 +168,8 @@ class Scanner:
         self._want_last_error = False
         self._sources: list[str] = []
         self._truncated: list[str] = []
+        self._skipped: list[str] = []
+        self._source_base: dict[str, int] = {}
         self._lines = 0
         self._warns: list[EvidenceLine] = []
         self._codes: dict[str, _Hits] = {}
@@ -203,29 +181,46 @@ class Scanner:
         """Lines already in hand; the same prefilter as for files decides which reach the signatures."""
         self._begin(LogSource(label=source))
         count = 0
+        after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
         for lineno, raw in lines:
             count = lineno
-            if self._want_last_error or self._anchors_text.search(raw):
+            if self._anchors_text.search(raw):
                 self._line(lineno, raw)
+                after_hit = True
+                continue
+            if after_hit and self._wants_context():
+                self._line(lineno, raw)
+            after_hit = False
         self._end(count)
 
     def feed(self, path: str, lineno: int, raw: str) -> None:
         """One line (kept for callers that stream lines themselves)."""
         if self._source.label != path:
             self._begin(LogSource(label=path))
-        if self._want_last_error or self._anchors_text.search(raw):
+        if self._anchors_text.search(raw):
             self._line(lineno, raw)
+            self._after_hit = True
+        else:
+            if self._after_hit and self._wants_context():
+                self._line(lineno, raw)
+            self._after_hit = False
         self._lines += 1
 
     def feed_log(self, source: LogSource) -> None:
         """One log file (or archive member), through the prefilter; a cut gzip keeps what was read."""
+        if source.skipped:
+            self._skipped.append(f"{source.label}: {source.skipped}; not read, the other logs were")
+            return
+        if source.truncated:
+            self._truncated.append(f"{source.label}: {source.truncated}")
+            return
         self._begin(source)
         stream, owned = source.open() if source.opener else open_log(source.path or source.label)
         state = ReadState()
         try:
             direct = source.path if source.opener is None and source.path not in (None, "-") else None
             for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
-                if hit.context and not self._want_last_error:
+                if hit.context and not self._wants_context():
                     continue
                 self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))
         finally:
@@ -236,12 +231,21 @@ class Scanner:
                                    " findings up to there are kept")
         self._end(state.lines)
 
+    def _wants_context(self) -> bool:
+        """Whether the line after a hit is read although it holds no anchor: the NCCL WARN after "Last error:", the
+        rest of an exception's message."""
+        return self._want_last_error or self._tracker.wants_context()
+
     def _begin(self, source: LogSource) -> None:
+        self._source_base.setdefault(source.label, self._base)
         self._source = source
         self._sources.append(source.label)
         self._want_last_error = False
+        self._after_hit = False
+        self._tracker.begin(len(self._sources) - 1, self._base)
 
     def _end(self, lines: int) -> None:
+        self._tracker.end()
         self._base += lines
         self._lines += lines
 
@@ -263,13 +267,14 @@ class Scanner:
                 else:
                     self._want_last_error = True
         catalog = self.catalog
-        if len(self._contexts_seen) < len(catalog.contexts) and catalog.context_prefilter.search(text):
+        if (len(self._contexts_seen) < len(catalog.contexts) and self._context_gate.search(text)
+                and catalog.context_prefilter.search(text)):
             for name, patterns in catalog.contexts.items():
                 if name not in self._contexts_seen and any(p.search(text) for p in patterns):
                     self._contexts_seen.add(name)
         evidence: EvidenceLine | None = None
         matched = False
-        if catalog.prefilter.search(text):
+        if self._signature_gate.search(text) and catalog.prefilter.search(text):
             for sig in catalog.signatures:
                 for pattern in sig.patterns:
                     match = pattern.search(text)
@@ -280,6 +285,8 @@ class Scanner:
                         continue
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._hits, sig.id, groups, evidence)
+                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                        lineno, split_prefix(text)[0], sig.id)
                     matched = True
                     if sig.vendor == "ascend" and sig.requires_context is None:
                         # An Ascend-only error is Ascend context too; one that depends on the context must not
@@ -301,6 +308,27 @@ class Scanner:
                 if code in self._codes or len(self._codes) < CODES_CAP:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
+                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                        lineno, split_prefix(text)[0], f"code:{code}")
+        self._failure_line(lineno, text, evidence)
+
+    def _failure_line(self, lineno: int, text: str, evidence: EvidenceLine | None) -> None:
+        """The structure and the tables: is this line part of a failure, and which table rows does it name?"""
+        source = len(self._sources) - 1
+        made: list[EvidenceLine] = [evidence] if evidence is not None else []
+
+        def line_evidence() -> EvidenceLine:
+            if not made:
+                made.append(self._evidence(lineno, text))
+            return made[0]
+
+        rows = tuple(row for _, row in self.tables.literal_hits(text))
+        self._tracker.line(lineno, text, line_evidence, rows)
+        if rows and not _QUIET_LEVEL.search(text):
+            # Info and warning lines quote errors on the way to something that works (the IB probe that falls back
+            # to sockets, a connect that is retried) or report the launcher's own cleanup ("Sending process 42
+            # closing signal SIGTERM"): they name no failure's cause.
+            self._table_lines.setdefault(source, LineHits()).add(lineno, split_prefix(text)[0], rows)
 
     def _evidence(self, lineno: int, text: str) -> EvidenceLine:
         source = self._source
@@ -329,6 +357,9 @@ class Scanner:
             hits.files.setdefault(line.path, None)
         if line.host and len(hits.hosts) < RANKS_CAP:
             hits.hosts.setdefault(line.host, None)
+        if (line.rank is not None and "op_type" in groups and "seq_num" in groups
+                and len(hits.collectives) < RANKS_CAP):
+            hits.collectives.setdefault(line.rank, (groups["seq_num"], groups["op_type"], line))
 
     # ---- the verdict ----
 
@@ -343,6 +374,8 @@ class Scanner:
                 continue
             if sig.unless_context and sig.unless_context in self._contexts_seen:
                 continue
+            if sig.requires_failure and not self._tracker.failed():
+                continue
             kept[sig.id] = hits
         for sig in catalog.signatures:
             # The refining pattern is a subset of the general one, so equal counts mean the very same lines.
@@ -352,12 +385,87 @@ class Scanner:
 
         findings = [self._finding(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items()]
         findings.extend(self._code_findings(findings))
+        findings.extend(self._failure_findings(findings, set(kept)))
+        findings.extend(self._desync_findings(kept))
         self._name_nccl_warn(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
         findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
-                         truncated=list(self._truncated))
+                         truncated=list(self._truncated), skipped=list(self._skipped))
+
+    def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
+        """Failures the structure found that no signature or error code explains, classified by the tables; the
+        reports that only repeat a failure (torchrun's summary, an exit code) when the logs hold nothing else."""
+        symptom = {sig.id: sig.symptom for sig in self.catalog.signatures if sig.id in kept}
+        for finding in findings:
+            if finding.id.startswith("ascend-"):
+                codes = finding.extracted.get("codes") or [finding.extracted.get("code")]
+                symptom.update({f"code:{code}": finding.symptom for code in codes if code})
+        covering: dict[int, LineHits] = {}
+        for source, lines in self._signature_lines.items():
+            kept_lines = covering[source] = LineHits()
+            for lineno, rank, value in zip(lines.linenos, lines.ranks, lines.values, strict=True):
+                if value in symptom:
+                    kept_lines.add(lineno, rank, symptom[value])
+        events = self._tracker.events
+        out = event_findings(events, self.tables, self.causes, self._table_lines, covering,
+                             lambda event: event.primary)
+        if all(finding.symptom for finding in (*findings, *out)):
+            # Nothing but symptoms (a peer that closed the connection, a timeout) or nothing at all: the launcher's
+            # report of which rank failed first and how (torchrun's root cause, a signal, an exit code) is the
+            # best account of the failure the logs hold, where that rank left no error of its own.
+            nothing = not findings and not out
+            reported = {event.stream for event in events if event.primary and event.stream is not None}
+
+            def adds(event: FailureEvent) -> bool:
+                if event.primary:
+                    return False
+                if nothing:
+                    return True
+                if event.rank is not None:
+                    return event.rank not in reported
+                return event.signal is not None or (event.exitcode is not None and event.exitcode < 0)
+
+            out += event_findings(events, self.tables, self.causes, self._table_lines, covering, adds)
+        return out
+
+    def _desync_findings(self, kept: dict[str, _Hits]) -> list[Finding]:
+        """Ranks that timed out in different collectives (rank 1 in an all-gather, rank 0 in an all-reduce two
+        collectives later) no longer issue the same sequence of collectives: the timeouts are the consequence of
+        that desync, which is the program's (torch's desync debugger and flight recorder read it the same way)."""
+        waiting: dict[int, tuple[Any, Any, EvidenceLine]] = {}
+        for sig_id, hits in kept.items():
+            if self.catalog.by_id(sig_id).cause == "collective-timeout":
+                for rank, item in hits.collectives.items():
+                    waiting.setdefault(rank, item)
+        if len({op for _, op, _ in waiting.values()}) < 2:
+            return []  # every rank waits in the same kind of collective: a straggler or a dead rank, not a desync
+        ranks = sorted(waiting)
+        evidence = [waiting[rank][2] for rank in ranks][:EVIDENCE_CAP]
+        shown = ", ".join(f"rank {rank} in {waiting[rank][1]} #{waiting[rank][0]}" for rank in ranks[:8])
+        cause = self.causes["collective-mismatch"]
+        return [Finding(
+            id="collective-desync", cause=cause.id, vendor="any", title="ranks timed out in different collectives",
+            explanation=(f"The ranks were not waiting in the same collective when they timed out ({shown}): they no "
+                         "longer issue the same sequence of collectives, so each waits for one its peers never "
+                         "call. The timeouts are the consequence; the code path that differs between ranks (a "
+                         "rank-dependent branch, an extra collective in a checkpoint or evaluation step) is the "
+                         "cause."),
+            remedy=cause.remedy, confirm_with=None, priority=cause.priority,
+            source_ref="torch ProcessGroupNCCL's WorkNCCL(SeqNum, OpType) in the watchdog's timeout lines; "
+                       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+            evidence=evidence, evidence_count=len(waiting),
+            extracted={"ranks": ranks, "collectives": {str(r): f"{waiting[r][1]} #{waiting[r][0]}" for r in ranks}},
+            first_line=evidence[0], actor=cause.actor, layer="signature",
+            first_seq=min(self._base_seq(line) for line in evidence),
+            earliest=min((line for line in evidence if line.ts is not None), key=lambda line: line.ts or 0.0,
+                         default=None),
+            files=sorted({line.path for line in evidence}), hosts=sorted({line.host for line in evidence if line.host}))]
+
+    def _base_seq(self, line: EvidenceLine) -> int:
+        """A line's place in reading order (the offset of its log among those read, plus its number)."""
+        return self._source_base.get(line.path, 0) + line.lineno
 
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:
         """Ascend error codes: a known code gives its cause (unless a signature already named it), an unknown
@@ -381,9 +489,10 @@ class Scanner:
                 continue
             causes.add(entry["cause"])
             out.append(self._synthetic(f"ascend-{code}", entry["cause"], f"Ascend error {code}: {entry['title']}",
-                                       entry["meaning"], entry["remedy"], entry["confirm_with"],
+                                       entry["meaning"], entry["remedy"],
+                                       entry["confirm_with"] or confirming_check(entry["cause"]),
                                        entry["priority"], entry["source"], hits, {"code": code},
-                                       symptom=entry["symptom"]))
+                                       symptom=entry["symptom"], actor=entry.get("actor")))
         if unknown:
             first = min(unknown.values(), key=lambda h: h.first_seq)
             merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
@@ -399,14 +508,14 @@ class Scanner:
                 "The log carries an Ascend error code that the catalog does not know, so its cause is not named "
                 "here; the lines are shown so nothing is dropped.",
                 "Look the code up in the CANN error code reference for your CANN version (and the plog under "
-                "~/ascend/log for that PID); add it to ascend_codes in signatures.yml with its cause.",
+                "~/ascend/log for that PID); add it to data/diagnose/ascend-cann.yml with its cause.",
                 confirming_check("unknown-error-code"), 35, "reference/ascend.md §6 (error code format)", merged,
                 {"codes": codes}))
         return out
 
-    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str,
+    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str | None,
                    priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
-                   symptom: bool = False) -> Finding:
+                   symptom: bool = False, actor: str | None = None) -> Finding:
         extracted = dict(extracted)
         if hits.ranks:
             extracted["ranks"] = sorted(hits.ranks)
@@ -414,6 +523,7 @@ class Scanner:
                        remedy=remedy, confirm_with=confirm_with, priority=priority, source_ref=source,
                        evidence=list(hits.evidence), evidence_count=hits.count, extracted=extracted,
                        first_line=hits.evidence[0], first_seq=hits.first_seq, symptom=symptom,
+                       actor=actor or self.causes[cause].actor, layer="table",
                        earliest=hits.earliest, files=sorted({e.path for e in hits.evidence}),
                        hosts=sorted({e.host for e in hits.evidence if e.host}))
 
@@ -451,25 +561,14 @@ class Scanner:
             evidence_count=hits.count,
             extracted=extracted,
             first_line=hits.evidence[0],
+            actor=sig.actor or self.causes[sig.cause].actor,
+            layer="signature",
             first_seq=hits.first_seq,
             symptom=sig.symptom,
             earliest=hits.earliest,
             files=list(hits.files),
             hosts=list(hits.hosts),
         )
-
-
-@functools.cache
-def confirming_check(cause: str) -> str:
-    """The first check declared to confirm ``cause`` (``confirms`` in ``accelstack/validate/checks/``), for a
-    finding the engine makes itself rather than the catalog. Imported only when such a finding is made: a log is
-    read without the validation machinery."""
-    from ..validate.registry import load_declarations
-
-    found = [c.checks[0] for c in load_declarations() if cause in c.confirms]
-    if not found:  # tests/test_checks.py holds every cause to a declared check: this is a broken checkout
-        raise LookupError(f"no check declares that it confirms {cause!r} (accelstack/validate/checks/)")
-    return found[0]
 
 
 def _earlier(a: Finding, b: Finding) -> bool:

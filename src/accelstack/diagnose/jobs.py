@@ -7,9 +7,11 @@ prefix of their own. Archives are read as a stream, member after member: nothing
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,10 @@ class LogSource:
     rank: int | None = None
     host: str | None = None
     opener: Callable[[], IO[bytes]] | None = None
+    # Set where the input could not be read whole: ``skipped`` (a dangling link or a link loop in a job folder:
+    # nothing of it was read) or ``truncated`` (an archive cut short: the members before the cut were read).
+    skipped: str | None = None
+    truncated: str | None = None
 
     def open(self) -> tuple[IO[bytes], bool]:
         assert self.opener is not None
@@ -75,6 +81,9 @@ def expand_inputs(paths: list[str]) -> Iterator[LogSource]:
 
 
 def _folder(root: str) -> Iterator[LogSource]:
+    """The logs of a job folder. Links are followed to files, never to folders (os.walk's default: a link loop
+    cannot recurse); a link that leads nowhere (dangling, or a loop of links) is skipped with why, and the other
+    logs are read: one bad link must not cost the whole diagnosis."""
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -84,7 +93,24 @@ def _folder(root: str) -> Iterator[LogSource]:
                             "gzipped or not)", where=root)
     for path in sorted(found, key=lambda p: _natural(os.path.relpath(p, root))):
         relative = os.path.relpath(path, root)
+        problem = _unreadable_link(path)
+        if problem:
+            yield LogSource(label=path, path=path, skipped=problem)
+            continue
         yield LogSource(label=path, path=path, rank=rank_from_name(relative), host=host_from_relative(relative))
+
+
+def _unreadable_link(path: str) -> str | None:
+    """Why a link in a job folder leads to nothing a log can be read from; None for a file or a good link."""
+    if not os.path.islink(path):
+        return None
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return f"a loop of symbolic links ({os.readlink(path)!r})"
+        return f"a symbolic link to {os.readlink(path)!r}, which does not exist ({err.strerror})"
+    return None
 
 
 def _constant(handle: IO[bytes]) -> Callable[[], IO[bytes]]:
@@ -97,6 +123,7 @@ def _archive(path: str) -> Iterator[LogSource]:
     except (OSError, tarfile.TarError) as err:
         raise LogUnreadable(f"cannot read archive: {err}", where=path) from None
     stem = _TAR_NAME.sub("", os.path.basename(path))
+    read = 0
     with archive:
         try:
             for member in archive:
@@ -107,7 +134,12 @@ def _archive(path: str) -> Iterator[LogSource]:
                     continue
                 top, _, rest = member.name.partition("/")
                 relative = rest if rest and top == stem else member.name
+                read += 1
                 yield LogSource(label=f"{path}/{member.name}", rank=rank_from_name(member.name),
                                 host=host_from_relative(relative), opener=_constant(handle))
-        except (OSError, tarfile.TarError, EOFError) as err:
-            raise LogUnreadable(f"archive ends early or is corrupt: {err}", where=path) from None
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as err:
+            # A job archive cut short (copied off a node that died, a full disk) still holds the logs before the
+            # cut, often the very rank that failed: diagnose them and say where the archive ends, as for a cut
+            # gzip log. An archive that ends before its first log is bad input (exit 3 when nothing is found).
+            yield LogSource(label=path, truncated=f"the archive ends early or is corrupt ({err}) after {read} "
+                                                  "log(s); the logs before the cut are read")

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
@@ -411,3 +412,6 @@ def _truncation_noted(blocks: Iterator[bytes], state: ReadState) -> Iterator[byt
         state.truncated = str(err)
     except OSError as err:
         state.truncated = f"read error: {err.strerror or err}"
+    except (EOFError, tarfile.TarError, zlib.error) as err:
+        # An archive member cut short: its stream (tarfile's over gzip) ends before the member does.
+        state.truncated = f"the archive ends inside this log ({err})"

@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 HELP = {
     "log": "a log file, a job folder or a .tar(.gz) of one (one bare LOG, more with repeated -l/--log; plain or "
            "gzip by content; '-' reads standard input)",
-    "host": "run the validators that confirm each finding on this host and fold their results in",
+    "host": "run the checks that confirm each finding on this host and say, per finding, whether the host confirms "
+            "it (only a node finding a check confirms is a reason to drain)",
     "inventory": "inventory the --host is in (default: local)",
-    "json": 'print {"findings": [...]} as JSON on stdout, root cause first',
+    "json": 'print {"first": ..., "findings": [...]} as JSON on stdout, root cause first; each finding has its cause '
+            "and actor (node, job, config, service)",
     "help": "show this help (-h too: a task flag here, or invoke would read it as the positional LOG)",
 }
 
@@ -39,9 +41,7 @@ def diagnosis_document(diagnosis: Diagnosis, confirmation: Confirmation | None =
     """The JSON document the task prints: findings, plus what was confirmed on which host."""
     document = diagnosis.to_dict()
     if confirmation is not None:
-        document["confirm"] = {"host": confirmation.host, "validators": diagnosis.confirm_validators(),
-                               "checks": confirmation.checks,
-                               "records": [r.to_dict() for r in confirmation.records]}
+        document["confirm"] = {"validators": diagnosis.confirm_validators(), **confirmation.to_dict()}
     return document
 
 
@@ -102,14 +102,17 @@ class _DiagnoseTask(AccelstackTask):
 @boundary
 def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inventory: str | None = None,
              json: bool = False, help: bool = False) -> int:
-    """Name the likely root cause of a failed job from its logs; exit 1 when something was found.
+    """Name the root cause of a failed job from its logs, and who acts on it; exit 1 when something was found.
 
-    Reads every log as one job (ranks interleaved, one file per rank, a job folder or a .tar.gz of it), shows
-    the lines that prove each finding with their file, rank, host and time, what to do, and which validator
-    confirms it on a host. Exit 0: no known signature; 1: findings; 3: a log could not be read (or was cut short
-    and nothing was found before the cut).
+    Reads every log as one job (ranks interleaved, one file per rank, a job folder or a .tar.gz of it). A job that
+    failed always gets a finding (its error quoted, at worst); each says who acts (node: drain or repair once a host
+    check confirms; job: the program's owner; config: the launch; service: storage, network, rendezvous, the
+    scheduler), shows the lines that prove it with their file, rank, host and time, and what to do. Exit 0: nothing
+    failed; 1: findings; 3: a log could not be read (or was cut short and nothing was found before the cut). A
+    dangling link in a job folder is skipped with a warning; a cut archive is read up to the cut.
     """
     from ..diagnose import diagnose_paths, render_diagnosis  # loaded when this task runs
+    from ..diagnose.render import render_confirmation
 
     if help:
         _print_help()
@@ -121,7 +124,7 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     if host:  # a bad inventory or a host it does not have is exit 3 before any log is read or host touched
         selected = inventory_hosts(inventory, host)
     diagnosis = diagnose_paths(paths)
-    for note in diagnosis.truncated:
+    for note in (*diagnosis.truncated, *diagnosis.skipped):
         print(f"warning: {note}", file=sys.stderr)
     confirmation = None
     if host and selected is not None:
@@ -134,8 +137,10 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     else:
         console = Console()
         console.print(render_diagnosis(diagnosis))
-        if confirmation is not None and confirmation.records:
-            console.print(records_table(confirmation.records, title=f"confirmed on {host}"))
+        if confirmation is not None:
+            if confirmation.records:
+                console.print(records_table(confirmation.records, title=f"confirmed on {host}"))
+            console.print(render_confirmation(confirmation))
     return diagnosis.exit_code
 
 

@@ -15,5 +15,5 @@ CHECKS = (
                "skip; tool missing or failing: error",
           config=("vendor", "accelerator", "device_health", "device_rows"),
           thresholds=("device_health", "devices"),
-          confirms=("npu-device-busy", "xid-fatal", "xid-warn")),
+          confirms=("device-busy", "device-hardware", "node-failure", "xid-fatal", "xid-warn")),
 )

@@ -12,6 +12,6 @@ CHECKS = (
           judge=refine_devices,
           # signatures.yml names `devices` for these: the vendor tool's count and health confirm them, and
           # torch_devices (the quick tier) confirms what needs a device context.
-          confirms=("device-assert", "npu-device-busy", "unknown-error-code", "watchdog-stuck", "xid-fatal",
-                    "xid-warn")),
+          confirms=("device-assert", "device-busy", "device-hardware", "no-device", "unknown-error-code",
+                    "watchdog-stuck", "xid-fatal", "xid-warn")),
 )

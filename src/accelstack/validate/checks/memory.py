@@ -7,5 +7,5 @@ CHECKS = (
     Check(("memory",), "standard", script="memory.py", python="system", timeout=60,
           help="device headroom, foreign processes, /dev/shm, memlock",
           config=("host", "inventory", "vendor", "min_shm_gb"), judge=refine_memory,
-          confirms=("out-of-memory", "rdma")),
+          confirms=("out-of-memory", "rdma", "shm-too-small")),
 )

@@ -7,5 +7,6 @@ CHECKS = (
           help="checkpoint folder throughput and space against the collective timeout",
           config=("checkpoint_dir", "checkpoint_fs", "checkpoint_size_gb", "collective_timeout_s",
                   "storage_probe_mb"),
-          confirms=("collective-timeout",)),
+          confirms=("collective-timeout", "checkpoint-save-timeout", "disk-full", "io-error",
+                    "read-only-filesystem")),
 )

@@ -9,5 +9,5 @@ CHECKS = (
                "vendor tool, exclusive compute mode, busy or unavailable, out of memory while someone holds it) is "
                "a skip naming the holder",
           config=("host", "inventory", "vendor", "expect_devices"),
-          confirms=("device-assert", "npu-device-busy", "unknown-error-code", "watchdog-stuck")),
+          confirms=("device-assert", "device-busy", "unknown-error-code", "watchdog-stuck")),
 )

@@ -1,0 +1,497 @@
+"""Recognising that a job failed from the structure of its logs, not from their wording.
+
+A Python traceback ends in its exception line (the last ``SomethingError: message`` of each chained block); torchrun
+sums its workers' failures up (``ChildFailedError``, the root cause's rank, exit code and signal); the shell, the C++
+runtime and the interpreter report a process that died (``Segmentation fault``, ``Killed``, ``terminate called
+after throwing``, ``Fatal Python error``); Slurm ends a job with ``*** JOB ... CANCELLED AT ... DUE TO ... ***`` and
+srun reports each task's end; an Ascend plog writes ``[ERROR]`` lines. Each becomes a :class:`FailureEvent`, which the
+engine classifies with the tables (or calls ``unclassified``, the error quoted) unless a signature already explains
+it. Reports that only repeat another process's failure (torchrun's summary, a launcher's non-zero exit, srun's
+"Exited with exit code") are *secondary*: they are a finding only when the logs hold nothing else.
+
+The tracker sees only the lines that passed the literal prefilter (and the line after each), which is why every
+pattern here keeps a literal of its own (see :data:`STRUCTURE_PATTERNS`). Parsing is pure; state is per log and per
+rank, bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .tables import TableRow, Tables
+
+# How many lines after an exception line still belong to its message (NCCL's and c10d's messages run over several
+# lines: "ncclUnhandledCudaError: ...", "Last error:", the failed call).
+CONTINUATION_LINES = 12
+TEXT_CAP = 24
+EVENTS_CAP = 4096
+EVIDENCE_CAP = 5
+
+# A launcher's prefix: torch's `[rank3]:`, torchrun --tee's `[default0]:` (after at most two words: a timestamp, a
+# tag), srun -l / pdsh's `3: `.
+_PREFIX = re.compile(r"^(?:\S+\s+){0,2}?\[(?:rank|default)(?P<rank>\d{1,6})\]:\s?|^(?P<num>\d{1,6}): |"
+                     # Ray's and vLLM's worker prefix: "(RayWorkerWrapper pid=4242, ip=10.0.0.2) "
+                     r"^\((?:[\w.]+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) ")
+# IPython prints "ValueError   Traceback (most recent call last)", without the colon.
+TRACEBACK = re.compile(r"Traceback \(most recent call last\):?")
+CHAINED = re.compile(r"During handling of the above exception, another exception occurred:|"
+                     r"The above exception was the direct cause of the following exception:")
+FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# An exception line: a (dotted) class name, then ": message" or nothing.
+# Ray wraps the remote error's class in its own: "ray.exceptions.RayTaskError(RuntimeError): ...".
+EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([A-Za-z_][\w.]*\))?)"
+                       r"(?::(?:\s(?P<msg>.*))?)?\s*$")
+# What a class name ends with when it is an exception (PEP 8 names them *Error; the rest are the few builtins and
+# library classes that do not, each also a literal of the tables).
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit)$")
+_SHELL_SIGNAL = re.compile(
+    r"(?:^|:\s+line\s+\d+:\s+)(?:(?P<pid>\d+)\s+)?(?P<sig>Segmentation fault|Aborted|Bus error|Killed|"
+    r"Illegal instruction|Floating point exception|Terminated)(?P<rest>.*)$")
+_LINE_PREFIX = re.compile(r":\s+line\s+\d+:\s+")
+FATAL_PYTHON = re.compile(r"Fatal Python error: (?P<what>.+)")
+TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '(?P<type>[^']+)'|"
+                       r"without an active exception|recursively)")
+WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)")
+OTHER_SIGNAL = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time|Caught signal (?P<num>\d+) \((?P<name>[^:)]+)|"
+                          r"received signal (?P<sig2>SIG[A-Z]+)")
+TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
+TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+TORCHRUN_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
+TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\)")
+SLURM = re.compile(r"(?P<who>slurmstepd|srun)(?:-[\w.-]+)?: error: (?P<msg>.*)")
+_SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABLE MEMORY ERROR)|oom[_-]kill event|"
+                            r"Exceeded (?:job|step) memory limit|execve\(\)|Node failure on|Prolog launch failure|"
+                            r"Unable to (?:create step|allocate resources)")
+_SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
+_SLURM_SECONDARY = re.compile(r"Exited with exit code|Terminated|FAILED \(non-zero exit code")
+PLOG_ERROR = re.compile(r"^\[ERROR\] (?P<module>[A-Z][A-Z0-9_]*)\((?P<pid>\d+),(?P<proc>[^)]*)\):"
+                        r"(?P<time>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\S*) (?P<msg>.*)")
+EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned non-zero exit status (?P<status>\d+)|"
+                          r"exited on signal (?P<signum>\d+)")
+# A traceback printed right after a retry notice was handled: the program goes on.
+RETRY = re.compile(r"\b(?i:retry)")
+HANDLED_LINES = 2
+# CUDA's device-side assertion ("<file>:<line>: <kernel>: block: [18,0,0], thread: [64,0,0] Assertion `...` failed."):
+# a kernel of the program failed its own check.
+DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `")
+# A line at error level: glog's E and F (torch's C++, TensorFlow), NCCL's WARN (its error reports), logging's ERROR,
+# CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
+# log errors they recover from).
+ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
+                         r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s")
+# Error lines this close on one rank are one failure (an error and the lines that explain it).
+ERROR_LINES_GAP = 5
+IGNORED = re.compile(r"Exception ignored in")
+
+# Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
+STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
+    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
+    DEVICE_ASSERT,
+    re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
+)
+# Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
+EXCEPTION_ANCHORS = ("Error", "Exception", "Interrupt", "SystemExit")
+
+
+@dataclass
+class Line:
+    """A line as the tracker keeps it: where it is and what it says (the engine's EvidenceLine, abstracted)."""
+
+    lineno: int
+    text: str
+
+
+@dataclass
+class FailureEvent:
+    kind: str  # exception | traceback | signal | fatal | terminate | slurm | plog | torchrun | exit
+    source: int  # index of the log in reading order
+    stream: int | None  # the rank of the lines' prefix (None: no prefix)
+    seq: int  # position in reading order, for "which came first"
+    first: object  # the engine's EvidenceLine of the line that shows the failure
+    primary: bool = True
+    exc_type: str | None = None
+    message: str = ""
+    frame: str | None = None  # "train.py:42 in forward" for a traceback
+    chain: list[str] = field(default_factory=list)  # the earlier exceptions of a chained traceback, "Type: msg"
+    texts: list[str] = field(default_factory=list)  # the event's own lines, for the tables
+    linenos: list[int] = field(default_factory=list)  # where those lines are
+    evidence: list[object] = field(default_factory=list)
+    first_lineno: int = 0
+    last_lineno: int = 0
+    exitcode: int | None = None
+    signal: str | None = None
+    rank: int | None = None  # the failing rank, when a summary names it (torchrun's root cause)
+    covered: bool = False  # a signature or an error code already explains it
+
+    def add(self, evidence: object, lineno: int, text: str) -> None:
+        if len(self.evidence) < EVIDENCE_CAP:
+            self.evidence.append(evidence)
+        if len(self.texts) < TEXT_CAP:
+            self.texts.append(text)
+            self.linenos.append(lineno)
+        self.last_lineno = max(self.last_lineno, lineno)
+
+
+@dataclass
+class _Stream:
+    traceback_at: int | None = None  # line number of the open traceback's header
+    traceback_first: object = None
+    frame: str | None = None
+    chained: bool = False
+    ignored: bool = False  # "Exception ignored in", or a retry just before: reported, and the program goes on
+    # A logger's prefix on every line of the traceback ("ERROR 05-07 05:58:46 core.py:291] "), learned from its
+    # header, digits made variable: stripped from the lines that follow so their frames and exception are read.
+    log_prefix: re.Pattern[str] | None = None
+    handled_at: int = -HANDLED_LINES - 1  # the last retry notice's line
+    error_line: FailureEvent | None = None  # the last failure made of error-level lines
+    last_event: FailureEvent | None = None  # the exception that closed the last traceback, for continuation lines
+
+
+def split_prefix(line: str) -> tuple[int | None, str]:
+    """The rank a launcher prefix names, and the line after the prefix."""
+    match = _PREFIX.match(line[:80])
+    if match is None:
+        return None, line
+    rank = match.group("rank") or match.group("num")
+    return (int(rank) if rank else None), line[match.end():]
+
+
+def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, str] | None:
+    """(type, message) when ``rest`` (a line without its launcher prefix) reads as an exception line.
+
+    Outside a traceback the line must look unmistakably like one: at the line's start, a class name with at least
+    two capitals or a module path, and a message (or a class a table knows, such as torchrun's ChildFailedError).
+    """
+    match = EXCEPTION.match(rest)
+    if match is None:
+        return None
+    exc_type, message = match.group("type"), (match.group("msg") or "").strip()
+    name = exc_type.split("(", 1)[0].rsplit(".", 1)[-1]
+    if name.endswith("Warning") or not name[:1].isupper():
+        return None
+    if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
+        return None
+    if not in_traceback:
+        if match.group("indent") or (not message and tables.exception_row(exc_type) is None):
+            return None
+        if "." not in exc_type and sum(ch.isupper() for ch in name) < 2:
+            return None
+    return exc_type, message
+
+
+class FailureTracker:
+    """Failure events of a job's logs, fed line by line (only the lines the prefilter let through)."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self.events: list[FailureEvent] = []
+        self._streams: dict[int | None, _Stream] = {}
+        self._source = -1
+        self._base = 0
+        self._torchrun: FailureEvent | None = None
+        self._torchrun_root = False
+        self._plog: dict[str, FailureEvent] = {}
+        self._terminate: FailureEvent | None = None
+        self._rows: tuple[TableRow, ...] = ()
+
+    # ---- sources ----
+
+    def begin(self, source: int, base: int) -> None:
+        self._close_open_tracebacks()
+        self._source, self._base = source, base
+        self._streams = {}
+        self._torchrun, self._torchrun_root, self._plog, self._terminate = None, False, {}, None
+
+    def end(self) -> None:
+        self._close_open_tracebacks()
+
+    def failed(self) -> bool:
+        """Whether the logs show a failure at all (a traceback that was handled does not count)."""
+        return any(event.primary or not event.covered for event in self.events)
+
+    def wants_context(self) -> bool:
+        """Whether the line after a hit may belong to an event (an exception's message, a what() line)."""
+        return self._terminate is not None or any(
+            s.traceback_at is not None or s.last_event is not None for s in self._streams.values())
+
+    # ---- lines ----
+
+    def line(self, lineno: int, text: str, evidence: Callable[[], object], rows: tuple[TableRow, ...] = ()) -> bool:
+        """Feed one line (``rows``: the table rows its literals name); True when it belongs to a failure event."""
+        self._rows = rows
+        stream_rank, rest = split_prefix(text)
+        stream = self._streams.get(stream_rank)
+        if stream is None:
+            if len(self._streams) >= 4096:
+                return False
+            stream = self._streams[stream_rank] = _Stream()
+        if stream.log_prefix is not None:
+            logged = stream.log_prefix.match(rest)
+            if logged:
+                rest = rest[logged.end():]
+
+        header = TRACEBACK.search(rest)
+        if header:
+            stream.log_prefix = _learned_prefix(rest[: header.start()]) if stream.log_prefix is None else \
+                stream.log_prefix
+            if stream.traceback_at is not None and stream.last_event is None:
+                self._incomplete(stream, stream_rank)
+            if lineno - stream.handled_at <= HANDLED_LINES:
+                stream.ignored = True
+            chained = stream.chained and stream.last_event is not None
+            stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
+            stream.chained = chained
+            if not chained:
+                stream.last_event = None
+            return True
+        if CHAINED.search(text):
+            stream.chained = True
+            return True
+        if IGNORED.search(text):
+            stream.ignored = True
+            return True
+        if RETRY.search(rest):
+            stream.handled_at = lineno
+        if stream.traceback_at is not None:
+            frame = FRAME.match(rest)
+            if frame:
+                func = f" in {frame.group('func')}" if frame.group("func") else ""
+                stream.frame = f"{frame.group('file')}:{frame.group('line')}{func}"
+                return True
+            found = exception_line(rest, self.tables, in_traceback=True)
+            if found:
+                self._exception(stream, stream_rank, lineno, text, found, evidence)
+                return True
+            return False
+
+        event = stream.last_event
+        if event is not None:
+            if lineno - event.last_lineno > CONTINUATION_LINES:
+                stream.last_event = None
+            elif not self._marker(lineno, text, rest, stream_rank, stream, evidence, weak=False):
+                if RETRY.search(rest) and event.kind == "exception":
+                    # A traceback logged on the way to a retry is not the job failing.
+                    event.primary = False
+                    event.covered = True
+                event.add(evidence(), lineno, rest.strip())
+                return True
+            else:
+                return True
+        found = exception_line(rest, self.tables, in_traceback=False)
+        if found:
+            self._exception(stream, stream_rank, lineno, text, found, evidence, bare=True)
+            return True
+        return self._marker(lineno, text, rest, stream_rank, stream, evidence)
+
+    # ---- events ----
+
+    def _new(self, kind: str, stream: int | None, lineno: int, first: object, text: str,
+             primary: bool = True) -> FailureEvent | None:
+        if len(self.events) >= EVENTS_CAP:
+            return None
+        event = FailureEvent(kind=kind, source=self._source, stream=stream, seq=self._base + lineno, first=first,
+                             primary=primary, first_lineno=lineno, last_lineno=lineno)
+        event.add(first, lineno, text)
+        self.events.append(event)
+        return event
+
+    def _exception(self, stream: _Stream, stream_rank: int | None, lineno: int, text: str,
+                   found: tuple[str, str], evidence: Callable[[], object], bare: bool = False) -> None:
+        exc_type, message = found
+        line = evidence()
+        row = self.tables.exception_row(exc_type)
+        secondary = bool(row and row.secondary)
+        if stream.chained and stream.last_event is not None:
+            event = stream.last_event
+            event.chain.append(f"{event.exc_type}: {event.message}".rstrip(": "))
+            event.exc_type, event.message = exc_type, message
+            event.add(line, lineno, f"{exc_type}: {message}")
+            event.primary = event.primary or not secondary
+        else:
+            created = self._new("exception", stream_rank, lineno, line, f"{exc_type}: {message}",
+                                primary=not secondary)
+            if created is None:
+                return
+            event = created
+            event.exc_type, event.message = exc_type, message
+            if not bare and stream.traceback_at is not None:
+                event.first_lineno = stream.traceback_at
+        event.frame = stream.frame or event.frame
+        if stream.ignored:
+            # Python printed an exception it could not raise (a destructor at shutdown) and carried on.
+            event.primary, event.covered, stream.ignored = False, True, False
+        stream.traceback_at, stream.chained, stream.last_event = None, False, event
+        if exc_type.rsplit(".", 1)[-1] == "ChildFailedError":
+            self._torchrun, self._torchrun_root = event, False
+
+    def _incomplete(self, stream: _Stream, stream_rank: int | None) -> None:
+        """A traceback whose exception line never came (a class name no pattern knows, or a cut log)."""
+        assert stream.traceback_at is not None
+        event = self._new("traceback", stream_rank, stream.traceback_at, stream.traceback_first,
+                          "Traceback (most recent call last):")
+        if event is not None:
+            event.frame = stream.frame
+        stream.traceback_at = None
+
+    def _close_open_tracebacks(self) -> None:
+        for rank, stream in self._streams.items():
+            if stream.traceback_at is not None:
+                self._incomplete(stream, rank)
+
+    def _marker(self, lineno: int, text: str, rest: str, stream_rank: int | None, stream: _Stream,
+                evidence: Callable[[], object], weak: bool = True) -> bool:
+        """The failure reports that are not tracebacks; True when the line was one. ``weak``: error-level lines a
+        table names count too (not while the lines of an exception's message are still coming)."""
+        slurm = SLURM.search(text)
+        if slurm:
+            message = slurm.group("msg")
+            task = _SLURM_TASK.match(message)
+            if task is not None and not _SLURM_SECONDARY.search(task.group("what")):
+                primary = True
+            elif _SLURM_PRIMARY.search(message):
+                primary = True
+            elif _SLURM_SECONDARY.search(message):
+                primary = False
+            else:
+                return False  # slurmstepd's other complaints (a /proc read that raced an exit) are no failure
+            event = self._new("slurm", stream_rank, lineno, evidence(), message, primary=primary)
+            if event is not None and task is not None:
+                event.rank = _first_task(task.group("tasks"))
+            return True
+        plog = PLOG_ERROR.match(rest)
+        if plog:
+            pid = plog.group("pid")
+            known = self._plog.get(pid)
+            if known is None:
+                created = self._new("plog", stream_rank, lineno, evidence(), plog.group("msg"))
+                if created is not None:
+                    created.exc_type = f"{plog.group('module')} ERROR"
+                    created.message = plog.group("msg").strip()
+                    self._plog[pid] = created
+            else:
+                known.add(evidence(), lineno, plog.group("msg"))
+            return True
+        if self._torchrun is not None:
+            if TORCHRUN_ROOT.search(text):
+                # The root cause's entry follows: its rank, exit code and signal replace the other failures'.
+                self._torchrun_root = True
+                summary = self._torchrun
+                summary.rank = summary.exitcode = summary.signal = None
+                del summary.texts[1:], summary.linenos[1:], summary.evidence[1:]  # the other ranks' entries
+                return True
+            for pattern in (TORCHRUN_RANK, TORCHRUN_EXIT, TORCHRUN_SIGNAL):
+                found = pattern.search(text)
+                if found is None:
+                    continue
+                summary = self._torchrun
+                if pattern is TORCHRUN_RANK and (self._torchrun_root or summary.rank is None):
+                    summary.rank = int(found.group("rank"))
+                elif pattern is TORCHRUN_EXIT and (self._torchrun_root or summary.exitcode is None):
+                    summary.exitcode = int(found.group("code"))
+                elif pattern is TORCHRUN_SIGNAL and (self._torchrun_root or summary.signal is None):
+                    summary.signal = found.group("sig")
+                summary.add(evidence(), lineno, rest.strip())
+                return True
+        failed = TORCHRUN_FAILED.search(text)
+        if failed:
+            event = self._new("torchrun", stream_rank, lineno, evidence(), rest.strip(), primary=False)
+            if event is not None:
+                event.exitcode = int(failed.group("code"))
+            return True
+        exit_summary = EXIT_SUMMARY.search(text)
+        if exit_summary and (exit_summary.group("code") or exit_summary.group("status")) != "0":
+            event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
+            if event is not None:
+                code = exit_summary.group("code") or exit_summary.group("status")
+                event.exitcode = int(code) if code else None
+            return True
+        if self._terminate is not None:
+            what = WHAT.match(rest)
+            event, self._terminate = self._terminate, None
+            if what:
+                event.message = what.group("msg").strip()
+                event.add(evidence(), lineno, event.message)
+                return True
+        terminate = TERMINATE.search(text)
+        if terminate:
+            event = self._new("terminate", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.exc_type = terminate.group("type") or "std::terminate"
+                self._terminate = event
+            return True
+        fatal = FATAL_PYTHON.search(text)
+        if fatal:
+            event = self._new("fatal", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.exc_type, event.message = "Fatal Python error", fatal.group("what").strip()
+            return True
+        shell = _SHELL_SIGNAL.search(rest)
+        if shell and _is_shell_report(rest, shell):
+            event = self._new("signal", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.signal = shell.group("sig")
+            return True
+        other = OTHER_SIGNAL.search(text)
+        if other:
+            event = self._new("signal", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.signal = other.group("sig") or other.group("sig2") or other.group("name")
+            return True
+        if not weak:
+            return False
+        if DEVICE_ASSERT.search(text):
+            return self._error_lines("device-assert", stream, stream_rank, lineno, rest, evidence,
+                                     signal="cudaErrorAssert")
+        if any(row.standalone for row in self._rows):
+            # The kernel's report of failed hardware or a filesystem is a failure wherever it appears.
+            return self._error_lines("kernel", stream, stream_rank, lineno, rest, evidence)
+        if (self._rows and ERROR_LEVEL.search(text) and not RETRY.search(rest)
+                and any(not row.secondary for row in self._rows)):
+            return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
+        return False
+
+    def _error_lines(self, kind: str, stream: _Stream, stream_rank: int | None, lineno: int, rest: str,
+                     evidence: Callable[[], object], signal: str | None = None) -> bool:
+        """Error lines a table names (or CUDA's device assertions): the lines of one failure when they are close."""
+        last = stream.error_line
+        if last is not None and last.kind == kind and lineno - last.last_lineno <= ERROR_LINES_GAP:
+            last.add(evidence(), lineno, rest.strip())
+            return True
+        event = self._new(kind, stream_rank, lineno, evidence(), rest.strip())
+        if event is not None:
+            event.signal = signal
+            stream.error_line = event
+        return True
+
+
+def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
+    """A shell's report of a dead child ("... line 12: 4321 Killed   python x.py", "Segmentation fault (core
+    dumped)"), not a word in a message ("Killed process 42" is the kernel's, "Aborted" inside a sentence)."""
+    if _LINE_PREFIX.search(rest[: match.start("sig")]):
+        return True
+    if match.start() != 0 or (match.group("pid") is None and rest[:1].isspace()):
+        return False
+    tail = match.group("rest")
+    return not tail.strip() or tail.startswith(" (core dumped)") or tail.startswith("  ")
+
+
+_SUMMARY_FIELD = re.compile(r"^\s*traceback\s*:\s*$")
+
+
+def _learned_prefix(head: str) -> re.Pattern[str] | None:
+    """A pattern for a logger's prefix as one line shows it, digits made variable; None for no prefix (or a
+    torchrun summary's "traceback : " field, whose lines are only indented)."""
+    if not head.strip() or _SUMMARY_FIELD.match(head):
+        return None
+    if "] " in head:
+        head = head[: head.index("] ") + 2]  # glog's and vLLM's "... file.py:291] ": the message may follow it
+    return re.compile(re.sub(r"\\ ", " ", re.sub(r"\d+", r"\\d+", re.escape(head))))
+
+
+def _first_task(tasks: str) -> int | None:
+    head = re.match(r"\d+", tasks)
+    return int(head.group(0)) if head else None

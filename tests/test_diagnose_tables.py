@@ -1,0 +1,155 @@
+"""The error taxonomies (data/diagnose/*.yml): how they load, what a bad one is told, how a row is matched, and one
+excerpt per table family with its healthy counterpart (tests/data/logs/tables/, tests/data/logs/healthy/table-*)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelstack.diagnose import CAUSES, diagnose_lines, diagnose_paths, load_catalog, load_tables
+from accelstack.diagnose.tables import parse_tables, table_files
+from accelstack.errors import ConfigError
+
+LOGS = Path(__file__).parent / "data" / "logs"
+TABLES = load_tables()
+TABLE_IDS = sorted({row.table for row in TABLES.rows})
+
+# The first finding each family's excerpt gives: (row id, cause, actor). ascend-cann's codes are findings of their
+# own (ascend-<code>); every other table names the cause of the failure the log's structure shows.
+EXPECTED = {
+    "ascend-acl": ("ascend-acl:ACL_ERROR_RT_AICORE_EXCEPTION", "device-assert", "job"),
+    "ascend-cann": ("ascend-EJ0001", "device-busy", "node"),
+    "compilers": ("compilers:BackendCompilerFailed", "compile-error", "job"),
+    "cuda-driver": ("cuda-driver:CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-library-mismatch", "node"),
+    "cuda-libraries": ("cuda-libraries:CUBLAS_STATUS_NOT_INITIALIZED", "out-of-memory", "job"),
+    "cuda-runtime": ("cuda-runtime:cudaErrorECCUncorrectable", "device-hardware", "node"),
+    "errno": ("errno:ENOSPC", "disk-full", "service"),
+    "gloo": ("gloo:Timed out waiting", "collective-timeout", "config"),
+    "kernel": ("kernel:UE memory read error", "device-hardware", "node"),
+    "linux": ("linux:SIGSEGV", "native-crash", "job"),
+    "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),
+    "python": ("python:No module named", "missing-module", "config"),
+    "slurm": ("slurm:DUE TO TIME LIMIT", "time-limit", "config"),
+    "torch": ("torch:waiting for clients", "connect-timeout", "service"),
+}
+
+
+def test_every_table_has_an_excerpt_and_a_healthy_counterpart():
+    assert sorted(EXPECTED) == TABLE_IDS, "add an excerpt and its expectation for each table"
+    for table in TABLE_IDS:
+        assert (LOGS / "tables" / f"{table}.log").is_file(), table
+        assert (LOGS / "healthy" / f"table-{table}.log").is_file(), table
+
+
+@pytest.mark.parametrize("table", TABLE_IDS)
+def test_each_family_names_the_cause_of_its_excerpt(table):
+    diagnosis = diagnose_paths([str(LOGS / "tables" / f"{table}.log")])
+    first = diagnosis.first
+    assert first is not None and diagnosis.exit_code == 1
+    assert (first.id, first.cause, first.actor) == EXPECTED[table]
+    assert first.layer == "table" and first.cause in CAUSES
+    assert table in first.source_ref or first.id.startswith("ascend-")  # the row's source is shown
+    document = diagnosis.to_dict()
+    assert document["first"]["cause"] == first.cause and document["first"]["actor"] == first.actor
+
+
+@pytest.mark.parametrize("table", TABLE_IDS)
+def test_each_familys_healthy_counterpart_gives_nothing(table):
+    # The family's words in a warning, an info line, a retry that works or a harmless report are no failure.
+    diagnosis = diagnose_paths([str(LOGS / "healthy" / f"table-{table}.log")])
+    assert diagnosis.findings == [] and diagnosis.exit_code == 0
+
+
+def test_every_table_cites_its_sources_and_maps_to_the_vocabulary():
+    for path in table_files():
+        data = yaml.safe_load(path.read_text())
+        assert data["source"].count("http") >= 1 or "CANN" in data["source"], path.name
+    for row in TABLES.rows:
+        assert row.cause in CAUSES and row.actor in ("node", "job", "config", "service"), row.id
+        assert row.source and row.title and row.remedy, row.id
+
+
+def test_the_prefilter_lets_every_table_literal_through():
+    anchors = load_catalog().anchors
+    for literal in TABLES.by_literal:
+        if literal.isdigit():
+            continue  # numeric codes are read on lines that hold other anchors ("error code is ...")
+        assert any(anchor in literal for anchor in anchors), literal
+    for name in TABLES.exceptions:
+        assert any(anchor in name.rsplit(".", 1)[-1] for anchor in anchors), name
+
+
+def test_a_literal_stands_as_a_word_and_the_longer_literal_wins():
+    hits = lambda text: [row.id for _, row in TABLES.literal_hits(text)]  # noqa: E731
+    assert hits("OSError: [Errno 5] Input/output error") == ["errno:EIO"]
+    assert hits("EIOS and XEIO are not errno names") == []
+    # cuDNN 9's sub-codes are found by their family's name; a longer name is its own row.
+    assert hits("cuDNN error: CUDNN_STATUS_BAD_PARAM_NULL_POINTER") == ["cuda-libraries:CUDNN_STATUS_BAD_PARAM"]
+    assert hits("CUDA_ERROR_NOT_MAPPED_AS_ARRAY") == ["cuda-driver:CUDA_ERROR_NOT_MAPPED_AS_ARRAY"]
+    assert hits("errno ENODEV: No such device or address") == ["errno:ENODEV", "errno:ENXIO"]
+    # A code pattern names a row by its number.
+    assert hits("HCCL function error: HcclCommInitRootInfo(x), error code is 11") == ["ascend-acl:HCCL_E_TCP_CONNECT"]
+
+
+def test_a_wrapper_ranks_below_what_broke_under_it():
+    lines = ["Traceback (most recent call last):",
+             "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error",
+             "ncclUnhandledCudaError: Call to CUDA function failed.",
+             "Cuda failure 2 'out of memory'"]
+    first = diagnose_lines(lines).first
+    assert first is not None and first.cause == "out-of-memory"
+
+
+def test_exception_classes_match_by_their_dotted_suffix():
+    assert TABLES.exception_row("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError").id == \
+        "torch:RendezvousTimeoutError"
+    assert TABLES.exception_row("KeyError").cause == "program-error"
+    assert TABLES.exception_row("mypkg.CustomThing") is None
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ({"id": "t", "title": "T", "vendor": "any", "source": "s", "literals": {"x1": {"cause": "no-such-cause"}}},
+     "is not in causes.yml"),
+    ({"id": "t", "title": "T", "vendor": "any", "source": "s", "literals": {"xyz": {"cause": "program-error",
+                                                                                     "actor": "node"}}},
+     "says why in a note"),
+    ({"id": "t", "title": "T", "vendor": "mars", "source": "s", "literals": {"xyz": {"cause": "program-error"}}},
+     "vendor"),
+    ({"id": "t", "title": "T", "vendor": "any", "literals": {"xyz": {"cause": "program-error"}}},
+     "missing field(s): source"),
+    ({"id": "t", "title": "T", "vendor": "any", "source": "s", "literals": {"xyz": {"cause": "program-error",
+                                                                                     "colour": "red"}}},
+     "unknown field(s): colour"),
+    ({"id": "t", "title": "T", "vendor": "any", "source": "s", "literals": {"xyz": {"cause": "program-error"}},
+      "code_patterns": [{"pattern": "code (\\d+)", "entries": "x"}]},
+     "(?P<code>"),
+])
+def test_a_bad_table_is_one_clear_error(document, message):
+    with pytest.raises(ConfigError) as err:
+        parse_tables([("bad.yml", document)])
+    assert message in str(err.value) and "bad.yml" in str(err.value)
+
+
+def test_a_literal_belongs_to_one_row_only():
+    twice = [("a.yml", {"id": "a", "title": "A", "vendor": "any", "source": "s",
+                        "literals": {"Boom": {"cause": "program-error"}}}),
+             ("b.yml", {"id": "b", "title": "B", "vendor": "any", "source": "s",
+                        "literals": {"Bang": {"cause": "program-error", "also": ["Boom"]}}})]
+    with pytest.raises(ConfigError, match=re.escape("already the row a:Boom")):
+        parse_tables(twice)
+
+
+def test_a_row_may_name_another_actor_with_its_reason():
+    tables = parse_tables([("t.yml", {"id": "t", "title": "T", "vendor": "any", "source": "s", "literals": {
+        "Quota exceeded for project": {"cause": "disk-full", "actor": "job", "note": "the job's own quota"}}})])
+    row = tables.by_literal["Quota exceeded for project"]
+    assert row.actor == "job" and row.cause == "disk-full" and row.meaning == "the job's own quota"
+
+
+def test_a_misspelt_table_field_is_named():
+    with pytest.raises(ConfigError, match="unknown field"):
+        parse_tables([("t.yml", {"id": "t", "title": "T", "vendor": "any", "source": "s", "standlone": True,
+                                 "literals": {"xyz": {"cause": "program-error"}}})])
