@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.lab.slurm import SlurmLab, parse_scontrol_node
+from accelstack.lab.slurm import SlurmLab
+from accelstack.validate.slurm import parse_scontrol_node
 
 from .conftest import run_cli
 

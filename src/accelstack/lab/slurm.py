@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..validate.slurm import parse_scontrol_node
 from . import DEFAULT_TAG, Lab, LabHost, _alive, _kill_all
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
@@ -327,21 +328,6 @@ class SlurmLab:
         for host in self.lab.load().values():
             (self.lab.dir / "hosts" / host.name / "root" / "usr_local" / "bin" / "accelstack").unlink(missing_ok=True)
         return was
-
-
-def parse_scontrol_node(text: str) -> dict[str, str]:
-    """``scontrol -o show node`` output (one line, ``Key=Value`` pairs; ``Reason`` runs to the line's end and
-    may hold spaces and ``=``) as a dict. Pure."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    info: dict[str, str] = {}
-    head, sep, reason = line.partition(" Reason=")
-    for item in head.split():
-        key, eq, value = item.partition("=")
-        if eq:
-            info[key] = value
-    if sep:
-        info["Reason"] = reason.strip()
-    return info
 
 
 def _read_pid(path: Path) -> int:
