@@ -92,7 +92,6 @@ class SlurmLab:
         self.port = ctld_port(lab.tag)
         self.controller = f"{lab.tag}ctl"
         self.health_script = self.dir / "health.sh"
-        self.runs = self.dir / "runs"
 
     # ----- environment for clients -----
     def env(self) -> dict[str, str]:
@@ -117,7 +116,7 @@ class SlurmLab:
         if not hosts:
             raise ConfigError("the lab has no hosts: run inv lab.up --hosts N first")
         self.down()
-        for sub in ("etc", "ctld/state", "munge", "runs"):
+        for sub in ("etc", "ctld/state", "munge"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         # munged refuses a group- or other-writable folder on the way to its socket.
         for path in (self.lab.dir, self.dir, self.dir / "munge"):
@@ -170,6 +169,11 @@ class SlurmLab:
     def node_file(self, name: str) -> Path:
         return self.dir / "nodes" / name / "node.yml"
 
+    def node_runs(self, name: str) -> Path:
+        """The node's own runs folder, as a node has on its own disk: one folder shared by every lab node made
+        each node-check's pruning read every other node's runs too (a cost that grew with the lab, not the node)."""
+        return self.dir / "nodes" / name / "runs"
+
     def write_node_file(self, name: str, *, stack: str = "cpu", overrides: dict[str, Any] | None = None) -> Path:
         """The host's node file, rendered from the template provisioning uses, with the lab's vars (this
         machine's python has torch; the host's own network interface carries gloo)."""
@@ -182,7 +186,7 @@ class SlurmLab:
                                   "stack_python": sys.executable, **(overrides or {})}
         context = {**values, "inventory_hostname": name, "stack": the_stack, "paths": the_stack.paths,
                    "vendor": the_stack.vendor, "env_file": "/etc/profile.d/accelstack.sh",
-                   "node_runs_dir": str(self.runs), "env_exports": dict(the_stack.env)}
+                   "node_runs_dir": str(self.node_runs(name)), "env_exports": dict(the_stack.env)}
         text = render_template(template_environment([project_root() / "templates"]), "node.yml.j2", context)
         path = self.node_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
