@@ -55,6 +55,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,6 +169,7 @@ class Bench:
         self.work = work
         self.tasks = slurm.dir / "bench-tasks"
         self.wrapper = slurm.dir / "bench-task.sh"
+        self.echo = slurm.dir / "bench-echo.sh"
         path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
         self.env = {**os.environ, "PYTHONPATH": path, "SLURM_CONF": str(slurm.conf),
                     "ACCELSTACK_RUNS": str(work / "runs"),
@@ -189,14 +191,16 @@ class Bench:
         d = self.slurm.dir
         return pid(d / "ctld" / "mypid"), pid(d / "munge" / "mypid"), [pid(p) for p in d.glob("nodes/*/mypid")]
 
-    def measure(self, argv: list[str], *, sshd: list[int] | None = None) -> Sample:
+    def measure(self, argv: list[str], *, sshd: list[int] | None = None,
+                env: dict[str, str] | None = None) -> Sample:
         ctld, munged, slurmds = self.daemons()
         shutil.rmtree(self.tasks, ignore_errors=True)
         self.tasks.mkdir()
         before = (cpu_of(ctld), cpu_of(munged), sum(cpu_of(p) for p in slurmds), hosts_cpu_s(sshd or []))
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, cwd=self.slurm.dir, timeout=900)
+        proc = subprocess.run(argv, env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              cwd=self.slurm.dir, timeout=900)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if sshd:
@@ -215,10 +219,22 @@ class Bench:
         return self.measure(["srun", f"--nodes={n}", "--ntasks-per-node=1", "--immediate=60", "--time=2",
                              "--label", "--chdir=/", str(self.wrapper), "hostname"])
 
-    def slurm_engine(self, nodes: str | None = None) -> Sample:
+    def slurm_engine(self, nodes: str | None = None, *, echoed: bool = False) -> Sample:
+        """The engine; ``echoed``: each node prints lab1's captured node-check records under its own name instead
+        of running node-check, so the run is the engine's and Slurm's path alone, without the nodes' load."""
         extra = ["--nodes", nodes] if nodes else []
+        env = {"ACCELSTACK_NODE_COMMAND": f"{self.wrapper} {self.echo}"} if echoed else None
         return self.measure([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--tier", "health",
-                             "--json", *extra])
+                             "--json", *extra], env=env)
+
+    def write_echo(self, output: str) -> None:
+        """The echoing node command: lab1's records (its labels off), each renamed to the node that prints it."""
+        records = self.slurm.dir / "bench-records.jsonl"
+        records.write_text("".join(re.sub(r"^\s*0: ?", "", line) + "\n" for line in output.splitlines()))
+        self.echo.write_text("#!/bin/sh\n# Written by bench/slurm_scale.py: lab1's node-check records, as this node's.\n"
+                             f"exec sed \"s/\\\"host\\\": \\\"lab1\\\"/\\\"host\\\": \\\"$SLURMD_NODENAME\\\"/\" "
+                             f"{shlex.quote(str(records))}\n")
+        self.echo.chmod(0o755)
 
     def ssh_engine(self, limit: str | None = None) -> Sample:
         extra = ["--limit", limit] if limit else []
@@ -304,15 +320,18 @@ def slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
 
 
+ROWS = ("srun hostname", "slurm engine", "slurm, echoed", "ssh engine")
+
+
 def row(label: str, n: int, runs: list[Sample], per_node_records: int | None) -> str:
     last = runs[-1]
     expected = f"/{n * per_node_records}" if per_node_records else ""
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(last.statuses.items()))
     task_wall = f"{med([med([t.wall for t in r.tasks]) for r in runs if r.tasks]):.2f}" if last.tasks else "-"
-    return (f"{n:>5}  {label:<14}{med([r.wall for r in runs]):>7.2f}{med([r.ctl for r in runs]):>9.2f}"
-            f"{med([r.ctl for r in runs]) / n * 1000:>8.1f}{med([r.ctld for r in runs]):>8.2f}"
-            f"{med([r.munged for r in runs]):>8.2f}{med([r.node_cpu(n) for r in runs]) * 1000:>9.0f}"
-            f"{task_wall:>8}  " + (f"{len(last.records)}{expected} ({statuses})" if statuses else "-") +
+    return (f"{n:>5}  {label:<14}{med([r.wall for r in runs]):>7.2f}{med([r.ctl for r in runs]):>8.2f}"
+            f"{med([r.ctl for r in runs]) / n * 1000:>8.1f}{med([r.ctld for r in runs]):>7.2f}"
+            f"{med([r.munged for r in runs]):>8.2f}{med([r.node_cpu(n) for r in runs]) * 1000:>8.0f}"
+            f"{task_wall:>7}  " + (f"{len(last.records)}{expected} ({statuses})" if statuses else "-") +
             f", exit {last.code}")
 
 
@@ -332,15 +351,14 @@ def main() -> int:
     repeat = 1 if args.tiny else max(1, args.repeat)
     compile_bytecode()
     tag, subnet = lab_ids()
-    cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         work = Path(tmp)
         (work / "inventories").mkdir()
         lab = Lab(work, tag=tag, subnet=subnet)
-        slurm = SlurmLab(lab)
-        bench = Bench(lab, slurm, work)
+        bench = Bench(lab, SlurmLab(lab), work)
         table: dict[int, dict[str, list[Sample]]] = {}
-        single: dict[str, list[Sample]] = {"slurm": [], "ssh": []}
+        single: dict[str, list[Sample]] = {name: [] for name in ROWS[1:]}
+        output = node_line = ""
         try:
             lab.down()  # a lab an interrupted run left
             for n in sizes:
@@ -348,13 +366,18 @@ def main() -> int:
                 lab.up(n)
                 bench.start()
                 up_s = time.monotonic() - started
-                bench.slurm_engine()
-                bench.ssh_engine()  # warm-ups: uploads the validators over SSH, fills the page cache
-                runs: dict[str, list[Sample]] = {"srun hostname": [], "slurm engine": [], "ssh engine": []}
-                steps = [("srun hostname", lambda n=n: bench.floor(n)), ("slurm engine", bench.slurm_engine),
-                         ("ssh engine", bench.ssh_engine)]
+                if not output:
+                    output, node_line = bench.capture_node_output()
+                    bench.write_echo(output)
+                steps: list[tuple[str, Callable[[], Sample]]] = [
+                    ("srun hostname", lambda n=n: bench.floor(n)), ("slurm engine", bench.slurm_engine),
+                    ("slurm, echoed", lambda: bench.slurm_engine(echoed=True)), ("ssh engine", bench.ssh_engine)]
+                for _name, step in steps:
+                    step()  # warm-ups: uploads the validators over SSH, fills the page cache
+                runs: dict[str, list[Sample]] = {name: [] for name in ROWS}
                 for round_ in range(repeat):
-                    for name, step in steps[round_ % 3:] + steps[:round_ % 3]:  # none always first
+                    turn = round_ % len(steps)
+                    for name, step in steps[turn:] + steps[:turn]:  # none always first
                         sample = step()
                         if sample.code not in (0, 1, 2):
                             print(f"  {n} nodes, {name}: exit {sample.code}: {sample.tail}", file=sys.stderr)
@@ -364,9 +387,9 @@ def main() -> int:
                       f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
                 if n == sizes[0]:
                     for _ in range(repeat):
-                        single["slurm"].append(bench.slurm_engine("lab1"))
-                        single["ssh"].append(bench.ssh_engine("lab1"))
-                    output, node_line = bench.capture_node_output()
+                        single["slurm engine"].append(bench.slurm_engine("lab1"))
+                        single["slurm, echoed"].append(bench.slurm_engine("lab1", echoed=True))
+                        single["ssh engine"].append(bench.ssh_engine("lab1"))
             replayed = []
             for n in replays:
                 folder = write_replay(work / f"replay-{n}", n, output, node_line)
@@ -374,59 +397,62 @@ def main() -> int:
                 mapped = [replay(folder, work / "replay-runs", inventory=True) for _ in range(repeat)]
                 replayed.append((n, plain, mapped))
                 shutil.rmtree(folder, ignore_errors=True)
-            report(table, single, replayed, repeat, cores)
+            report(table, single, replayed, repeat)
         finally:
             if not args.keep:
                 lab.down()
     return 0
 
 
-def report(table: dict[int, dict[str, list[Sample]]], single: dict[str, list[Sample]],
-           replayed: list[tuple[int, list[tuple[float, float, int]], list[tuple[float, float, int]]]],
-           repeat: int, cores: int) -> None:
+Replayed = list[tuple[int, list[tuple[float, float, int]], list[tuple[float, float, int]]]]
+
+
+def report(table: dict[int, dict[str, list[Sample]]], single: dict[str, list[Sample]], replayed: Replayed,
+           repeat: int) -> None:
+    cores = os.cpu_count() or 1
     sizes = sorted(table)
-    per_node = {"slurm engine": len(single["slurm"][-1].records) or None,
-                "ssh engine": len(single["ssh"][-1].records) or None, "srun hostname": None}
+    big = sizes[-1]
+    per_node = {name: (len(single[name][-1].records) or None) if name in single else None for name in ROWS}
     print(f"validate --tier health on lab nodes, {cores} cores shared by every node and the control side (load "
           f"average {os.getloadavg()[0]:.1f}); median of {repeat}. ctl = the command and all it waited for (srun, "
-          "sinfo, scontrol; the SSH fan-out); node = per node: its task + slurmstepd + slurmd, or its sshd and all "
-          "under it; task = a node's command wall (median over nodes)")
-    print(f"{'nodes':>5}  {'':<14}{'wall s':>7}{'ctl s':>9}{'ms/node':>8}{'ctld s':>8}{'munge s':>8}"
-          f"{'node ms':>9}{'task s':>8}  records, exit")
+          "sinfo, scontrol; the SSH fan-out); ctld, munge = slurmctld's and munged's CPU; node = CPU per node: its "
+          "task + slurmstepd + slurmd, or its sshd and all under it; task = a node's command wall (median over "
+          "nodes). 'slurm, echoed': each node prints lab1's node-check records instead of running node-check (the "
+          "engine's and Slurm's path without the nodes' load)")
+    print(f"{'nodes':>5}  {'':<14}{'wall s':>7}{'ctl s':>8}{'ms/node':>8}{'ctld s':>7}{'munge s':>8}"
+          f"{'node ms':>8}{'task s':>7}  records, exit")
     for n in sizes:
-        for name, runs in table[n].items():
-            print(row(name, n, runs, per_node[name]))
-    one = single["slurm"]
-    print(f"    1  slurm engine {med([r.wall for r in one]):>7.2f}{med([r.ctl for r in one]):>9.2f}   (--nodes lab1; "
-          f"its node-check {med([r.tasks[0].wall for r in one if r.tasks]):.2f} s wall, "
-          f"{med([r.tasks[0].cpu for r in one if r.tasks]):.2f} CPU-s)")
-    print(f"    1  ssh engine   {med([r.wall for r in single['ssh']]):>7.2f}"
-          f"{med([r.ctl for r in single['ssh']]):>9.2f}   (--limit lab1)")
+        for name in ROWS:
+            print(row(name, n, table[n][name], per_node[name]))
+    for name, how in (("slurm engine", "--nodes lab1"), ("slurm, echoed", "--nodes lab1"),
+                      ("ssh engine", "--limit lab1")):
+        print(row(name, 1, single[name], None) + f"; {how}")
     print("  (the lab hosts are not provisioned: over SSH their own python3, without torch, runs the checks, so "
           "versions fail there; through Slurm each node-check runs on this machine's python, as the lab's wrapper "
           "does: the same checks either way)")
 
-    # How each part grows with the node count: the 1-node runs are the first point of the engines' lines.
-    ones = {"slurm engine": single["slurm"], "ssh engine": single["ssh"]}
-
     def points(name: str, what: str) -> list[tuple[int, float]]:
-        first = [(1, med([getattr(r, what) for r in ones[name]]))] if name in ones and 1 not in sizes else []
+        """(nodes, median) over the sizes, the 1-node runs first where there are some."""
+        first = [(1, med([getattr(r, what) for r in single[name]]))] if name in single and 1 not in sizes else []
         return first + [(n, med([getattr(r, what) for r in table[n][name]])) for n in sizes]
 
     def fit(name: str, what: str) -> float:
-        return slope(points(name, what))
+        return max(slope(points(name, what)), 0.0)
 
-    def marginal(name: str, what: str) -> str:
+    def steps(name: str, what: str) -> str:
         values = points(name, what)
-        steps = [f"{a}->{b}: {(vb - va) / (b - a) * 1000:.1f}" for (a, va), (b, vb) in zip(values, values[1:], strict=False)]
-        return ", ".join(steps) or "one size"
+        return ", ".join(f"{a}->{b}: {(vb - va) / (b - a) * 1000:.1f}"
+                         for (a, va), (b, vb) in zip(values, values[1:], strict=False)) or "one size"
 
-    print("\ngrowth per added node, ms of CPU (between lab sizes):")
-    for name in ("slurm engine", "ssh engine", "srun hostname"):
-        print(f"  {name:<14} control {marginal(name, 'ctl')}" +
-              (f"; slurmctld {marginal(name, 'ctld')}" if name != "ssh engine" else ""))
-    print("control side alone, srun/sinfo/scontrol replaying lab1's real output for N nodes (accelstack's own CPU "
-          "with the scripts' cat), median of", repeat)
+    print("\nper added node, ms (between sizes; the CPU of the control side, slurmctld, and the wall):")
+    for name in ROWS:
+        parts = [f"control CPU {steps(name, 'ctl')}"]
+        if name != "ssh engine":
+            parts.append(f"slurmctld {steps(name, 'ctld')}")
+        parts.append(f"wall {steps(name, 'wall')}")
+        print(f"  {name:<14} " + "; ".join(parts))
+    print(f"\ncontrol side alone, srun/sinfo/scontrol replaying lab1's real output for N nodes (accelstack's own CPU, "
+          f"with the replaying scripts' cat), median of {repeat}:")
     print(f"{'nodes':>7}{'records':>9}{'wall s':>8}{'CPU s':>8}{'ms/node':>9}   with an inventory of N hosts: "
           f"{'wall s':>7}{'CPU s':>7}{'ms/node':>9}")
     for n, plain, mapped in replayed:
@@ -434,42 +460,47 @@ def report(table: dict[int, dict[str, list[Sample]]], single: dict[str, list[Sam
         mw, mc = med([w for w, _, _ in mapped]), med([c for _, c, _ in mapped])
         print(f"{n:>7}{plain[-1][2]:>9}{pw:>8.2f}{pc:>8.2f}{pc / n * 1000:>9.2f}   {'':<30}{mw:>7.2f}{mc:>7.2f}"
               f"{mc / n * 1000:>9.2f}")
-    if len(replayed) >= 2:
-        (a, pa, ma), (b, pb, mb) = replayed[-2], replayed[-1]
-        grow = [(med([c for _, c, _ in y]) - med([c for _, c, _ in x])) / (b - a) * 1000 for x, y in ((pa, pb),
-                                                                                                     (ma, mb))]
-        first = replayed[0]
-        early = (med([c for _, c, _ in replayed[1][1]]) - med([c for _, c, _ in first[1]])) / (replayed[1][0] - first[0])
-        print(f"  per added node {a}->{b}: {grow[0]:.2f} ms ({grow[1]:.2f} ms with an inventory); "
-              f"{first[0]}->{replayed[1][0]}: {early * 1000:.2f} ms")
+    cpu = [(n, med([c for _, c, _ in plain]), med([c for _, c, _ in mapped])) for n, plain, mapped in replayed]
+    if len(cpu) >= 2:
+        grows = ", ".join(f"{a}->{b}: {(pb - pa) / (b - a) * 1000:.2f} ms ({(mb - ma) / (b - a) * 1000:.2f} with "
+                          "the inventory)" for (a, pa, ma), (b, pb, mb) in zip(cpu, cpu[1:], strict=False))
+        print(f"  per added node: {grows}; linear when a later step is no dearer than an earlier one")
 
-    # The projection.
-    b_ctl = max(fit("slurm engine", "ctl"), 0.0)
-    b_ctld = max(fit("slurm engine", "ctld"), 0.0)
-    b_munge = max(fit("slurm engine", "munged"), 0.0)
-    node_wall = med([r.tasks[0].wall for r in one if r.tasks])
-    once = med([r.wall - r.tasks[0].wall for r in one if r.tasks])
-    wall = once + node_wall + PROJECT_NODES * (b_ctl + b_ctld + b_munge)
+    # The projection: what runs once, what runs on every node at once, what grows with the node count.
+    node = single["slurm engine"]
+    node_wall = med([r.tasks[0].wall for r in node if r.tasks])
+    node_cpu = med([r.tasks[0].cpu for r in node if r.tasks])
+    once = med([r.wall for r in single["slurm, echoed"]])
+    path = fit("slurm, echoed", "wall")
+    ctl, ctld, munge = fit("slurm, echoed", "ctl"), fit("slurm, echoed", "ctld"), fit("slurm, echoed", "munged")
+    loaded = fit("slurm engine", "ctl")
+    wall = once + node_wall + PROJECT_NODES * path
     print(f"\nprojected health pass through Slurm on {PROJECT_NODES} nodes, each with its own cores: {wall:.1f} s "
           f"(goal <= {GOAL_WALL_S:.0f} s: {'met' if wall <= GOAL_WALL_S else 'NOT met'})")
-    print(f"  = once {once:.2f} s (the 1-node run's wall less its node-check: start-up, sinfo/scontrol, allocation, "
-          f"launch, the records' end)")
-    print(f"  + one node's node-check {node_wall:.2f} s (per node, in parallel on real nodes: timed on a 1-node run, "
-          "where it has this machine's cores to itself)")
-    print(f"  + {PROJECT_NODES} x ({b_ctl * 1000:.2f} ms control side + {b_ctld * 1000:.2f} ms slurmctld + "
-          f"{b_munge * 1000:.2f} ms munged) per node = {PROJECT_NODES * (b_ctl + b_ctld + b_munge):.2f} s (the slopes "
-          f"over {', '.join(str(n) for n, _ in points('slurm engine', 'ctl'))} nodes; taken as serial on the control node, though srun and slurmctld "
-          "use threads and Slurm launches through a tree of slurmds)")
-    if sizes:
-        n = sizes[-1]
-        ssh = table[n]["ssh engine"]
-        b_ssh = max(fit("ssh engine", "ctl"), 0.0)
-        print(f"  beside it, over SSH: {PROJECT_NODES} x {b_ssh * 1000:.1f} ms of control CPU per host = "
-              f"{PROJECT_NODES * b_ssh:.1f} s on one core (the fan-out's handshakes and records, under one "
-              f"interpreter lock: a floor under its wall); measured at {n}: {med([r.wall for r in ssh]):.2f} s wall")
-    print(f"  lab limits: every node shares {cores} cores here, so the largest size's wall is bound by its nodes' CPU "
-          f"({med([r.node_cpu(sizes[-1]) for r in table[sizes[-1]]['slurm engine']]) * sizes[-1] / cores:.1f} s "
-          f"over {cores} cores at {sizes[-1]} nodes), not by Slurm or the control side")
+    print(f"  = once {once:.2f} s: the engine's whole run over 1 node that answers at once (start-up, sinfo, "
+          "scontrol, allocation, launch, records, the step's end)")
+    print(f"  + {node_wall:.2f} s: one node's node-check ({node_cpu:.2f} CPU-s), timed on a 1-node run where it has "
+          "this machine's cores to itself; it runs on every node at once, so it counts once")
+    print(f"  + {PROJECT_NODES} x {path * 1000:.2f} ms = {PROJECT_NODES * path:.1f} s: what the run's wall grows by "
+          f"per node with nodes that answer at once (slope over {', '.join(str(n) for n, _ in points('slurm, echoed', 'wall'))} "
+          f"nodes), taken as serial. It holds the control side's per-node work ({ctl * 1000:.2f} ms CPU: srun, "
+          f"sinfo/scontrol, accelstack parsing and writing records), slurmctld's ({ctld * 1000:.2f} ms) and "
+          f"munged's ({munge * 1000:.2f} ms; one munged serves every lab node here, one per node on a fleet), and "
+          f"Slurm's launch and end of each node's task, which here share {cores} cores with every slurmd and "
+          "slurmstepd; Slurm fans out through a tree of slurmds (TreeWidth), so on a fleet this term is an upper bound")
+    print(f"  the control node's CPU: {ctl * 1000:.2f} ms per node with nodes answering at once, {loaded * 1000:.2f} ms "
+          f"per node measured beside {big} node-checks on {cores} cores (the same work, slowed by the load); "
+          f"accelstack alone at fleet sizes: the replay above")
+    n_ssh = table[big]["ssh engine"]
+    b_ssh = fit("ssh engine", "ctl")
+    print(f"  beside it, over SSH: {PROJECT_NODES} x {b_ssh * 1000:.1f} ms of control CPU per host = "
+          f"{PROJECT_NODES * b_ssh:.1f} s on one core (handshakes, uploads and records under one interpreter lock: a "
+          f"floor under its wall); measured at {big}: {med([r.wall for r in n_ssh]):.2f} s wall")
+    print(f"  what limited the lab: every node shares {cores} cores here, so at {big} nodes the node-checks' CPU "
+          f"alone ({med([r.node_cpu(big) for r in table[big]['slurm engine']]) * big:.1f} CPU-s, "
+          f"{med([r.node_cpu(big) for r in table[big]['slurm engine']]) * 1000:.0f} ms per node against "
+          f"{med([r.node_cpu(1) for r in node]) * 1000:.0f} ms on a 1-node run) bounds the wall "
+          f"at {med([r.node_cpu(big) for r in table[big]['slurm engine']]) * big / cores:.1f} s")
 
 
 if __name__ == "__main__":
