@@ -8,20 +8,22 @@ wall a 1,000-node health pass would take, each node with its own cores.
 Brings up a lab of its own (tag ``acm``, subnet 10.225, both moved by ``ACCELSTACK_TEST_LAB_SALT`` as the test
 labs are) with Debian's Slurm 22.05 (``lab.slurm``: one slurmctld and munged here, a slurmd in each lab host), no
 periodic health check (it would add its own node-check runs to what is measured). At each size, after one
-unmeasured run of each, the three take turns ``--repeat`` times:
+unmeasured run of each, the four take turns ``--repeat`` times:
 
 - ``srun hostname``: ``srun --nodes=N --ntasks-per-node=1 hostname``, the least any Slurm step over the nodes costs;
 - ``slurm engine``: ``accelstack validate --engine slurm --tier health --json`` (one srun, every node's node-check);
+- ``slurm, echoed``: the same, but each node prints lab1's captured node-check records under its own name instead
+  of running node-check (``ACCELSTACK_NODE_COMMAND``): the engine's and Slurm's path alone, without the nodes' load;
 - ``ssh engine``: ``accelstack validate --inventory lab.yml --tier health --json`` over SSH, the same hosts.
 
-Figures: wall; the control side's CPU (the command and everything it started and waited for: srun, sinfo, scontrol
-or the SSH fan-out), exact from ``getrusage(RUSAGE_CHILDREN)``; slurmctld's and munged's CPU over the run (from
-/proc); and the node side per node. Through Slurm that is, per node, what its task spent (the node-check, timed by a
-wrapper that Slurm runs in its place: ``times`` of the shell that runs it, with its wall from /proc/uptime), its
-slurmstepd (read by the same wrapper as the task ends) and its slurmd (/proc, over the run); over SSH it is what
-every connection's sshd and all under it spent (each sshd listener's reaped children, as in ``bench/fanout.py``).
-Every lab node shares this machine's cores, so here the nodes' CPU over the cores is a floor under the wall; on a
-fleet each node has its own.
+Then each engine on lab1 alone, ``--repeat`` times. Figures: wall; the control side's CPU (the command and everything it started
+and waited for: srun, sinfo, scontrol, or the SSH fan-out), exact from ``getrusage(RUSAGE_CHILDREN)``;
+slurmctld's and munged's CPU over the run (from /proc); and the node side per node. Through Slurm that is what
+each node's task spent (timed by a wrapper Slurm runs in its place: ``times`` of the shell that runs the task, its
+wall from /proc/uptime), its slurmstepd (read by the same wrapper as the task ends) and its slurmd (/proc, over the
+run); over SSH, what every connection's sshd and all under it spent (each sshd listener's reaped children, as in
+``bench/fanout.py``). Every lab node shares this machine's cores, so here the nodes' CPU over the cores is a floor
+under the wall; on a fleet each node has its own.
 
 **Replay.** The control side alone at 250 to 4,000 nodes: ``srun``, ``sinfo`` and ``scontrol`` replaced by scripts
 that print what the real ones printed for lab1 (its labelled node-check output, its node line), renamed for N
@@ -29,13 +31,14 @@ nodes; then accelstack's own CPU, with and without an inventory of N hosts (the 
 each node's vars sent). This measures the engine's per-node work where the lab cannot reach: whether it grows
 faster than the node count (parsing, record writing, per-node calls).
 
-**Projection to 1,000 nodes** (printed with its inputs): what is per node and runs in parallel on real nodes (the
-node-check of one node, timed on a 1-node run here, where it has the machine's cores to itself); what runs once
-(the 1-node run's wall less that node-check: start-up, sinfo/scontrol, allocation, launch, the records' end); and
-what grows with the node count on the control node, taken as serial: the control side's CPU per node (the slope
-over the lab sizes: accelstack with srun) and slurmctld's and munged's per node. Wall(1000) = once + one node +
-1000 x (control + slurmctld + munged per node). Goal (issue 21): <= 60 s, with the control node's CPU growing no
-faster than the node count.
+**Projection to 1,000 nodes** (printed with its inputs). Once: the echoed run's wall on one node (start-up, sinfo,
+scontrol, allocation, launch, the records, the step's end). Per node and in parallel on real nodes: one
+node-check, timed on the 1-node run, where it has the machine's cores to itself. Growing with the node count,
+taken as serial: the echoed run's wall per added node (the slope over the sizes), which holds the control side's
+per-node CPU (srun, accelstack's parsing and writing), slurmctld's and munged's, and Slurm's launch and end of
+each task, all sharing this machine's cores with every slurmd here, where a fleet's Slurm fans out through a
+tree of slurmds. Wall(1000) = once + one node-check + 1000 x that slope. Goal (issue 21): <= 60 s, with the
+control node's CPU growing no faster than the node count (the CPU slopes between sizes, and the replay).
 
 accelstack runs from compiled bytecode, as an installed package does (``bench/fanout.py`` says why). Needs root.
 """
