@@ -16,14 +16,14 @@ unmeasured run of each, the four take turns ``--repeat`` times:
   of running node-check (``ACCELSTACK_NODE_COMMAND``): the engine's and Slurm's path alone, without the nodes' load;
 - ``ssh engine``: ``accelstack validate --inventory lab.yml --tier health --json`` over SSH, the same hosts.
 
-Then each engine on lab1 alone, ``--repeat`` times. Figures: wall; the control side's CPU (the command and everything it started
-and waited for: srun, sinfo, scontrol, or the SSH fan-out), exact from ``getrusage(RUSAGE_CHILDREN)``;
-slurmctld's and munged's CPU over the run (from /proc); and the node side per node. Through Slurm that is what
-each node's task spent (timed by a wrapper Slurm runs in its place: ``times`` of the shell that runs the task, its
-wall from /proc/uptime), its slurmstepd (read by the same wrapper as the task ends) and its slurmd (/proc, over the
-run); over SSH, what every connection's sshd and all under it spent (each sshd listener's reaped children, as in
-``bench/fanout.py``). Every lab node shares this machine's cores, so here the nodes' CPU over the cores is a floor
-under the wall; on a fleet each node has its own.
+Then each engine on lab1 alone, ``--repeat`` times. Figures: wall; the control side's CPU (the command and
+everything it started and waited for: srun, sinfo, scontrol, or the SSH fan-out), exact from
+``getrusage(RUSAGE_CHILDREN)``; slurmctld's and munged's CPU over the run (from /proc); and the node side per node.
+Through Slurm that is what each node's task spent (timed by a wrapper Slurm runs in its place: ``times`` of the
+shell that runs the task, its wall from /proc/uptime), its slurmstepd (read by the same wrapper as the task ends)
+and its slurmd (/proc, over the run); over SSH, what every connection's sshd and all under it spent (each sshd
+listener's reaped children, as in ``bench/fanout.py``). Every lab node shares this machine's cores, so here the
+nodes' CPU over the cores is a floor under the wall; on a fleet each node has its own.
 
 **Replay.** The control side alone at 250 to 4,000 nodes: ``srun``, ``sinfo`` and ``scontrol`` replaced by scripts
 that print what the real ones printed for lab1 (its labelled node-check output, its node line), renamed for N
@@ -234,7 +234,7 @@ class Bench:
         """The echoing node command: lab1's records (its labels off), each renamed to the node that prints it."""
         records = self.slurm.dir / "bench-records.jsonl"
         records.write_text("".join(re.sub(r"^\s*0: ?", "", line) + "\n" for line in output.splitlines()))
-        self.echo.write_text("#!/bin/sh\n# Written by bench/slurm_scale.py: lab1's node-check records, as this node's.\n"
+        self.echo.write_text("#!/bin/sh\n# Written by bench/slurm_scale.py: lab1's node-check records as this node's\n"
                              f"exec sed \"s/\\\"host\\\": \\\"lab1\\\"/\\\"host\\\": \\\"$SLURMD_NODENAME\\\"/\" "
                              f"{shlex.quote(str(records))}\n")
         self.echo.chmod(0o755)
@@ -478,6 +478,7 @@ def report(table: dict[int, dict[str, list[Sample]]], single: dict[str, list[Sam
     ctl, ctld, munge = fit("slurm, echoed", "ctl"), fit("slurm, echoed", "ctld"), fit("slurm, echoed", "munged")
     loaded = fit("slurm engine", "ctl")
     wall = once + node_wall + PROJECT_NODES * path
+    over = ", ".join(str(n) for n, _ in points("slurm, echoed", "wall"))
     print(f"\nprojected health pass through Slurm on {PROJECT_NODES} nodes, each with its own cores: {wall:.1f} s "
           f"(goal <= {GOAL_WALL_S:.0f} s: {'met' if wall <= GOAL_WALL_S else 'NOT met'})")
     print(f"  = once {once:.2f} s: the engine's whole run over 1 node that answers at once (start-up, sinfo, "
@@ -485,14 +486,15 @@ def report(table: dict[int, dict[str, list[Sample]]], single: dict[str, list[Sam
     print(f"  + {node_wall:.2f} s: one node's node-check ({node_cpu:.2f} CPU-s), timed on a 1-node run where it has "
           "this machine's cores to itself; it runs on every node at once, so it counts once")
     print(f"  + {PROJECT_NODES} x {path * 1000:.2f} ms = {PROJECT_NODES * path:.1f} s: what the run's wall grows by "
-          f"per node with nodes that answer at once (slope over {', '.join(str(n) for n, _ in points('slurm, echoed', 'wall'))} "
-          f"nodes), taken as serial. It holds the control side's per-node work ({ctl * 1000:.2f} ms CPU: srun, "
+          f"per node with nodes that answer at once (slope over {over} nodes), taken as serial. It holds the "
+          f"control side's per-node work ({ctl * 1000:.2f} ms CPU: srun, "
           f"sinfo/scontrol, accelstack parsing and writing records), slurmctld's ({ctld * 1000:.2f} ms) and "
           f"munged's ({munge * 1000:.2f} ms; one munged serves every lab node here, one per node on a fleet), and "
           f"Slurm's launch and end of each node's task, which here share {cores} cores with every slurmd and "
           "slurmstepd; Slurm fans out through a tree of slurmds (TreeWidth), so on a fleet this term is an upper bound")
-    print(f"  the control node's CPU: {ctl * 1000:.2f} ms per node with nodes answering at once, {loaded * 1000:.2f} ms "
-          f"per node measured beside {big} node-checks on {cores} cores (the same work, slowed by the load); "
+    print(f"  the control node's CPU: {ctl * 1000:.2f} ms per node with nodes answering at once, "
+          f"{loaded * 1000:.2f} ms per node measured beside {big} node-checks on {cores} cores (the same "
+          "work, slowed by the load); "
           f"accelstack alone at fleet sizes: the replay above")
     n_ssh = table[big]["ssh engine"]
     b_ssh = fit("ssh engine", "ctl")
