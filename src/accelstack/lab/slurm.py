@@ -39,6 +39,9 @@ TOOLS = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", 
 DEFAULT_CTLD_PORT = 6817
 HEALTH_INTERVAL = 60
 START_TIMEOUT = 30.0
+# What one node's start-up health check (node-check's health tier) may cost this machine: every slurmd runs one as
+# it starts, all at once on the same cores (0.4-0.65 CPU-s measured, bench/node_check.py and bench/slurm_scale.py).
+HEALTH_CHECK_CPU_S = 1.0
 WRAPPER = "/usr/local/bin/accelstack"
 
 
@@ -107,9 +110,9 @@ class SlurmLab:
            install: bool = True, health_interval: int = HEALTH_INTERVAL,
            health_args: tuple[str, ...] = ("--tier", "health")) -> list[str]:
         """Start munged, slurmctld and one slurmd per lab host; return the node names once all are idle (within
-        :data:`START_TIMEOUT`: every slurmd runs its health check as it starts, and the health tier reads files
-        and vendor tools only, so four or sixteen of them at once on two cores still make it). Idempotent: a Slurm
-        already up is stopped and started again over the current hosts."""
+        :func:`idle_timeout`: every slurmd runs its health check as it starts, all on this machine's cores; the
+        health tier reads files and vendor tools only, so 64 nodes on two cores came up in 14 s). Idempotent: a
+        Slurm already up is stopped and started again over the current hosts."""
         self.lab.require_root()
         ensure_installed(install=install)
         hosts = sorted(self.lab.load().values(), key=lambda h: h.index)
@@ -131,7 +134,7 @@ class SlurmLab:
         for host in hosts:
             self._start_slurmd(host)
         names = [h.name for h in hosts]
-        self.wait_idle(names)
+        self.wait_idle(names, timeout=idle_timeout(len(names), os.cpu_count() or 1, health_check=health_check))
         return names
 
     def _write_config(self, hosts: list[LabHost], *, health_check: bool, interval: int) -> None:
@@ -332,6 +335,13 @@ class SlurmLab:
         for host in self.lab.load().values():
             (self.lab.dir / "hosts" / host.name / "root" / "usr_local" / "bin" / "accelstack").unlink(missing_ok=True)
         return was
+
+
+def idle_timeout(nodes: int, cores: int, *, health_check: bool) -> float:
+    """How long ``up`` waits for every node to be idle: :data:`START_TIMEOUT`, and with the start-up health check
+    the time every node's check takes on this machine's cores besides (each slurmd registers once its check is
+    done). Pure."""
+    return START_TIMEOUT + (nodes * HEALTH_CHECK_CPU_S / max(cores, 1) if health_check else 0.0)
 
 
 def _read_pid(path: Path) -> int:
