@@ -19,7 +19,7 @@ BENCHES = sorted(p for p in (REPO / "bench").glob("*.py") if not p.name.startswi
 
 
 def test_there_are_benchmarks_to_smoke() -> None:
-    assert {"fanout.py", "inventory.py", "provision.py"} <= {p.name for p in BENCHES}
+    assert {"fanout.py", "inventory.py", "provision.py", "slurm_scale.py"} <= {p.name for p in BENCHES}
 
 
 @pytest.mark.parametrize("bench", BENCHES, ids=[p.stem for p in BENCHES])

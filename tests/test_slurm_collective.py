@@ -267,9 +267,75 @@ def test_node_vars_travel_once_per_distinct_set_and_each_node_reads_its_own() ->
     text = encode_node_vars({"lab1": {"stack": "cpu", "gloo_socket_ifname": "eth0", "user": "root"},
                              "lab2": {"stack": "cpu", "gloo_socket_ifname": "eth0"},
                              "lab3": {"stack": "cpu", "gloo_socket_ifname": "ib9"}})
-    assert len(json.loads(text)["sets"]) == 2  # `user` is no node var: lab1 and lab2 share one set
+    doc = json.loads(text)
+    assert len(doc["sets"]) == 2  # `user` is no node var: lab1 and lab2 share one set
+    assert doc["nodes"] == {"lab3": 1}  # the set most nodes have is the default; only the others are named
     assert decode_node_vars(text, "lab3") == {"stack": "cpu", "gloo_socket_ifname": "ib9"}
-    assert decode_node_vars(text, "lab9") == {} and decode_node_vars(None, "lab1") == {}
+    assert decode_node_vars(text, "lab1") == decode_node_vars(text, "lab2") == {"stack": "cpu",
+                                                                                "gloo_socket_ifname": "eth0"}
+    assert decode_node_vars(None, "lab1") == {} and decode_node_vars("", "lab1") == {}
+    # What a control side that named every node sent: a node it did not name has no vars.
+    assert decode_node_vars('{"sets": [{"stack": "cpu"}], "nodes": {"lab1": 0}}', "lab9") == {}
+
+
+def test_node_vars_stay_small_at_any_fleet_size_and_too_many_sets_are_exit_3_before_srun() -> None:
+    from accelstack.errors import ConfigError
+    from accelstack.validate.slurm import NODE_VARS_ENV, node_vars_env
+
+    # Every node named made the variable grow with the fleet, past the 128 KiB Linux gives one (srun: E2BIG).
+    fleet = {f"gpu{i:05d}": {"stack": "cpu", "gloo_socket_ifname": "eth0"} for i in range(20000)}
+    fleet["gpu00007"] = {"stack": "cpu", "gloo_socket_ifname": "ib9"}
+    text = node_vars_env(fleet)[NODE_VARS_ENV]
+    assert len(text) < 200
+    assert decode_node_vars(text, "gpu19999")["gloo_socket_ifname"] == "eth0"
+    assert decode_node_vars(text, "gpu00007")["gloo_socket_ifname"] == "ib9"
+    assert node_vars_env({"n1": {}, "n2": {"user": "root"}}) == {}  # no node var anywhere: nothing sent
+    varied = {f"n{i}": {"gloo_socket_ifname": f"eth{i}"} for i in range(9000)}
+    with pytest.raises(ConfigError, match="one environment variable holds 128 KiB"):
+        node_vars_env(varied)
+
+
+@pytest.mark.parametrize("value", ["{bad", "[]", '{"sets": 3, "default": 0, "nodes": {}}',
+                                   '{"sets": [1], "default": 0, "nodes": {}}', '{"sets": [], "nodes": {"lab1": 0}}',
+                                   '{"sets": [{}], "nodes": {"lab1": "0"}}'])
+def test_node_vars_that_are_not_what_validate_sends_are_bad_input_naming_the_variable(value: str) -> None:
+    from accelstack.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="^ACCELSTACK_NODE_VARS is not"):
+        decode_node_vars(value, "lab1")
+
+
+@pytest.mark.parametrize("command", ["node-check", "node-collective"])
+def test_a_bad_node_vars_variable_is_one_line_and_exit_3_on_the_node(command: str, tmp_path: Path) -> None:
+    # It was silently ignored: the node was judged by its node file alone, not the inventory's vars it was sent.
+    from tests.test_nodecheck import rendered_node_file
+
+    from .conftest import run_cli
+
+    node_file = rendered_node_file(tmp_path, gloo_socket_ifname="eth0")
+    extra = ["--spec", "{}"] if command == "node-collective" else ["--json"]
+    proc = run_cli(command, "--config", str(node_file), *extra,
+                   env={"ACCELSTACK_NODE_VARS": "{bad", "ACCELSTACK_RUNS": str(tmp_path / "runs")}, timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith("accelstack: ACCELSTACK_NODE_VARS is not JSON")
+    assert not (tmp_path / "runs").exists()  # refused before any check ran
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ('{"deadline_s": "x"}', "deadline_s must be a number of seconds above 0, not 'x'"),
+    ('{"deadline_s": -5}', "deadline_s must be a number"), ('{"deadline_s": true}', "deadline_s must be a number"),
+    ("[60]", "must be a JSON object"), ("{", "is not JSON"), ('{"pair": "yes"}', "pair must be true or false"),
+    ('{"run_tag": 7}', "run_tag must be a string"), ('{"node_addrs": ["lab1"]}', "node_addrs must map"),
+])
+def test_a_bad_collective_spec_is_one_line_and_exit_3(spec: str, says: str, tmp_path: Path) -> None:
+    from .conftest import run_cli
+
+    proc = run_cli("node-collective", "--spec", spec, "--config", str(tmp_path / "none.yml"), timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert says in proc.stderr  # the spec is judged before the node file (which does not exist here) is read
 
 
 def test_gres_counts_set_the_ranks_per_node() -> None:
@@ -414,3 +480,86 @@ def test_both_steps_read_srun_label_output_with_one_parser_that_joins_a_tasks_ch
     assert documents == [("1", json.loads(record)), ("0", {"accelstack_node": {"name": "lab1"}})]
     assert rest == ["0: srun: a note"]
     assert slurm_collective.LABEL is slurm.LABEL
+
+
+# ----- the control side at fleet sizes, Slurm's clients replaying captured output -----------------------------
+
+REPLAY_CLIENT = '''#!{python}
+"""{tool} for a test: writes down how it was called, then prints what the real one printed on the lab (captured
+in tests/data/slurm/), renamed for the test's nodes."""
+import json, os, re, sys
+from pathlib import Path
+folder = Path(__file__).resolve().parent
+with (folder / "calls.jsonl").open("a") as log:
+    log.write(json.dumps({{"tool": "{tool}", "argv": sys.argv[1:],
+                          "node_vars": os.environ.get("ACCELSTACK_NODE_VARS")}}) + "\\n")
+nodes = (folder / "nodes.txt").read_text().split()
+drained = set((folder / "drained.txt").read_text().split())
+data = Path({data!r})
+if "{tool}" == "sinfo":
+    print("".join(f"{{n}} {{'drained' if n in drained else 'idle'}}\\n" for n in nodes), end="")
+elif "{tool}" == "scontrol":
+    lines = (data / "scontrol-show-node-4-lab3-drained.txt").read_text().splitlines()
+    idle, down = lines[0], lines[2]  # lab1 idle; lab3 drained with its reason
+    for n in nodes:
+        line = down.replace("lab3", n) if n in drained else idle.replace("lab1", n)
+        print(line)
+elif "{tool}" == "srun":
+    wanted = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--nodelist=")).split(",")
+    one = [re.sub(r"^0: ", "", line) for line in (data / "health-1node.stdout").read_text().splitlines()]
+    out = sys.stdout
+    for task, name in enumerate(wanted):
+        for line in one:
+            out.write(f"{{task:>{{len(str(len(wanted) - 1))}}}}: " + line.replace('"host": "lab1"', f'"host": "{{name}}"')
+                      + "\\n")
+'''
+
+
+def replay_clients(tmp_path: Path, nodes: list[str], drained: set[str]) -> Path:
+    import sys
+
+    folder = tmp_path / "slurm-bin"
+    folder.mkdir()
+    (folder / "nodes.txt").write_text("\n".join(nodes))
+    (folder / "drained.txt").write_text("\n".join(sorted(drained)))
+    for tool in ("sinfo", "scontrol", "srun", "scancel"):
+        path = folder / tool
+        path.write_text(REPLAY_CLIENT.format(python=sys.executable, tool=tool, data=str(DATA)))
+        path.chmod(0o755)
+    return folder
+
+
+def test_a_fleet_run_asks_slurm_once_whatever_the_node_count_and_a_drained_node_gets_its_reason(
+        tmp_path: Path) -> None:
+    # A drained node's reason was one scontrol call for each such node, and sinfo was asked twice a run. Here 300
+    # nodes, 30 drained: one sinfo, one scontrol, one srun; every other node's records come through, in full.
+    import os
+
+    from .conftest import run_cli
+
+    nodes = [f"gpu{i:03d}" for i in range(1, 301)]
+    drained = {n for i, n in enumerate(nodes) if i % 10 == 3}
+    folder = replay_clients(tmp_path, nodes, drained)
+    hosts = "".join(f"  {n}: {{address: 10.9.{i // 250}.{i % 250 + 1}}}\n" for i, n in enumerate(nodes))
+    inventory = tmp_path / "fleet.yml"
+    inventory.write_text("vars: {stack: cpu, expect_devices: 0, gloo_socket_ifname: eth0}\nhosts:\n" + hosts)
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "ACCELSTACK_RUNS": str(tmp_path / "runs")}
+    proc = run_cli("validate", "--engine", "slurm", "--tier", "health", "--json", "--inventory", str(inventory),
+                   env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]  # the drained nodes could not be validated
+    calls = [json.loads(line) for line in (folder / "calls.jsonl").read_text().splitlines()]
+    assert [c["tool"] for c in calls] == ["sinfo", "scontrol", "srun"], [c["argv"] for c in calls]
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    one = len([line for line in (DATA / "health-1node.stdout").read_text().splitlines() if '"run_id"' in line])
+    by_host: dict[str, list[dict]] = {}
+    for record in records:
+        by_host.setdefault(record["host"], []).append(record)
+    assert sorted(by_host) == nodes
+    assert all(len(by_host[n]) == one for n in nodes if n not in drained)
+    for name in drained:
+        assert {r["status"] for r in by_host[name]} == {"error"}
+        assert all("drained (test: out for repair" in r["summary"] for r in by_host[name]), by_host[name][0]
+    # One inventory, one set of vars: the variable the step carries names no node.
+    sent = json.loads(calls[-1]["node_vars"])
+    assert sent["nodes"] == {} and len(sent["sets"]) == 1 and sent["sets"][0]["gloo_socket_ifname"] == "eth0"
+    assert f"--nodelist={','.join(n for n in nodes if n not in drained)}" in calls[-1]["argv"]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.lab.slurm import SlurmLab, parse_scontrol_node
+from accelstack.lab.slurm import SlurmLab
+from accelstack.validate.slurm import parse_scontrol_node
 
 from .conftest import run_cli
 
@@ -54,6 +55,27 @@ def test_parse_scontrol_node_keeps_a_reason_with_spaces_and_equals() -> None:
     info = parse_scontrol_node(line)
     assert info["NodeName"] == "lab3" and info["State"] == "IDLE+DRAIN"
     assert info["Reason"].startswith("accelstack: env.gloo_socket_ifname: GLOO_SOCKET_IFNAME=ib9 (inventory)")
+
+
+def test_up_waits_longer_for_more_nodes_only_when_each_runs_a_health_check_as_it_starts() -> None:
+    from accelstack.lab.slurm import START_TIMEOUT, idle_timeout
+
+    assert idle_timeout(4, 2, health_check=False) == idle_timeout(64, 2, health_check=False) == START_TIMEOUT
+    # 64 slurmds' start-up health checks on two cores: more than the 30 s that four needed.
+    assert idle_timeout(64, 2, health_check=True) >= START_TIMEOUT + 30
+    assert idle_timeout(64, 16, health_check=True) < idle_timeout(64, 2, health_check=True)
+
+
+def test_each_lab_node_keeps_its_runs_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    # One folder for every node made each node-check's pruning read all the other nodes' runs: node-side work
+    # that grew with the lab, which a node with its own disk never does.
+    from accelstack.lab import Lab
+    from accelstack.nodecheck import load_node_file
+
+    slurm = SlurmLab(Lab(tmp_path, tag="acz", state_dir=tmp_path / "state"))
+    first, second = (load_node_file(slurm.write_node_file(name)) for name in ("lab1", "lab2"))
+    assert first.runs_dir == str(slurm.node_runs("lab1")) and second.runs_dir == str(slurm.node_runs("lab2"))
+    assert first.runs_dir != second.runs_dir
 
 
 def test_four_idle_nodes_run_one_step_under_their_own_names(slurm: SlurmLab) -> None:

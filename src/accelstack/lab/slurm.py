@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..validate.slurm import parse_scontrol_node
 from . import DEFAULT_TAG, Lab, LabHost, _alive, _kill_all
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
@@ -38,6 +39,9 @@ TOOLS = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", 
 DEFAULT_CTLD_PORT = 6817
 HEALTH_INTERVAL = 60
 START_TIMEOUT = 30.0
+# What one node's start-up health check (node-check's health tier) may cost this machine: every slurmd runs one as
+# it starts, all at once on the same cores (0.4-0.65 CPU-s measured, bench/node_check.py and bench/slurm_scale.py).
+HEALTH_CHECK_CPU_S = 1.0
 WRAPPER = "/usr/local/bin/accelstack"
 
 
@@ -91,7 +95,6 @@ class SlurmLab:
         self.port = ctld_port(lab.tag)
         self.controller = f"{lab.tag}ctl"
         self.health_script = self.dir / "health.sh"
-        self.runs = self.dir / "runs"
 
     # ----- environment for clients -----
     def env(self) -> dict[str, str]:
@@ -107,16 +110,16 @@ class SlurmLab:
            install: bool = True, health_interval: int = HEALTH_INTERVAL,
            health_args: tuple[str, ...] = ("--tier", "health")) -> list[str]:
         """Start munged, slurmctld and one slurmd per lab host; return the node names once all are idle (within
-        :data:`START_TIMEOUT`: every slurmd runs its health check as it starts, and the health tier reads files
-        and vendor tools only, so four or sixteen of them at once on two cores still make it). Idempotent: a Slurm
-        already up is stopped and started again over the current hosts."""
+        :func:`idle_timeout`: every slurmd runs its health check as it starts, all on this machine's cores; the
+        health tier reads files and vendor tools only, so 64 nodes on two cores came up in 14 s). Idempotent: a
+        Slurm already up is stopped and started again over the current hosts."""
         self.lab.require_root()
         ensure_installed(install=install)
         hosts = sorted(self.lab.load().values(), key=lambda h: h.index)
         if not hosts:
             raise ConfigError("the lab has no hosts: run inv lab.up --hosts N first")
         self.down()
-        for sub in ("etc", "ctld/state", "munge", "runs"):
+        for sub in ("etc", "ctld/state", "munge"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         # munged refuses a group- or other-writable folder on the way to its socket.
         for path in (self.lab.dir, self.dir, self.dir / "munge"):
@@ -131,7 +134,7 @@ class SlurmLab:
         for host in hosts:
             self._start_slurmd(host)
         names = [h.name for h in hosts]
-        self.wait_idle(names)
+        self.wait_idle(names, timeout=idle_timeout(len(names), os.cpu_count() or 1, health_check=health_check))
         return names
 
     def _write_config(self, hosts: list[LabHost], *, health_check: bool, interval: int) -> None:
@@ -169,6 +172,11 @@ class SlurmLab:
     def node_file(self, name: str) -> Path:
         return self.dir / "nodes" / name / "node.yml"
 
+    def node_runs(self, name: str) -> Path:
+        """The node's own runs folder, as a node has on its own disk: one folder shared by every lab node made
+        each node-check's pruning read every other node's runs too (a cost that grew with the lab, not the node)."""
+        return self.dir / "nodes" / name / "runs"
+
     def write_node_file(self, name: str, *, stack: str = "cpu", overrides: dict[str, Any] | None = None) -> Path:
         """The host's node file, rendered from the template provisioning uses, with the lab's vars (this
         machine's python has torch; the host's own network interface carries gloo)."""
@@ -181,7 +189,7 @@ class SlurmLab:
                                   "stack_python": sys.executable, **(overrides or {})}
         context = {**values, "inventory_hostname": name, "stack": the_stack, "paths": the_stack.paths,
                    "vendor": the_stack.vendor, "env_file": "/etc/profile.d/accelstack.sh",
-                   "node_runs_dir": str(self.runs), "env_exports": dict(the_stack.env)}
+                   "node_runs_dir": str(self.node_runs(name)), "env_exports": dict(the_stack.env)}
         text = render_template(template_environment([project_root() / "templates"]), "node.yml.j2", context)
         path = self.node_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -329,19 +337,11 @@ class SlurmLab:
         return was
 
 
-def parse_scontrol_node(text: str) -> dict[str, str]:
-    """``scontrol -o show node`` output (one line, ``Key=Value`` pairs; ``Reason`` runs to the line's end and
-    may hold spaces and ``=``) as a dict. Pure."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    info: dict[str, str] = {}
-    head, sep, reason = line.partition(" Reason=")
-    for item in head.split():
-        key, eq, value = item.partition("=")
-        if eq:
-            info[key] = value
-    if sep:
-        info["Reason"] = reason.strip()
-    return info
+def idle_timeout(nodes: int, cores: int, *, health_check: bool) -> float:
+    """How long ``up`` waits for every node to be idle: :data:`START_TIMEOUT`, and with the start-up health check
+    the time every node's check takes on this machine's cores besides (each slurmd registers once its check is
+    done). Pure."""
+    return START_TIMEOUT + (nodes * HEALTH_CHECK_CPU_S / max(cores, 1) if health_check else 0.0)
 
 
 def _read_pid(path: Path) -> int:

@@ -10,9 +10,9 @@ from ..errors import ConfigError
 from ..results.records import Record
 from ..transport.fanout import RunInterrupted
 from ..validate.slurm import (
-    inventory_contexts,
+    Selection,
     scontrol_drain,
-    select_nodes,
+    select,
     slurm_validators,
     validate_slurm,
 )
@@ -44,15 +44,12 @@ def check_engine_flags(engine: str, *, partition: str | None, nodes: str | None,
 
 
 def _inventory(name: str | None, partition: str | None, nodes: str | None,
-               overrides: dict[str, Any] | None) -> tuple[Inventory | None, list[Host]]:
-    """The inventory (loaded once, every host of it) that maps Slurm nodes to hosts, or none. Bad input is exit 3
-    before a run folder exists: a node the partition lacks, a node no inventory host matches."""
-    selected = select_nodes(partition, nodes)
-    if not name:
-        return None, []
-    inv, hosts = inventory_hosts(name, None, overrides, connecting=False)  # no SSH: keys are not read
-    inventory_contexts(inv, hosts, [n.name for n in selected], overrides)
-    return inv, hosts
+               overrides: dict[str, Any] | None) -> tuple[Inventory | None, list[Host], Selection]:
+    """The inventory (loaded once, every host of it) that maps Slurm nodes to hosts, or none, and the nodes
+    selected with their hosts' contexts (asked of Slurm once: the run is handed them). Bad input is exit 3 before
+    a run folder exists: a node the partition lacks, a node no inventory host matches."""
+    inv, hosts = inventory_hosts(name, None, overrides, connecting=False) if name else (None, [])
+    return inv, hosts, select(partition, nodes, inv, hosts, overrides)  # no SSH: keys are not read
 
 
 def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: bool, partition: str | None,
@@ -64,13 +61,13 @@ def validate_slurm_task(engine: str, *, tier: str, only: set[str] | None, json: 
     from ..results.records import RunWriter
 
     validators = slurm_validators(engine, tier, only)
-    inv, hosts = _inventory(inventory, partition, nodes, overrides)
+    inv, hosts, selection = _inventory(inventory, partition, nodes, overrides)
     writer = RunWriter("validate", meta={"engine": "slurm", "partition": partition, "nodes": nodes, "tier": tier,
                                          "inventory": inventory, "only": sorted(only) if only else None})
     reporter = Reporter(writer, json_lines=json, title=f"validate ({tier}, through Slurm)")
     try:
         validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes, reporter=reporter,
-                       inventory=inv, hosts=hosts, overrides=overrides, deadline_s=deadline_s)
+                       inventory=inv, hosts=hosts, overrides=overrides, deadline_s=deadline_s, selection=selection)
     except BaseException as stop:
         # The live panel off; on Ctrl-C the run folder is closed as interrupted, with every finished record.
         reporter.abort(interrupted=isinstance(stop, KeyboardInterrupt))
@@ -100,12 +97,13 @@ def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | 
         raise ConfigError("--drain (scontrol) and --drain-cmd both given: choose one")
     label = f"slurm:{partition or 'default'}" + (f":{nodes}" if nodes else "")
     # A node the partition lacks, or one no inventory host matches: exit 3 now.
-    inv, hosts = _inventory(inventories[0] if inventories else None, partition, nodes, overrides)
+    inv, hosts, selection = _inventory(inventories[0] if inventories else None, partition, nodes, overrides)
     checked: list[str] = []
 
     def validate(_name: str, _skip: frozenset[str]) -> list[Record]:
         records = validate_slurm(validators, tier=tier, only=only, partition=partition, nodes=nodes,
-                                 reporter=progress, inventory=inv, hosts=hosts, overrides=overrides)
+                                 reporter=progress, inventory=inv, hosts=hosts, overrides=overrides,
+                                 selection=selection)
         checked.extend(sorted({r.host for r in records}))
         return records
 

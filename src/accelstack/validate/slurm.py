@@ -14,6 +14,7 @@ accelerator, expect_devices, socket interfaces, thresholds...) are sent to the n
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import math
@@ -89,6 +90,10 @@ class LabelledOutput:
                 self.other.append(line)
             return []
         joined = self._pending.pop(task, "") + body
+        # A chunk cut inside an object rarely ends in "}": wait for the rest instead of failing a parse on each.
+        if not joined.rstrip().endswith("}"):
+            self._pending[task] = joined
+            return []
         try:
             item = json.loads(joined)
         except ValueError:
@@ -162,32 +167,75 @@ def inventory_contexts(inventory: Inventory, hosts: Sequence[Host], slurm_names:
     if missing:
         raise ConfigError(f"Slurm node(s) {', '.join(missing)} match no host of {inventory.path}",
                           hint="name the host as the node, give it `slurm_node: NAME`, or narrow --nodes")
-    wanted = [h for h in hosts if h.name in set(mapping.values())]
+    chosen = set(mapping.values())
+    wanted = [h for h in hosts if h.name in chosen]
     contexts = resolve_contexts(wanted, overrides=overrides)
     return {name: contexts[host] for name, host in mapping.items()}
 
 
+# Linux refuses to start a program with one environment string over 128 KiB (MAX_ARG_STRLEN): srun would not run.
+NODE_VARS_MAX_BYTES = 120_000
+
+
 def encode_node_vars(per_node: dict[str, dict[str, Any]]) -> str:
-    """``ACCELSTACK_NODE_VARS``: each distinct set of vars once, and which node has which (a fleet has few). Pure."""
+    """``ACCELSTACK_NODE_VARS``: each distinct set of vars once; the set most nodes share is the ``default``, and
+    only the nodes with another set are named (a fleet has few sets: the text stays small at any node count, where
+    naming every node made it grow with the fleet, past what one environment variable may hold). Pure."""
     sets: list[dict[str, Any]] = []
-    nodes: dict[str, int] = {}
+    index: dict[str, int] = {}
+    of_node: dict[str, int] = {}
     for name, values in sorted(per_node.items()):
         chosen = {k: values[k] for k in NODE_VARS if values.get(k) is not None}
-        if chosen not in sets:
+        key = json.dumps(chosen, sort_keys=True, default=str)
+        if key not in index:
+            index[key] = len(sets)
             sets.append(chosen)
-        nodes[name] = sets.index(chosen)
-    return json.dumps({"sets": sets, "nodes": nodes}, sort_keys=True, default=str)
+        of_node[name] = index[key]
+    counts: dict[int, int] = {}
+    for number in of_node.values():
+        counts[number] = counts.get(number, 0) + 1
+    default = max(counts, key=lambda number: (counts[number], -number)) if counts else 0
+    nodes = {name: number for name, number in of_node.items() if number != default}
+    return json.dumps({"sets": sets, "default": default, "nodes": nodes}, sort_keys=True, default=str)
+
+
+def node_vars_env(per_node: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The environment a step carries for these nodes' vars (none when no node has any); vars too many and too
+    varied to travel in one environment variable are a ConfigError (exit 3) before any srun."""
+    if not any(values.get(key) is not None for values in per_node.values() for key in NODE_VARS):
+        return {}
+    text = encode_node_vars(per_node)
+    if len(NODE_VARS_ENV) + 1 + len(text.encode()) > NODE_VARS_MAX_BYTES:
+        sets = len(json.loads(text)["sets"])
+        raise ConfigError(f"the inventory vars of {len(per_node)} Slurm nodes ({sets} different sets) take "
+                          f"{len(text.encode())} bytes in {NODE_VARS_ENV}; one environment variable holds 128 KiB",
+                          hint="give nodes that share a role the same vars (group_vars), or validate fewer nodes "
+                               "at once (--nodes)")
+    return {NODE_VARS_ENV: text}
 
 
 def decode_node_vars(text: str | None, name: str) -> dict[str, Any]:
-    """This node's vars from ``ACCELSTACK_NODE_VARS``; none when it is unset or names another node. Pure."""
+    """This node's vars from ``ACCELSTACK_NODE_VARS`` (the set it is named with, else the default set); none when
+    it is unset or empty. A value that is not what :func:`encode_node_vars` writes is a ConfigError naming the
+    variable (exit 3), never silently no vars: the node would be judged by its node file alone. Pure."""
     if not text:
         return {}
     try:
         doc = json.loads(text)
-        return dict(doc["sets"][int(doc["nodes"][name])])
-    except (ValueError, KeyError, IndexError, TypeError):
-        return {}
+    except ValueError as err:
+        raise ConfigError(f"{NODE_VARS_ENV} is not JSON ({err}): {text[:60]!r}; validate --engine slurm sets "
+                          "it, unset it to judge by the node file alone") from None
+    try:
+        number = doc["nodes"].get(name, doc.get("default"))
+        if number is None:  # from a control side that named every node, and not this one
+            return {}
+        chosen = doc["sets"][number] if isinstance(number, int) else None
+    except (KeyError, IndexError, TypeError, AttributeError):
+        chosen = None
+    if not isinstance(chosen, dict):
+        raise ConfigError(f"{NODE_VARS_ENV} is not the vars validate --engine slurm sends ({{\"sets\": [...], "
+                          f"\"default\": N, \"nodes\": {{...}}}}): {text[:60]!r}")
+    return dict(chosen)
 
 
 def apply_control_vars(node: NodeFile, name: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -234,21 +282,42 @@ def step_command(nodes: list[str], *, tier: str, only: Iterable[str] | None, par
     return argv
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The Slurm nodes a run validates (sinfo's, with their states) and, with an inventory, each one's host
+    context: worked out once, when the flags are checked, and handed to the run."""
+
+    nodes: list[SlurmNode]
+    contexts: dict[str, HostContext]
+
+
+def select(partition: str | None, nodes: str | None, inventory: Inventory | None = None, hosts: Sequence[Host] = (),
+           overrides: dict[str, Any] | None = None) -> Selection:
+    """The partition's nodes (or those ``nodes`` names) and their inventory hosts' contexts; a node the partition
+    lacks, or one no inventory host matches, is a ConfigError (exit 3)."""
+    found = select_nodes(partition, nodes)
+    contexts = inventory_contexts(inventory, hosts, [n.name for n in found], overrides) \
+        if inventory is not None else {}
+    return Selection(found, contexts)
+
+
 def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | None = None,
                    partition: str | None = None, nodes: str | None = None,
                    reporter: RecordSink | None = None, command: str | None = None,
                    inventory: Inventory | None = None, hosts: Sequence[Host] = (),
-                   overrides: dict[str, Any] | None = None, deadline_s: float | None = None) -> list[Record]:
+                   overrides: dict[str, Any] | None = None, deadline_s: float | None = None,
+                   selection: Selection | None = None) -> list[Record]:
     """Validate the partition's nodes (or ``nodes``, a Slurm hostlist) through one srun, then the multi-node
     allreduce as one Slurm step when it is selected; records to ``reporter`` as they are parsed. With the loaded
-    ``inventory`` (and its ``hosts``), each node is checked with its host's vars. Bad input (a node the partition
-    lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures are error
-    records, never exceptions."""
-    found = select_nodes(partition, nodes)
+    ``inventory`` (and its ``hosts``), each node is checked with its host's vars. ``selection``: what
+    :func:`select` found for these same arguments a moment ago (else it is asked now). Bad input (a node the
+    partition lacks, a node no inventory host matches) is a ConfigError before any srun; Slurm's own failures are
+    error records, never exceptions."""
+    selection = selection or select(partition, nodes, inventory, hosts, overrides)
+    found, contexts = selection.nodes, selection.contexts
     names = [n.name for n in found]
-    contexts = inventory_contexts(inventory, hosts, names, overrides) if inventory is not None else {}
     per_node = {n: dict(contexts[n].vars) if n in contexts else dict(overrides or {}) for n in names}
-    env = {NODE_VARS_ENV: encode_node_vars(per_node)} if any(per_node.values()) else {}
+    env = node_vars_env(per_node)
     host_validators = [v for v in validators if v.scope == "host"]
     multinode = any(v.scope == "cluster" and "multinode" in v.checks for v in validators)
     # Each node file names its own stack, so the record names come from the nodes; these are for errors only.
@@ -284,9 +353,11 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
                     tier: str, only: set[str] | None, partition: str | None, command: str | None,
                     env: dict[str, str], deadline_s: float | None, emit: Callable[[list[Record]], None],
                     steps: _Steps) -> None:
+    # Every node's fields (address, devices, a drained node's reason) from one scontrol call, not one a node.
+    table = _node_table()
     for node in found:
         if not node.usable:
-            info = _node_reason(node.name)
+            info = table.get(node.name, {}).get("Reason", "")
             emit([_node_error(node.name, check, f"Slurm node {node.name} is {node.state}"
                               + (f" ({info})" if info else "") + ": not validated",
                               {"slurm_state": node.state, "slurm_reason": info},
@@ -295,7 +366,6 @@ def _validate_nodes(found: list[SlurmNode], host_validators: list[Validator], mu
     usable = [n.name for n in found if n.usable]
     if not usable:
         return
-    table = _node_table()
     silent: list[str] = []
     if host_validators:
         silent = _host_step(host_validators, usable, tier=tier, only=only, partition=partition, command=command,
@@ -315,10 +385,14 @@ def interrupted_records(records: list[Record], nodes: list[str], validators: lis
                         multinode: bool) -> list[Record]:
     """After Ctrl-C: an ``error`` record for each node and selected check that has no record yet (it could not be
     measured), as the SSH engine writes them. Pure."""
+    # What each node reported, and every dotted head of it (``env`` for ``env.gloo_socket_ifname``): one pass
+    # over the records, not one for each node and check.
+    exact = {(r.host, r.check) for r in records}
+    heads = {(r.host, r.check.rsplit(".", i)[0]) for r in records for i in range(1, r.check.count(".") + 1)}
+
     def done(node: str, check: str, name: str) -> bool:
         # An error for the whole validator (a node the step missed) carries the validator's name.
-        return any(r.host == node and (r.check in (check, name) or r.check.startswith(check + "."))
-                   for r in records)
+        return (node, check) in exact or (node, name) in exact or (node, check) in heads
 
     checks = [(c, v.name) for v in validators for c in v.checks] + ([("multinode", "multinode")] if multinode else [])
     return [Record(host=node, check=check, status="error", summary="not run: the run was interrupted (Ctrl-C)",
@@ -356,7 +430,8 @@ def select_nodes(partition: str | None, nodes: str | None) -> list[SlurmNode]:
         if unknown:
             raise ConfigError(f"--nodes names {', '.join(unknown)}, which {where} does not have",
                               hint=f"sinfo -N{' -p ' + partition if partition else ''} lists its nodes")
-        found = [n for n in found if n.name in set(wanted)]
+        chosen = set(wanted)
+        found = [n for n in found if n.name in chosen]
     if not found:
         raise ConfigError(f"Slurm lists no node in {where}")
     return found
@@ -391,9 +466,10 @@ def _host_group(validators: list[Validator], usable: list[str], *, tier: str, on
                         command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
                         job_name=job_name, gres=gres)
     reported: dict[str, list[str]] = {}
+    members = set(usable)
 
     def arrived(item: dict) -> None:
-        if item.get("host") not in usable:
+        if item.get("host") not in members:
             return
         record = Record.from_dict(item)
         record.run_id = ""
@@ -423,36 +499,45 @@ def unreported_records(reported: dict[str, list[str]], validators: list[Validato
     """For each node that gave some records (``reported``: node -> its record checks), an ``error`` record for
     each selected validator that gave none there: the step ended before the node reported it, so it was not
     measured, as the SSH engine marks a check that did not finish. Pure."""
+    missing = []
+    for node, checks in reported.items():
+        named = set(checks)
+        heads = named | {c.split(".", 1)[0] for c in checks}  # what Validator.owns matches, for all at once
+        missing += [(node, v) for v in validators if v.name not in named and not heads.intersection(v.checks)]
     return [_node_error(node, v.name, f"the Slurm step ended (srun exited {code}) before it reported {v.name} "
                         f"on {node}", {**evidence, "exit_status": code},
                         f"scontrol show node {node}; sacct for the step; re-run: inv validate --engine slurm "
                         f"--nodes {node} --only {v.checks[0]}")
-            for node, checks in reported.items() for v in validators
-            if not any(v.owns(c) or c == v.name for c in checks)]
+            for node, v in missing]
 
 
 def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
             on_record: Callable[[dict], None]) -> tuple[int, str, list[str]]:
     """Run srun, handing each record of its labelled output to ``on_record`` as it is whole; returns srun's exit
     status (124 when it gave no end within ``timeout`` and was killed), its stderr and the other stdout lines.
-    On KeyboardInterrupt srun is stopped (the step itself is the caller's to scancel) and nothing more is read."""
+    On KeyboardInterrupt srun is stopped (the step itself is the caller's to scancel) and nothing more is read.
+
+    stdout is read in blocks (whatever the pipe holds, up to 64 KiB) and split into lines here: a thousand nodes
+    print some ten thousand lines, and a queue hand-off per line cost more than parsing them."""
     full_env = {**os.environ, **env}
     # The nodes keep their own copy in their node file's runs_dir; this run's folder is the control side's.
     full_env.pop("ACCELSTACK_RUNS", None)
     try:
-        proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise ConfigError(f"{argv[0]} is not on PATH: --engine slurm needs Slurm's client commands",
                           hint="apt-get install slurm-client, or run where sinfo and srun work") from None
-    lines: queue.Queue[str | None] = queue.Queue()
-    errors: list[str] = []
+    blocks: queue.Queue[bytes | None] = queue.Queue()
+    errors: list[bytes] = []
     assert proc.stdout is not None and proc.stderr is not None
-    readers = [threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True),
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, blocks.put, True), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr, errors.append, False), daemon=True)]
     for reader in readers:
         reader.start()
     parser = LabelledOutput(wanted=is_record)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    partial = ""
     end = time.monotonic() + timeout
     timed_out = False
     try:
@@ -462,13 +547,17 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
                 timed_out = True
                 break
             try:
-                line = lines.get(timeout=min(left, 0.5))
+                block = blocks.get(timeout=min(left, 0.5))
             except queue.Empty:
                 continue
-            if line is None:
+            text = partial + (decoder.decode(block) if block is not None else decoder.decode(b"", final=True))
+            lines = text.split("\n")
+            partial = lines.pop() if block is not None else ""
+            for line in lines:
+                for _task, item in parser.feed(line.rstrip("\r")):
+                    on_record(item)
+            if block is None:
                 break
-            for _task, item in parser.feed(line.rstrip("\n")):
-                on_record(item)
     except BaseException:
         _stop(proc)
         raise
@@ -476,18 +565,24 @@ def _stream(argv: list[str], *, timeout: float, env: dict[str, str],
         _stop(proc)
     code = proc.wait()
     readers[1].join(5)
-    stderr = "".join(errors) + (f"\naccelstack: {argv[0]} gave no answer within {timeout:.0f} s" if timed_out else "")
+    stderr = b"".join(errors).decode("utf-8", "replace") + \
+        (f"\naccelstack: {argv[0]} gave no answer within {timeout:.0f} s" if timed_out else "")
     return (124 if timed_out else code), stderr, parser.finish()
 
 
 def _pump(stream: Any, put: Callable[[Any], None], mark_end: bool) -> None:
-    for line in stream:
-        put(line)
+    """Hand on what ``stream`` gives as it comes (a block at a time, not waiting for a full buffer), then
+    ``None`` at its end when ``mark_end``."""
+    while True:
+        block = stream.read1(65536)
+        if not block:
+            break
+        put(block)
     if mark_end:
         put(None)
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def _stop(proc: subprocess.Popen[Any]) -> None:
     """srun ends: SIGTERM (it signals the tasks and exits), SIGKILL after a few seconds."""
     if proc.poll() is not None:
         return
@@ -587,24 +682,30 @@ def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: 
     return batch
 
 
-def _node_table() -> dict[str, dict[str, str]]:
-    """``scontrol -o show node``: every node's fields (NodeAddr, Gres...) by name."""
-    proc = _run(["scontrol", "-o", "show", "node"], timeout=15)
-    from ..lab.slurm import parse_scontrol_node
+def parse_scontrol_node(text: str) -> dict[str, str]:
+    """``scontrol -o show node`` output (one line, ``Key=Value`` pairs; ``Reason`` runs to the line's end and
+    may hold spaces and ``=``) as a dict. Pure."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    info: dict[str, str] = {}
+    head, sep, reason = line.partition(" Reason=")
+    for item in head.split():
+        key, eq, value = item.partition("=")
+        if eq:
+            info[key] = value
+    if sep:
+        info["Reason"] = reason.strip()
+    return info
 
+
+def _node_table() -> dict[str, dict[str, str]]:
+    """``scontrol -o show node``: every node's fields (NodeAddr, Gres, Reason...) by name."""
+    proc = _run(["scontrol", "-o", "show", "node"], timeout=15)
     table = {}
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
         fields = parse_scontrol_node(line)
         if fields.get("NodeName"):
             table[fields["NodeName"]] = fields
     return table
-
-
-def _node_reason(name: str) -> str:
-    proc = _run(["scontrol", "-o", "show", "node", name], timeout=15)
-    from ..lab.slurm import parse_scontrol_node
-
-    return parse_scontrol_node(proc.stdout).get("Reason", "") if proc.returncode == 0 else ""
 
 
 class _Failed:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AccelstackError
+from ..errors import AccelstackError, ConfigError
 from ..results.records import Record, Status
 from .cluster import SLOW_PAIR_FRACTION, NodeChecks, cluster_sweep, new_tag
 from .isolate import Blame, Group, Isolation, bisect, blame_records
@@ -388,6 +388,30 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
 
 # ----- the node side: `accelstack node-collective` ----------------------------------------------------------
 
+def parse_collective_spec(text: str) -> dict[str, Any]:
+    """``node-collective --spec``: the step's JSON object as :func:`run_step` writes it, each field of the type it
+    has there; anything else is a ConfigError (one line, exit 3) before the node file is read. Pure."""
+    try:
+        spec = json.loads(text)
+    except ValueError as err:
+        raise ConfigError(f"--spec is not JSON: {err}") from None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"--spec must be a JSON object (deadline_s, run_tag, pair, node_addrs), not "
+                          f"{type(spec).__name__}")
+    deadline = spec.get("deadline_s")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int | float)
+                                 or not math.isfinite(deadline) or deadline <= 0):
+        raise ConfigError(f"--spec deadline_s must be a number of seconds above 0, not {deadline!r}")
+    if not isinstance(spec.get("run_tag", ""), str):
+        raise ConfigError(f"--spec run_tag must be a string, not {spec['run_tag']!r}")
+    if not isinstance(spec.get("pair", False), bool):
+        raise ConfigError(f"--spec pair must be true or false, not {spec['pair']!r}")
+    addrs = spec.get("node_addrs", {})
+    if not isinstance(addrs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in addrs.items()):
+        raise ConfigError(f"--spec node_addrs must map node names to addresses, not {addrs!r}"[:200])
+    return spec
+
+
 def node_collective_config(base: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """The worker's config on this node: the node's own config (as the SSH engine builds it) with the step's
     deadline, sweep and rendezvous addresses. Pure."""
@@ -405,16 +429,12 @@ def exec_node_collective(spec_text: str, *, node_file: str | None = None) -> Non
     import sys
     from pathlib import Path
 
-    from ..errors import ConfigError
     from ..nodecheck import load_node_file, node_context, slurm_node_name
     from .config import ENV_FILE, host_config
     from .registry import validators_dir
     from .slurm import apply_control_vars
 
-    try:
-        spec = json.loads(spec_text)
-    except ValueError as err:
-        raise ConfigError(f"--spec is not JSON: {err}") from None
+    spec = parse_collective_spec(spec_text)
     node = load_node_file(Path(node_file) if node_file else None)
     name = slurm_node_name()
     apply_control_vars(node, name)
