@@ -54,3 +54,88 @@ def test_a_warning_alone_is_still_a_finding_where_nothing_else_failed():
              "RuntimeError: No CUDA GPUs are available"]
     causes = [f.cause for f in diagnose_lines(lines).findings]
     assert "driver-too-old" in causes
+
+
+# ---- who acts on a rendezvous that cannot be reached ----
+
+def test_a_rendezvous_whose_name_does_not_resolve_is_the_launchs():
+    # torch/csrc/distributed/c10d/socket.cpp logs getaddrinfo's answer before the connect times out; EAI_NONAME
+    # ("Name or service not known", getaddrinfo(3)) means the name given does not exist.
+    head = ("[W1123 09:12:01.114210000 socket.cpp:764] [c10d] The IPv6 network addresses of (trainer-0, 29500) "
+            "cannot be retrieved (gai error: -2 - Name or service not known).")
+    timeout = ("[E1123 09:13:01.120400000 socket.cpp:1028] [c10d] The client socket has timed out after 60000ms "
+               "while trying to connect to (trainer-0, 29500).")
+    tail = ["Traceback (most recent call last):", '  File "main.py", line 21, in <module>',
+            "torch.distributed.DistNetworkError: The client socket has timed out after 60000ms while trying to "
+            "connect to (trainer-0, 29500)."]
+    found = first([head, timeout, *tail])
+    assert (found.id, found.cause, found.actor) == ("c10d-master-addr-unresolved", "connect-timeout", "config")
+    # The same timeout where the name resolved (a firewall, rank 0 not up) stays the network's.
+    assert first([timeout, *tail]).actor == "service"
+    # DNS that did not answer (EAI_AGAIN) is a service too.
+    dns = head.replace("-2 - Name or service not known", "-3 - Temporary failure in name resolution")
+    assert first([dns, timeout, *tail]).actor == "service"
+    # c10d warns on every retry: a rendezvous that then worked gives nothing.
+    assert diagnose_lines([head, "[rank0] step 1 loss 2.3"]).findings == []
+
+
+# ---- the device: whose fault is an Xid ----
+
+def test_an_xid_13_or_43_alone_is_the_applications_and_never_drains():
+    # NVIDIA's Xid documentation (https://docs.nvidia.com/deploy/xid-errors/index.html): Xid 13 Graphics Engine
+    # Exception and 43 GPU stopped processing are user application errors as a rule; 45 is the cleanup after one.
+    xid13 = ("[Mon Nov 23 10:11:09 2026] NVRM: Xid (PCI:0000:9b:00): 13, pid='<unknown>', name=<unknown>, Graphics "
+             "SM Warp Exception on (GPC 2, TPC 0, SM 1): Illegal Instruction Encoding")
+    found = first([xid13])
+    assert (found.id, found.cause, found.actor) == ("xid-application", "device-assert", "job")
+    xid45 = "[Mon Nov 23 10:11:10 2026] NVRM: Xid (PCI:0000:9b:00): 45, pid=3112, name=python3, Ch 00000008"
+    assert [f.id for f in diagnose_lines([xid13, xid45]).findings] == ["xid-application", "xid-cleanup"]
+    # A hardware Xid is still the node's.
+    xid79 = "NVRM: Xid (PCI:0000:9b:00): 79, pid=3112, name=python3, GPU has fallen off the bus."
+    assert first([xid13, xid79]).actor == "node"
+
+
+def test_a_math_librarys_internal_error_is_the_build_not_the_node():
+    # cuDNN's and cuFFT's INTERNAL_ERROR went away with another torch build in
+    # https://github.com/pytorch/pytorch/issues/52263 and https://github.com/pytorch/pytorch/issues/88038.
+    for error in ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+                  "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR",
+                  "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"):
+        found = first(["Traceback (most recent call last):", '  File "train.py", line 9, in step', error])
+        assert (found.cause, found.actor) == ("torch-build-mismatch", "config"), error
+
+
+# ---- storage: who acts on an I/O error ----
+
+def test_an_io_error_the_program_sees_is_the_storages_and_the_kernels_is_the_nodes():
+    # nfs(5): a network filesystem returns EIO to the program when its server does not answer; the kernel's
+    # EXT4-fs error (fs/ext4/super.c) names a local filesystem on the node.
+    program = first(["Traceback (most recent call last):", '  File "train.py", line 80, in save',
+                     "OSError: [Errno 5] Input/output error: '/mnt/shared/ckpt/step-400.pt'"])
+    assert (program.cause, program.actor) == ("io-error", "service")
+    kernel = first(["[81234.120001] EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm python:"
+                    " reading directory lblock 0"])
+    assert (kernel.cause, kernel.actor) == ("io-error", "node")
+
+
+# ---- NCCL's generic results ----
+
+def test_ncclsystemerror_is_the_launchs_environment_first():
+    # NCCL's troubleshooting guide: ncclSystemError is a failed system call, its Networking and Sharing Data
+    # sections the launch's settings (interfaces, /dev/shm); torch's message from ProcessGroupNCCL.
+    found = first(["RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970,"
+                   " unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3"])
+    assert (found.id, found.cause, found.actor) == ("nccl-system-error", "nccl-internal", "config")
+    # A framework that calls NCCL itself (cupy's NcclError, as vLLM's pynccl raises it) reads the same.
+    cupy = first(["cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error (run "
+                  "with NCCL_DEBUG=INFO for details)"])
+    assert (cupy.cause, cupy.actor) == ("nccl-internal", "config")
+    # An internal error is still NCCL's or the node's.
+    internal = first(["RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this "
+                      "issue to the NCCL developers, NCCL version 2.19.3"])
+    assert (internal.id, internal.actor) == ("nccl-error", "node")
+    # What broke under it, named on the WARN line, still leads.
+    shm = first(["host-1:2201:2290 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a1 (size "
+                 "9637888)",
+                 "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version 2.19.3"])
+    assert shm.cause == "shm-too-small"
