@@ -139,3 +139,44 @@ def test_ncclsystemerror_is_the_launchs_environment_first():
                  "9637888)",
                  "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version 2.19.3"])
     assert shm.cause == "shm-too-small"
+
+
+# ---- the scheduler ----
+
+SUBMIT = ["[2026-11-23T08:00:01.120] _slurm_rpc_submit_batch_job: JobId=5513 InitPrio=4294901759 usec=811",
+          "[2026-11-23T08:00:01.402] sched: Allocate JobId=5513 NodeList=gpu-09 #CPUs=16 Partition=gpu"]
+
+
+def test_the_controllers_record_of_a_job_ended_by_a_signal_is_a_failure():
+    # src/slurmctld/job_mgr.c, _job_complete: "%pJ WTERMSIG %d" / "%pJ WEXITSTATUS %d".
+    killed = diagnose_lines([*SUBMIT, "[2026-11-23T09:14:44.910] _job_complete: JobId=5513 WTERMSIG 9",
+                             "[2026-11-23T09:14:44.911] _job_complete: JobId=5513 done"])
+    assert (killed.first.cause, killed.first.actor) == ("unclassified", "service")
+    assert "kernel log" in killed.first.remedy
+    # Slurm's own time-limit kill says so (job_time_limit).
+    limit = diagnose_lines([*SUBMIT, "[2026-11-23T10:00:02.000] job_time_limit: Time limit exhausted for JobId=5513",
+                            "[2026-11-23T10:00:32.000] _job_complete: JobId=5513 WTERMSIG 15"])
+    assert limit.first.cause == "time-limit"
+    # A non-zero exit is a failure the job's own output explains; alone, it is still not silent.
+    exited = diagnose_lines([*SUBMIT, "[2026-11-23T09:14:44.910] _job_complete: JobId=5513 WEXITSTATUS 2"])
+    assert exited.first is not None
+    # A job that exited 0 is no failure.
+    assert diagnose_lines([*SUBMIT, "[2026-11-23T09:14:44.910] _job_complete: JobId=5513 WEXITSTATUS 0"]).findings == []
+
+
+def test_a_request_slurm_refuses_is_the_launchs():
+    # slurm_strerror's strings (src/common/slurm_errno.c) after srun's "Unable to create step for job".
+    for reason in ("Invalid generic resource (gres) specification", "Memory required by task is not available",
+                   "Requested node configuration is not available"):
+        found = first([f"srun: error: Unable to create step for job 88120: {reason}"])
+        assert (found.cause, found.actor) == ("unclassified", "config"), reason
+        assert "request" in found.remedy
+
+
+def test_a_batch_script_the_node_cannot_execute_from_its_spool_is_the_nodes():
+    # slurmstepd executes the script slurmd wrote into SlurmdSpoolDir/job<id>/slurm_script.
+    found = first(["slurmstepd: error: execve(): /var/spool/slurmd/job00412/slurm_script: Permission denied"])
+    assert (found.cause, found.actor) == ("unclassified", "node") and "SlurmdSpoolDir" in found.remedy
+    # A step's own program that is not on the node's PATH is the launch's.
+    program = first(["slurmstepd: error: execve(): torchrun: No such file or directory"])
+    assert (program.cause, program.actor) == ("missing-module", "config")
