@@ -180,3 +180,17 @@ def test_a_batch_script_the_node_cannot_execute_from_its_spool_is_the_nodes():
     # A step's own program that is not on the node's PATH is the launch's.
     program = first(["slurmstepd: error: execve(): torchrun: No such file or directory"])
     assert (program.cause, program.actor) == ("missing-module", "config")
+
+
+def test_the_kernel_tells_a_failing_disk_from_a_network_filesystem_that_gave_up():
+    # block/blk-core.c's blk_errors names a medium error on the node's own device; net/sunrpc/clnt.c's call_timeout
+    # a soft NFS mount whose server stopped answering.
+    disk = first(["[912345.101] I/O error, dev nvme1n1, sector 1953525 op 0x0:(READ) flags 0x80700 phys_seg 1 prio "
+                  "class 2",
+                  "[912345.102] critical medium error, dev nvme1n1, sector 1953525 op 0x0:(READ) flags 0x0 phys_seg 1"])
+    assert (disk.cause, disk.actor) == ("io-error", "node")
+    nfs = first(["[912399.551] nfs: server filer-02 not responding, timed out"])
+    assert (nfs.cause, nfs.actor) == ("io-error", "service")
+    # A hard mount that waits, then recovers, is no failure.
+    assert diagnose_lines(["[912399.551] nfs: server filer-02 not responding, still trying",
+                           "[912421.010] nfs: server filer-02 OK"]).findings == []
