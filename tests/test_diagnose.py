@@ -172,8 +172,8 @@ def test_interface_is_extracted_for_network_interface():
 
 
 def test_nccl_error_code_and_last_error():
-    found = finding(diagnose_paths([str(LOGS / "nccl-error.log")]), "nccl-error")
-    assert found.extracted["nccl_code"] == 2
+    found = finding(diagnose_paths([str(LOGS / "nccl-system-error.log")]), "nccl-system-error")
+    assert found.extracted["nccl_code"] == 2 and found.actor == "config"
     assert found.extracted["nccl_version"] == "2.21.5"
     assert "socketStartConnect" in found.extracted["last_error"]
 

@@ -49,6 +49,8 @@ DEFAULT_HEARTBEAT_S = (480, 600)
 _INT = re.compile(r"-?\d+")
 # An info or warning line: glog's I/W levels (torch's C++ logs, torchrun's), NCCL INFO, logging's WARNING.
 _QUIET_LEVEL = re.compile(r"(?:^|[\s\[:])[IW]\d{4} \d\d:\d\d|\bNCCL INFO\b|\bWARNING\b|\bWarning:|\bINFO\b")
+# Python's warnings module ("train.py:138: UserWarning: message"): a report the program went on after.
+_PY_WARNING = re.compile(r":\d+: [A-Z]\w*Warning: ")
 _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
@@ -285,8 +287,10 @@ class Scanner:
                         continue
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._hits, sig.id, groups, evidence)
+                    # A Python warning explains no failure around it (the program went on after it): it covers
+                    # only a failure of its own line.
                     self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
-                        lineno, split_prefix(text)[0], sig.id)
+                        lineno, split_prefix(text)[0], (sig.id, bool(_PY_WARNING.search(text))))
                     matched = True
                     if sig.vendor == "ascend" and sig.requires_context is None:
                         # An Ascend-only error is Ascend context too; one that depends on the context must not
@@ -309,7 +313,7 @@ class Scanner:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
                     self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
-                        lineno, split_prefix(text)[0], f"code:{code}")
+                        lineno, split_prefix(text)[0], (f"code:{code}", False))
         self._failure_line(lineno, text, evidence)
 
     def _failure_line(self, lineno: int, text: str, evidence: EvidenceLine | None) -> None:
@@ -389,6 +393,7 @@ class Scanner:
         findings.extend(self._desync_findings(kept))
         self._name_nccl_warn(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
+        _warnings_below_failures(findings)
         findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
@@ -405,9 +410,9 @@ class Scanner:
         covering: dict[int, LineHits] = {}
         for source, lines in self._signature_lines.items():
             kept_lines = covering[source] = LineHits()
-            for lineno, rank, value in zip(lines.linenos, lines.ranks, lines.values, strict=True):
+            for lineno, rank, (value, warning) in zip(lines.linenos, lines.ranks, lines.values, strict=True):
                 if value in symptom:
-                    kept_lines.add(lineno, rank, symptom[value])
+                    kept_lines.add(lineno, rank, symptom[value] or warning)
         events = self._tracker.events
         out = event_findings(events, self.tables, self.causes, self._table_lines, covering,
                              lambda event: event.primary)
@@ -645,6 +650,25 @@ def _derive(sig: Signature, extracted: dict[str, Any], catalog: Catalog, last_er
             extracted.setdefault("result", catalog.nccl_result_codes.get(code))
         if last_error:
             extracted["last_error"] = last_error
+
+
+def _warnings_below_failures(findings: list[Finding]) -> None:
+    """A signature that matched only Python warnings ("x.py:138: UserWarning: ...") did not stop the program: it
+    went on after them. Where the logs show the failure the job ended with (an exception, a signal, an error a
+    table names), that failure leads and the warning follows it as context."""
+    failures = [f for f in findings if f.layer != "signature" and not f.symptom and not _only_warnings(f)]
+    if not failures:
+        return
+    floor = max(f.priority for f in failures)
+    for finding in findings:
+        if finding.layer == "signature" and finding.priority >= floor and _only_warnings(finding):
+            finding.priority = floor - 1
+            finding.explanation += (" Here it was a warning only (the program went on after it): the failure the"
+                                    " job ended with leads.")
+
+
+def _only_warnings(finding: Finding) -> bool:
+    return bool(finding.evidence) and all(_PY_WARNING.search(line.text) for line in finding.evidence)
 
 
 def _mark_consequences(findings: list[Finding]) -> None:

@@ -67,6 +67,10 @@ _SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABL
                             r"Unable to (?:create step|allocate resources)")
 _SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
 _SLURM_SECONDARY = re.compile(r"Exited with exit code|Terminated|FAILED \(non-zero exit code")
+# slurmctld's record of a batch job's end (src/slurmctld/job_mgr.c, _job_complete): "WTERMSIG 9" for a script that a
+# signal ended, "WEXITSTATUS 1" for one that exited; and its own time-limit kill (job_time_limit).
+SLURMCTLD_END = re.compile(r"_job_complete: JobId=(?P<job>\d+)\S* (?:WTERMSIG (?P<sig>\d+)|WEXITSTATUS (?P<code>\d+))|"
+                           r"Time limit exhausted for JobId=(?P<limit>\d+)")
 PLOG_ERROR = re.compile(r"^\[ERROR\] (?P<module>[A-Z][A-Z0-9_]*)\((?P<pid>\d+),(?P<proc>[^)]*)\):"
                         r"(?P<time>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\S*) (?P<msg>.*)")
 EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned non-zero exit status (?P<status>\d+)|"
@@ -89,7 +93,7 @@ IGNORED = re.compile(r"Exception ignored in")
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
-    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
+    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
     DEVICE_ASSERT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
@@ -171,7 +175,11 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
         return None
     exc_type, message = match.group("type"), (match.group("msg") or "").strip()
     name = exc_type.split("(", 1)[0].rsplit(".", 1)[-1]
-    if name.endswith("Warning") or not name[:1].isupper():
+    if name.endswith("Warning"):
+        return None
+    if not name[:1].isupper() and exc_type not in tables.exceptions:
+        # PEP 8 capitalises exception classes; the few lowercase ones (socket.timeout, socket.gaierror) count where
+        # a table names them by their dotted name.
         return None
     if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
         return None
@@ -361,6 +369,17 @@ class FailureTracker:
             event = self._new("slurm", stream_rank, lineno, evidence(), message, primary=primary)
             if event is not None and task is not None:
                 event.rank = _first_task(task.group("tasks"))
+            return True
+        ended = SLURMCTLD_END.search(text) if "_job_complete" in text or "Time limit" in text else None
+        if ended:
+            if ended.group("code") == "0":
+                return False
+            # A signal or the time limit is the job's end as the controller saw it; an exit code only repeats what
+            # the job's own output says (secondary, as srun's "Exited with exit code").
+            event = self._new("slurm", stream_rank, lineno, evidence(), rest.strip(),
+                              primary=ended.group("code") is None)
+            if event is not None and ended.group("code") is not None:
+                event.exitcode = int(ended.group("code"))
             return True
         plog = PLOG_ERROR.match(rest)
         if plog:

@@ -223,7 +223,10 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
                     if key in exceptions:
                         raise ConfigError(f"exception {key!r} is already the row {exceptions[key].id}", where=where)
                     exceptions[key] = row
-                    anchors.append(key.rsplit(".", 1)[-1])
+                    # A class's own name is its anchor; a lowercase one (socket.timeout) is a common word, so it
+                    # is anchored by its whole dotted name, which is how a traceback prints it.
+                    last = key.rsplit(".", 1)[-1]
+                    anchors.append(last if last[:1].isupper() else key)
                 else:
                     codes[key] = row
         for index, raw in enumerate(data.get("code_patterns") or []):
