@@ -73,6 +73,47 @@ def test_a_node_file_with_an_unknown_field_is_refused_with_its_line(tmp_path: Pa
         load_node_file(path)
 
 
+@pytest.mark.parametrize(("field", "value", "kind"), [("node", "[x]", "a list"), ("node", "{a: 1}", "a mapping"),
+                                                    ("stack_python", "[python3]", "a list"),
+                                                    ("runs_dir", "true", "a boolean")])
+def test_a_node_file_field_that_is_not_one_name_is_refused_with_its_line(tmp_path: Path, field: str, value: str,
+                                                                        kind: str) -> None:
+    # `node: [x]` was taken as the node name "['x']": the drain would have named a node Slurm does not have.
+    path = rendered_node_file(tmp_path)
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith(f"{field}:"))
+    path.write_text(text + f"\n{field}: {value}\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(ConfigError) as info:
+        load_node_file(path)
+    assert str(info.value).startswith(f"{path}:{line}: '{field}' must be a single name or path, not {kind}"), \
+        str(info.value)
+    proc = node_check("--config", str(path), tmp_path=tmp_path)
+    assert proc.returncode == 3 and f"{path}:{line}:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_number_as_the_node_name_is_that_name(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path)
+    path.write_text(path.read_text().replace('node: "node1"', "node: 1001"))
+    assert load_node_file(path).node == "1001"
+
+
+def test_a_blank_accelstack_runs_is_unset_and_the_node_files_folder_is_used(tmp_path: Path) -> None:
+    """Blank means unset, as runs_dir() reads it everywhere: the records go to the node file's runs_dir, not to a
+    ./runs in the folder node-check started in (slurmd starts it in /)."""
+    node_runs = tmp_path / "node-runs"
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_runs_dir=str(node_runs))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "node-check", "--config", str(path), "--only",
+                           "torch_devices", "--json"], cwd=cwd, env={**os.environ, "ACCELSTACK_RUNS": " \t"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    run_id = lines(proc)[0]["run_id"]
+    assert (node_runs / run_id / "results.jsonl").is_file()
+    assert list(cwd.iterdir()) == []
+
+
 def test_the_drain_reason_names_the_first_failed_check_on_one_line_and_is_cut() -> None:
     records = [Record("n", "devices", "error", "torch missing"),
                Record("n", "env", "fail", "GLOO_SOCKET_IFNAME=eth9\nnames no interface " + "x" * 300),

@@ -26,7 +26,7 @@ from .results.records import Record, RecordSink
 from .stacks import Stack, preflight_stack
 from .stacks.model import parse_stack
 from .transport.context import HostContext
-from .yamlfile import MarkedDict, load_marked_file
+from .yamlfile import MarkedDict, kind_name, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 # health (the default): vendor tools, sysfs, files and package metadata, no torch and no device context, safe beside
@@ -84,16 +84,31 @@ def load_node_file(path: Path | None = None) -> NodeFile:
             merged["env"] = {**merged.get("env", {}), **dict(value)}
         else:
             merged[str(key)] = value
-    if data.get("stack_python"):
-        merged["stack_python"] = str(data["stack_python"])
+    node_name = _text_field(data, "node", path)
+    stack_python = _text_field(data, "stack_python", path)
+    runs_dir = _text_field(data, "runs_dir", path)
+    if stack_python:
+        merged["stack_python"] = stack_python
     keep = data.get("keep_runs")
     if keep is None:
         keep = DEFAULT_KEEP_RUNS
     elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
         raise ConfigError(f"'keep_runs' must be a whole number >= 0 (0 keeps every run), not {keep!r}",
                           where=f"{path}:{data.line_of('keep_runs')}")
-    return NodeFile(path=path, node=str(data.get("node") or ""), stack=stack, vars=merged,
-                    runs_dir=str(data["runs_dir"]) if data.get("runs_dir") else None, keep_runs=keep)
+    return NodeFile(path=path, node=node_name or "", stack=stack, vars=merged, runs_dir=runs_dir or None,
+                    keep_runs=keep)
+
+
+def _text_field(data: MarkedDict, key: str, path: Path) -> str | None:
+    """A field that names one thing (the node, a python, a folder): a string, or a number written without quotes;
+    None when absent or empty. A list or a mapping there is a mistake, refused at its line, never its repr."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"'{key}' must be a single name or path, not {kind_name(value)}",
+                          where=f"{path}:{data.line_of(key)}")
+    return str(value)
 
 
 def _parse_node_stack(section: Any, path: Path) -> Stack:

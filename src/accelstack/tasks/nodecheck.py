@@ -53,8 +53,10 @@ def node_check(c: Any, tier: str = "health", only: str | None = None, json: bool
 
     apply_control_vars(node_file, name)  # under `validate --engine slurm --inventory`: the inventory's vars
     ctx = node_context(node_file, name)
-    # $ACCELSTACK_RUNS first, as everywhere; then the node file's folder (slurmd starts a health check in /).
-    base = None if os.environ.get("ACCELSTACK_RUNS") or not node_file.runs_dir else Path(node_file.runs_dir)
+    # $ACCELSTACK_RUNS first, as everywhere (set but blank is unset: runs_dir's rule); then the node file's folder
+    # (slurmd starts a health check in /, where a ./runs would land).
+    from_env = os.environ.get("ACCELSTACK_RUNS", "").strip()
+    base = None if from_env or not node_file.runs_dir else Path(node_file.runs_dir)
     writer = RunWriter("node-check", base=runs_dir(base),
                        meta={"node": name, "node_file": str(node_file.path), "tier": tier,
                              "only": sorted(wanted) if wanted else None, "drain": bool(drain)})
