@@ -40,6 +40,9 @@ DEFAULT_KEEP_RUNS = 500
 # check's name and the start of its summary are what a person needs; the records hold the rest.
 REASON_LIMIT = 160
 SCONTROL_TIMEOUT = 15.0
+# Set by `validate --engine slurm` for each node's step: the inventory's vars for the node (validate.slurm's
+# NODE_VARS_ENV; a test holds the two names together). Without it validate.slurm is not imported.
+CONTROL_VARS_ENV = "ACCELSTACK_NODE_VARS"
 
 
 @dataclass
@@ -121,6 +124,57 @@ def _parse_node_stack(section: Any, path: Path) -> Stack:
     except StackError as err:
         err.where = (err.where or "").replace(str(stand_in), str(path)) or str(path)
         raise
+
+
+# The flags of `node-check`, by parameter name: True for one that takes a value. The invoke task
+# (accelstack.tasks.nodecheck) declares the same parameters (a test holds the two together), and the console
+# script parses a plain `accelstack node-check ...` line with this table without loading invoke (cli.py).
+NODE_CHECK_FLAGS: dict[str, bool] = {"tier": True, "only": True, "json": False, "drain": False, "config": True,
+                                     "node": True}
+
+
+def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_lines: bool = False,
+               drain: bool = False, config: str | None = None, node: str | None = None) -> int:
+    """``accelstack node-check``: check the flags and the node file (a problem is a ConfigError, exit 3, before
+    anything runs), run the tier's checks here, write and show the records, keep the newest runs, drain on a
+    fail when asked. Returns the exit code (0 pass/warn/skip, 1 a fail, 2 an error)."""
+    import sys
+
+    from .results.output import Reporter
+    from .results.records import RunWriter, prune_runs, runs_dir
+    from .validate.registry import load_registry, select
+    from .values import only_checks
+
+    check_tier(tier)
+    wanted = only_checks(only)
+    select(load_registry(), tier, wanted)  # a bad --only is exit 3 before anything runs
+    node_file = load_node_file(Path(config) if config else None)
+    name = node or slurm_node_name()
+    if os.environ.get(CONTROL_VARS_ENV):
+        # Under `validate --engine slurm --inventory`: the inventory's vars for this node, over the node file's.
+        from .validate.slurm import apply_control_vars
+
+        apply_control_vars(node_file, name)
+    ctx = node_context(node_file, name)
+    # $ACCELSTACK_RUNS first, as everywhere (set but blank is unset: runs_dir's rule); then the node file's folder
+    # (slurmd starts a health check in /, where a ./runs would land).
+    from_env = os.environ.get("ACCELSTACK_RUNS", "").strip()
+    base = None if from_env or not node_file.runs_dir else Path(node_file.runs_dir)
+    writer = RunWriter("node-check", base=runs_dir(base),
+                       meta={"node": name, "node_file": str(node_file.path), "tier": tier,
+                             "only": sorted(wanted) if wanted else None, "drain": bool(drain)})
+    reporter = Reporter(writer, json_lines=json_lines, total_hosts=1, title=f"node-check {name} ({tier})")
+    records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
+    code = reporter.finish()
+    prune_runs(writer.path.parent, "node-check", node_file.keep_runs, node=name)  # a check every few minutes adds up
+    reason = drain_reason(records) if drain else None
+    if reason is not None:
+        outcome = drain_node(name, reason)
+        if outcome.ok:
+            print(f"accelstack: drained {name}: {reason}", file=sys.stderr)
+        else:
+            print(f"accelstack: could not drain {name} ({outcome.message}); reason was: {reason}", file=sys.stderr)
+    return code
 
 
 def slurm_node_name(environ: Mapping[str, str] | None = None) -> str:
