@@ -284,6 +284,21 @@ def test_elf_reader_maps_the_library_instead_of_reading_it_whole(tmp_path: Path)
         load_script("libraries").elf_dynamic_symbols(str(empty))
 
 
+def test_the_batch_collects_garbage_between_runs_only_where_torch_holds_device_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    batch = load_script("_batch")
+    collected = []
+    monkeypatch.setattr(batch.gc, "collect", lambda: collected.append(1))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    batch.release_devices()  # a health batch: vendor tools and files, no device memory to give back
+    assert collected == []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())  # torch without an accelerator API
+    batch.release_devices()
+    assert collected == [1]
+
+
 def test_interface_syntax_and_visible_device_lists() -> None:
     env = load_script("env")
     names = ["eth0", "eth1", "ib0", "lo"]
