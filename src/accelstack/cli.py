@@ -73,10 +73,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         # node-check runs on every node every few minutes (Slurm's HealthCheckProgram): a plain node-check line is
         # run here without invoke, fabric or paramiko (a tenth of a CPU-second or more of every run), with the
         # task's boundary; help, anything unusual on the line and any invoke configuration go through invoke.
-        from .errors import exit_code_of
-        from .nodecheck import node_check
+        from .tasks.direct import exit_code_of, node_check_command
 
-        raise SystemExit(exit_code_of(node_check, json_lines=bool(direct.pop("json", False)), **direct))
+        raise SystemExit(exit_code_of(node_check_command, **direct))
 
     from .tasks import build_collection, modules_for
     from .tasks.program import program_for

@@ -8,10 +8,6 @@ what to do about it. ``invoke.Exit`` is raised only at the task boundary, from :
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from typing import Any
-
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_ERROR = 2
@@ -99,19 +95,3 @@ class CommandFailed(HostError):
         self.exit_status = exit_status
         self.stdout = stdout
         self.stderr = stderr
-
-
-def exit_code_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
-    """The task boundary: run a task's call and give the process's exit code, its integer result (0 otherwise),
-    or, for an :class:`AccelstackError`, the error's code with its one line on stderr; Ctrl-C is 130 and says the
-    finished records are kept. Shared by invoke's tasks (``tasks.common.boundary``) and the console script's plain
-    ``node-check`` line, which runs without invoke (``cli``)."""
-    try:
-        code = call(*args, **kwargs)
-    except AccelstackError as err:
-        print(f"accelstack: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print("accelstack: interrupted; finished records are in the run folder", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return code if isinstance(code, int) else EXIT_OK

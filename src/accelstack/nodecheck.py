@@ -127,19 +127,17 @@ def _parse_node_stack(section: Any, path: Path) -> Stack:
 
 
 # The flags of `node-check`, by parameter name: True for one that takes a value. The invoke task
-# (accelstack.tasks.nodecheck) declares the same parameters (a test holds the two together), and the console
-# script parses a plain `accelstack node-check ...` line with this table without loading invoke (cli.py).
+# (accelstack.tasks.nodecheck) and its invoke-free command (tasks.direct) declare the same parameters (a test holds
+# them together), and the console script parses a plain `accelstack node-check ...` line with this table (cli.py).
 NODE_CHECK_FLAGS: dict[str, bool] = {"tier": True, "only": True, "json": False, "drain": False, "config": True,
                                      "node": True}
 
 
 def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_lines: bool = False,
-               drain: bool = False, config: str | None = None, node: str | None = None) -> int:
+               drain: bool = False, config: str | None = None, node: str | None = None) -> NodeCheckResult:
     """``accelstack node-check``: check the flags and the node file (a problem is a ConfigError, exit 3, before
     anything runs), run the tier's checks here, write and show the records, keep the newest runs, drain on a
-    fail when asked. Returns the exit code (0 pass/warn/skip, 1 a fail, 2 an error)."""
-    import sys
-
+    fail when asked. Returns the records, the exit code (0 pass/warn/skip, 1 a fail, 2 an error) and the drain."""
     from .results.output import Reporter
     from .results.records import RunWriter, prune_runs, runs_dir
     from .validate.registry import load_registry, select
@@ -168,13 +166,7 @@ def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_l
     code = reporter.finish()
     prune_runs(writer.path.parent, "node-check", node_file.keep_runs, node=name)  # a check every few minutes adds up
     reason = drain_reason(records) if drain else None
-    if reason is not None:
-        outcome = drain_node(name, reason)
-        if outcome.ok:
-            print(f"accelstack: drained {name}: {reason}", file=sys.stderr)
-        else:
-            print(f"accelstack: could not drain {name} ({outcome.message}); reason was: {reason}", file=sys.stderr)
-    return code
+    return NodeCheckResult(records, code, drain_node(name, reason) if reason is not None else None)
 
 
 def slurm_node_name(environ: Mapping[str, str] | None = None) -> str:
@@ -248,6 +240,15 @@ class DrainOutcome:
     command: list[str]
     ok: bool
     message: str = ""
+
+
+@dataclass
+class NodeCheckResult:
+    """One node-check run: its records, its exit code and the drain it asked for (None: no drain asked)."""
+
+    records: list[Record]
+    code: int
+    drain: DrainOutcome | None = None
 
 
 def drain_command(node: str, reason: str) -> list[str]:

@@ -40,9 +40,10 @@ from invoke.parser.parser import ParseMachine
 from invoke.program import Program
 from invoke.tasks import Task
 
-from ..errors import EXIT_BAD_INPUT, ConfigError, StackError, exit_code_of
+from ..errors import EXIT_BAD_INPUT, ConfigError, StackError
 from ..values import SECONDS, Number
 from ..values import only_checks as only_checks  # the tasks' --only, parsed where node-check can reach it
+from .direct import exit_code_of
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -389,7 +390,7 @@ def quiet_paramiko() -> None:
 
 def boundary(func: F) -> F:
     """Run a task body; map its integer result or an AccelstackError to the process exit code
-    (:func:`accelstack.errors.exit_code_of`, which the console script's invoke-free node-check shares)."""
+    (:func:`accelstack.tasks.direct.exit_code_of`, which the console script's invoke-free node-check shares)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -28,9 +28,9 @@ def node_check(c: Any, tier: str = "health", only: str | None = None, json: bool
     The default tier, health, reads vendor tools and files only (no torch, no device context): Slurm's
     HealthCheckProgram, beside running jobs. --tier quick adds torch and the communication library: a job prolog
     (PrologFlags=Alloc). --drain drains the node on a fail (never on an error or a skip)."""
-    from ..nodecheck import node_check as run
+    from .direct import node_check_command
 
-    return run(tier=tier, only=only, json_lines=json, drain=drain, config=config, node=node)
+    return node_check_command(tier=tier, only=only, json=json, drain=drain, config=config, node=node)
 
 
 @task(help={"spec": "the step's JSON (deadline, run tag, node addresses), written by validate --engine slurm",
