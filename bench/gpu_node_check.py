@@ -227,6 +227,9 @@ def main() -> int:
         f"repo {REPO}; {os.cpu_count()} CPU(s)")
 
     sys.path.insert(0, str(REPO / "src"))
+    sys.path.insert(0, str(REPO / "bench"))
+    from _node_cpu import SPLIT, split_parts
+
     base_env: dict[str, str] = dict(os.environ)
     if args.tiny:
         from accelstack.lab.simulated.gpu_node import make_gpu_node
@@ -312,6 +315,14 @@ def main() -> int:
     say(f"    one health run calls nvidia-smi {len(smi_calls)} time(s): " + "; ".join(smi_calls))
     log_lines.append(json.dumps({"label": "nvidia-smi calls of one health run", "calls": smi_calls}))
     tier("health", ["--tier", "health"], 1 if args.tiny else 3, 60, env)
+    split = run([py, "-c", SPLIT, "node-check", *check[4:], "--tier", "health"], timeout=60, env=env)
+    if split is not None:
+        parts = split_parts(split.stderr)
+        say("    where one health run's CPU goes: " + ", ".join(
+            f"{label} {parts.get(key, 0.0):.2f} s" for key, label in (
+                ("own", "node-check's own process"), ("batch", "the health batch (its nvidia-smi reads too)"),
+                ("probe", "versions' probe"), ("other", "other commands"))))
+        log_lines.append(json.dumps({"label": "CPU of one health run by process", **parts}))
     if not args.tiny:
         tier("quick", ["--tier", "quick"], 2, 90, env)
 

@@ -34,7 +34,6 @@ shells, pythons and tools). Medians of ``--repeat``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -48,38 +47,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from _node_cpu import SPLIT, split_parts  # noqa: E402
+
 from accelstack.lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
 
 # The health tier's checks each in an interpreter of its own: the run as it was before they shared one.
 ONE_BY_ONE = ("import sys; import accelstack.validate.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
               "from accelstack.cli import entry; sys.argv = ['accelstack'] + sys.argv[1:]; entry()")
-# One node-check run, its CPU split by process: its own (RUSAGE_SELF) and each command it runs (the children's
-# time around each LocalTransport.run), printed as JSON on stderr's last line.
-SPLIT = r"""
-import json, resource, sys
-from accelstack.transport import connection
-parts = {}
-run = connection.LocalTransport.run
-def children():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-def timed(self, command, **kwargs):
-    before = children()
-    try:
-        return run(self, command, **kwargs)
-    finally:
-        kind = ("batch" if "_batch.py" in command else "probe" if "accelstack-probe" in command else "other")
-        parts[kind] = parts.get(kind, 0.0) + children() - before
-connection.LocalTransport.run = timed
-from accelstack.cli import main
-try:
-    main(["accelstack"] + sys.argv[1:])
-except SystemExit:
-    pass
-own = resource.getrusage(resource.RUSAGE_SELF)
-parts["own"] = own.ru_utime + own.ru_stime
-print(json.dumps(parts), file=sys.stderr)
-"""
 NHC_STYLE = ("nvidia-smi -q -x | grep -c '<gpu id' >/dev/null; nvidia-smi -q -x | grep -q '<current_ecc>Enabled'; "
              "nvidia-smi nvlink -s | grep -c inactive >/dev/null; dmesg | grep -c 'NVRM: Xid' >/dev/null; "
              "cat /sys/bus/pci/devices/*/numa_node >/dev/null 2>&1; cat /proc/meminfo >/dev/null; exit 0")
@@ -184,8 +158,8 @@ def main() -> int:
         row("accelstack node-check --tier health (default)", node_check,
             note=f"target <= 2 s, <= 1 CPU-s; {len(smi_calls)} nvidia-smi call(s): "
                  + ", ".join(c.split(" ", 1)[1][:24] for c in smi_calls))
-        splits = [json.loads(measured([*driver, py, "-c", SPLIT, "node-check", *flags], env)[3]
-                             .strip().splitlines()[-1]) for _ in range(repeat)]
+        splits = [split_parts(measured([*driver, py, "-c", SPLIT, "node-check", *flags], env)[3])
+                  for _ in range(repeat)]
         parts = {k: statistics.median(s.get(k, 0.0) for s in splits) for k in ("own", "batch", "probe", "other")}
         smi_cpu = median_of(repeat, ["/bin/sh", "-c", "nvidia-smi -q -x >/dev/null"], env)[1]
         in_batch = len([c for c in smi_calls if "--query-gpu" not in c])  # the probe's is a --query-gpu
