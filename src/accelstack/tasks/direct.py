@@ -10,9 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import EXIT_OK, AccelstackError
-
-EXIT_INTERRUPTED = 130
+from ..errors import EXIT_INTERRUPTED, EXIT_OK, AccelstackError
 
 
 def exit_code_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
