@@ -498,3 +498,15 @@ def test_a_driver_file_without_a_version_still_asks_nvidia_smi(tmp_path: Path) -
 def test_an_unknown_probe_scope_is_refused() -> None:
     with pytest.raises(ValueError, match="scope 'everything'"):
         probe_argv(ProbeOptions(scope="everything"))
+
+
+@pytest.mark.parametrize("shell", [("dash",), ("bash",), ("bash", "--posix"), ("busybox", "sh")])
+def test_the_components_scope_reads_the_same_under_every_posix_shell(shell: tuple[str, ...]) -> None:
+    assert shutil.which(shell[0]), f"{shell[0]} is not installed (.ci/run installs it)"
+    options = ProbeOptions(python=sys.executable, scope="components")
+    result = subprocess.run(probe_argv(options, shell=shell), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    facts = parse_probe_output(result.stdout)
+    assert facts.probe_errors == [], facts.probe_errors
+    whole = parse_probe_output(run_probe(ProbeOptions(python=sys.executable)))
+    assert dict(facts.components()) == dict(whole.components())
