@@ -8,16 +8,18 @@ compute mode, persistence mode or clock, and never resets anything.
     python3 bench/gpu_node_check.py              # on the GPU machine; the log and each run's records go to $OUT
     python bench/gpu_node_check.py --tiny        # the CI smoke test: the same steps on a simulated GPU node
 
-Steps: (1) find a python whose torch sees the GPU (``python3``, ``/opt/*/.venv``, ``/opt/*/venv``); (2) make sure
-accelstack's own dependencies import (on the lent H100/H200 image invoke, fabric and paramiko are missing: wheels
-in ``.whl/`` are installed into a folder under /tmp with ``pip --no-index``; see the README's "node-check on a real
-GPU"); (3) render the node file ``inv provision`` would write (the shipped ``nvidia-cuda13.0`` stack, this node's GPU
-count and SKU, the torch python); (4) ``node-check --tier health`` three times and ``--tier quick`` twice, wall and
-CPU (the command and everything it starts) with each run's verdicts; (5) a torch process allocates all but about
-400 MB of every GPU, then ``node-check --tier health --drain`` and ``--tier quick --drain`` run beside it, with a
-stand-in ``scontrol`` that only writes down what it is asked: the verdicts, the exit codes and whether a drain was
-asked for (``versions`` left out there: the image's torch is not the shipped stack's pin, a fail that has nothing to
-do with the job); (6) the holder is stopped.
+Steps: (1) find a python whose torch sees the GPU (``python3``, ``/opt/*/.venv``, ``/opt/*/venv``) and read what is
+installed: its torch, ``torch.version.cuda``, ``torch.cuda.nccl.version()``, its python and venv, the driver
+``nvidia-smi`` reports and ``/usr/local/cuda/version.json``; (2) make sure accelstack's own dependencies import (on
+the lent H100/H200 image invoke, fabric and paramiko are missing: wheels in ``.whl/`` are installed into a folder
+under /tmp with ``pip --no-index``; see the README's "node-check on a real GPU"), and compile accelstack and them to
+bytecode, as pip leaves an installed package; (3) render the node file ``inv provision`` would write for a stack
+that pins exactly what step 1 read (so a healthy node is all green: the shipped stack's venv is not on this image),
+this node's GPU count and SKU; (4) ``node-check --tier health`` three times and ``--tier quick`` twice, wall and CPU
+(the command and everything it starts) with each run's verdicts and how many times ``nvidia-smi`` ran; (5) a torch
+process allocates all but about 400 MB of every GPU, then ``node-check --tier health --drain`` and ``--tier quick
+--drain`` (every check, versions too) run beside it, with a stand-in ``scontrol`` that only writes down what it is
+asked: the verdicts, the exit codes and whether a drain was asked for; (6) the holder is stopped.
 """
 
 from __future__ import annotations
@@ -34,11 +36,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEPS = ("invoke", "fabric", "paramiko", "yaml", "jinja2", "rich", "packaging")
 HOLD_MB = 400
-BESIDE_HEALTH = "devices,env,hccn,health,libraries,topology"
+STACK_NAME = "this-gpu-node"
+# What the torch python reports about itself and its torch (one torch import; no CUDA context is made).
+READ_TORCH = r"""
+import json, sys
+import torch
+try:
+    nccl = torch.cuda.nccl.version()
+except Exception:
+    nccl = None
+print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable, "prefix": sys.prefix,
+                  "torch": torch.__version__, "torch_cuda": torch.version.cuda, "nccl": nccl,
+                  "cuda_available": torch.cuda.is_available(), "devices": torch.cuda.device_count()}))
+"""
 BUDGET_S = 225.0  # every step's limit is cut to what is left of this: the whole run stays under 4 minutes
 HOLDER = r"""
 import sys, time, torch
@@ -75,15 +90,62 @@ def run(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
         return None
 
 
-def torch_python(candidates: list[str]) -> tuple[str | None, str]:
-    probe = "import torch; print(torch.__version__, torch.cuda.is_available(), torch.cuda.device_count())"
+def torch_python(candidates: list[str]) -> tuple[str | None, dict[str, Any]]:
+    """The first python whose torch sees a GPU, and what it reports (:data:`READ_TORCH`)."""
     for cand in candidates:
         if not cand or not (shutil.which(cand) or os.path.exists(cand)):
             continue
-        proc = run([cand, "-c", probe], timeout=90)
-        if proc is not None and proc.returncode == 0 and " True " in f" {proc.stdout.strip()} ":
-            return cand, proc.stdout.strip()
-    return None, ""
+        proc = run([cand, "-c", READ_TORCH], timeout=90)
+        if proc is None or proc.returncode != 0:
+            continue
+        try:
+            found = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            continue
+        if found.get("cuda_available"):
+            return cand, found
+    return None, {}
+
+
+def nccl_text(version: Any) -> str | None:
+    """``torch.cuda.nccl.version()`` as a version: a tuple (2, 28, 9) in recent torch, NCCL_VERSION_CODE (22809)
+    in older ones."""
+    if isinstance(version, (list, tuple)) and version:
+        return ".".join(str(part) for part in version)
+    if isinstance(version, int) and version > 0:
+        major, rest = divmod(version, 10000) if version >= 10000 else divmod(version, 1000)
+        minor, patch = divmod(rest, 100)
+        return f"{major}.{minor}.{patch}"
+    return None
+
+
+def installed_stack(found: dict[str, Any], *, driver: str | None, cuda: str | None, sku: str,
+                    name: str = STACK_NAME) -> str:
+    """A stack file (YAML) that pins what this node has: ``found`` from :data:`READ_TORCH`, the driver nvidia-smi
+    reports, the CUDA toolkit's version (``/usr/local/cuda/version.json``). A component nothing was found for is
+    left out (the stack is then refused, exit 3, naming it: nothing here makes a pin up)."""
+    import yaml
+
+    parts = [int(p) for p in found["python"].split(".")[:2]]
+    components = {"python": f"{parts[0]}.{parts[1]}", "torch": found.get("torch"),
+                  "torch_cuda": found.get("torch_cuda"), "nvidia_driver": driver,
+                  "cuda": ".".join(cuda.split(".")[:2]) if cuda else None, "nccl": nccl_text(found.get("nccl"))}
+    stack: dict[str, Any] = {
+        "name": name, "vendor": "nvidia", "backend": "nccl",
+        "description": f"what this GPU node has installed, read by bench/gpu_node_check.py ({found['executable']})",
+        "components": {key: str(value) for key, value in components.items() if value},
+        "paths": {"cuda": "/usr/local/cuda", "venv": found["prefix"], "python": found["executable"]},
+        "devices": [sku], "env": {"NCCL_DEBUG": "WARN"}}
+    if driver and driver.split(".")[0].isdigit():
+        stack["nvidia_driver_branch"] = f"R{driver.split('.')[0]}"
+    return yaml.safe_dump(stack, sort_keys=False)
+
+
+def cuda_toolkit_version(path: Path = Path("/usr/local/cuda/version.json")) -> str | None:
+    try:
+        return str(json.loads(path.read_text())["cuda"]["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def accelstack_env(python: str, work: Path) -> tuple[dict[str, str] | None, str]:
@@ -93,6 +155,7 @@ def accelstack_env(python: str, work: Path) -> tuple[dict[str, str] | None, str]
     check = [python, "-c", "import " + ", ".join(DEPS)]
     proc = run(check, timeout=60, env=env)
     if proc is not None and proc.returncode == 0:
+        compile_bytecode(python, [REPO / "src" / "accelstack"])
         return env, "accelstack's dependencies import"
     wheels = sorted(glob.glob(os.path.join(os.environ.get("ACCELSTACK_WHEELS") or str(REPO / ".whl"), "*.whl")))
     if not wheels:
@@ -107,7 +170,14 @@ def accelstack_env(python: str, work: Path) -> tuple[dict[str, str] | None, str]
     proc = run(check, timeout=60, env=env)
     if proc is None or proc.returncode != 0:
         return None, f"still missing after installing {len(wheels)} wheel(s): {(proc.stderr if proc else '')[-300:]}"
+    compile_bytecode(python, [REPO / "src" / "accelstack", site])
     return env, f"{len(wheels)} wheel(s) from .whl/ installed into {site}"
+
+
+def compile_bytecode(python: str, folders: list[Path]) -> None:
+    """Bytecode for accelstack (and the wheels installed for it), as pip leaves an installed package: without it,
+    and with PYTHONDONTWRITEBYTECODE set, every run compiles every module it imports from source."""
+    run([python, "-m", "compileall", "-q", *map(str, folders)], timeout=120)
 
 
 def measured(argv: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, int, str]:
@@ -120,6 +190,22 @@ def measured(argv: list[str], env: dict[str, str], timeout: float) -> tuple[floa
     if proc is None:
         return wall, cpu, -1, ""
     return wall, cpu, proc.returncode, proc.stdout
+
+
+def count_smi_calls(argv: list[str], env: dict[str, str], work: Path) -> list[str]:
+    """The nvidia-smi calls of one (untimed) run: a wrapper first on PATH writes each down, then runs the tool."""
+    real = shutil.which("nvidia-smi", path=env.get("PATH"))
+    if real is None:
+        return []
+    bindir = work / "count-bin"
+    bindir.mkdir(exist_ok=True)
+    calls = work / "nvidia-smi-calls"
+    calls.unlink(missing_ok=True)
+    wrapper = bindir / "nvidia-smi"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    measured(argv, {**env, "PATH": f"{bindir}{os.pathsep}{env.get('PATH', '')}"}, 60)
+    return calls.read_text().splitlines() if calls.exists() else []
 
 
 def verdicts(stdout: str) -> list[str]:
@@ -141,21 +227,26 @@ def main() -> int:
         f"repo {REPO}; {os.cpu_count()} CPU(s)")
 
     sys.path.insert(0, str(REPO / "src"))
+    sys.path.insert(0, str(REPO / "bench"))
+    from _node_cpu import SPLIT, split_parts
+
     base_env: dict[str, str] = dict(os.environ)
     if args.tiny:
         from accelstack.lab.simulated.gpu_node import make_gpu_node
 
         node = make_gpu_node(work / "sim", count=2)
         base_env = node.env()
-        py, torch_text = sys.executable, "the CPU torch of this python (the simulated node has no CUDA)"
+        py, torch_text, found = sys.executable, "the CPU torch of this python (the simulated node has no CUDA)", {}
     else:
         candidates = [sys.executable, "python3", *sorted(glob.glob("/opt/*/.venv/bin/python3")),
                       *sorted(glob.glob("/opt/*/venv/bin/python3")), "/usr/bin/python3"]
-        found, torch_text = torch_python(candidates)
-        if found is None:
+        chosen, found = torch_python(candidates)
+        if chosen is None:
             say("no python here imports a torch that sees a GPU: nothing to measure")
             return 3
-        py = found
+        py = chosen
+        torch_text = (f"python {found['python']} in {found['prefix']}, torch {found['torch']}, CUDA "
+                      f"{found['torch_cuda']}, NCCL {nccl_text(found.get('nccl'))}, {found['devices']} GPU(s)")
     say(f"[1] torch python: {py} ({torch_text})")
     env, how = accelstack_env(py, work)
     if env is None:
@@ -167,7 +258,7 @@ def main() -> int:
             env[key] = base_env[key]
     say(f"[2] {how}")
 
-    smi = run(["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,compute_mode",
+    smi = run(["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,compute_mode,driver_version",
                "--format=csv,noheader,nounits"], timeout=30, env=env)
     rows = [r.split(", ") for r in (smi.stdout.strip().splitlines() if smi and smi.returncode == 0 else [])]
     if not rows:
@@ -181,7 +272,17 @@ def main() -> int:
 
     env_file = work / "accelstack.sh"
     env_file.write_text("# node-check's env file on this node: nothing to export for the check\n")
-    node_file = render_node_file(work / "node.yml", stack="nvidia-cuda13.0", node="gpu01",
+    if args.tiny:  # this python's torch is a CPU build: the simulated node keeps the shipped stack
+        stack, about = "nvidia-cuda13.0", "the shipped nvidia-cuda13.0 (--tiny: no CUDA torch here to pin)"
+    else:
+        (work / "stacks").mkdir()
+        stack_file = work / "stacks" / f"{STACK_NAME}.yml"
+        stack_file.write_text(installed_stack(found, driver=rows[0][5] if len(rows[0]) > 5 else None,
+                                              cuda=cuda_toolkit_version(), sku=sku))
+        stack, about = str(stack_file), "pinning what step 1 read: " + " ".join(
+            line.strip() for line in stack_file.read_text().split("components:", 1)[1].split("paths:", 1)[0]
+            .splitlines() if line.strip())
+    node_file = render_node_file(work / "node.yml", stack=stack, node="gpu01",
                                  values={"expect_devices": len(rows), "accelerator": sku, "stack_python": py},
                                  env_file=env_file, runs_dir=work / "runs")
     env["ACCELSTACK_RUNS"] = str(work / "runs")
@@ -191,7 +292,7 @@ def main() -> int:
     (bindir / "scontrol").write_text(f'#!/bin/sh\necho "scontrol $*" >> {calls}\n')
     (bindir / "scontrol").chmod(0o755)
     check = [py, "-m", "accelstack", "node-check", "--config", str(node_file), "--node", "gpu01", "--json"]
-    say(f"    node file {node_file} (stack nvidia-cuda13.0 as shipped: versions.* judge this image against it)")
+    say(f"    node file {node_file}, stack {about}")
     log_lines: list[str] = []
 
     def tier(label: str, extra: list[str], times: int, limit: float, run_env: dict[str, str]) -> None:
@@ -210,7 +311,18 @@ def main() -> int:
             (out_dir / ("_".join(w for w in label.split() if not w.startswith("-")) + ".jsonl")).write_text(last[0])
 
     say("[4] idle node")
+    smi_calls = count_smi_calls(check + ["--tier", "health"], env, work)
+    say(f"    one health run calls nvidia-smi {len(smi_calls)} time(s): " + "; ".join(smi_calls))
+    log_lines.append(json.dumps({"label": "nvidia-smi calls of one health run", "calls": smi_calls}))
     tier("health", ["--tier", "health"], 1 if args.tiny else 3, 60, env)
+    split = run([py, "-c", SPLIT, "node-check", *check[4:], "--tier", "health"], timeout=60, env=env)
+    if split is not None:
+        parts = split_parts(split.stderr)
+        say("    where one health run's CPU goes: " + ", ".join(
+            f"{label} {parts.get(key, 0.0):.2f} s" for key, label in (
+                ("own", "node-check's own process"), ("batch", "the health batch (its nvidia-smi reads too)"),
+                ("probe", "versions' probe"), ("other", "other commands"))))
+        log_lines.append(json.dumps({"label": "CPU of one health run by process", **parts}))
     if not args.tiny:
         tier("quick", ["--tier", "quick"], 2, 90, env)
 
@@ -238,13 +350,8 @@ def main() -> int:
         apps = run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
                    timeout=30, env=env)
         say("    processes it lists: " + ((apps.stdout.strip().replace("\n", "; ") or "none") if apps else "no answer"))
-        # versions.* judge this image against the shipped stack (its torch is not the pin): a fail there would ask
-        # for a drain that has nothing to do with the job beside the check, so the drain runs leave it out.
-        say("    (the --drain runs leave out versions: this image's torch is not the shipped stack's pin)")
-        tier("beside-a-job health --drain", ["--tier", "health", "--drain", "--only", BESIDE_HEALTH], 1, 60,
-             drain_env)
-        tier("beside-a-job quick --drain", ["--tier", "quick", "--drain", "--only",
-                                            f"{BESIDE_HEALTH},torch_devices,collective_init"], 1, 90, drain_env)
+        tier("beside-a-job health --drain", ["--tier", "health", "--drain"], 1, 60, drain_env)
+        tier("beside-a-job quick --drain", ["--tier", "quick", "--drain"], 1, 90, drain_env)
     finally:
         if holder is not None:
             holder.terminate()

@@ -426,3 +426,87 @@ def test_ip_that_lists_links_but_no_addresses_falls_back_to_sys_class_net(tmp_pa
     facts = parse_probe_output(run_probe(ProbeOptions(python="python3"), env=env))
     lo = next(i for i in facts.interfaces if i.name == "lo")
     assert any(a.address == "127.0.0.1" for a in lo.addresses)
+
+
+# ----- the components scope: what the versions check reads, every health check -----------------------------------
+
+NVIDIA_PROC = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  (dvs-builder@U16)\n"
+SMI_ROW = "0, NVIDIA H100 80GB HBM3, GPU-0f4c, 00000000:18:00.0, {version}, 81559, 0, 31, 0"
+
+
+def counted_tools(tmp_path: Path, smi_version: str = "580.65.06") -> tuple[dict[str, str], Path]:
+    """A PATH whose nvidia-smi, npu-smi and ip write down each call (to ``calls``) before answering."""
+    calls = tmp_path / "calls"
+    note = f'echo "${{0##*/}} $*" >> {calls}\n'
+    env = path_with(tmp_path, {
+        "nvidia-smi": note + f"echo '{SMI_ROW.format(version=smi_version)}'\n",
+        "npu-smi": note + "exit 1\n",
+        "ip": note + "echo '[]'\n",
+        "nvcc": "echo 'Cuda compilation tools, release 13.0, V13.0.88'\n",
+    })
+    env["PATH"] += ":/usr/bin:/bin"  # cat, which reads the driver's file, as on any host
+    return env, calls
+
+
+def probe_with_driver_file(options: ProbeOptions, env: dict[str, str], version: str | None) -> str:
+    """The probe with a loaded driver's /proc/driver/nvidia/version (``version``; None: no such file, as on this
+    machine), made as a GPU node has it: a tmpfs over /proc/driver in a mount namespace of the probe's own."""
+    if version is None:
+        return run_probe(options, env=env)
+    tools = [shutil.which(name) for name in ("unshare", "mount", "mkdir")]
+    if os.geteuid() != 0 or not all(tools):
+        pytest.skip("a driver file under /proc needs root, unshare and mount (a mount namespace)")
+    unshare, mount, mkdir = tools
+    setup = (f'{mount} -t tmpfs accelstack-test /proc/driver && {mkdir} /proc/driver/nvidia && '
+             'printf %s "$1" > /proc/driver/nvidia/version && exec /bin/sh -c "$0"')
+    result = subprocess.run([str(unshare), "-m", "--propagation", "private", "/bin/sh", "-c", setup,
+                             probe_command(options), NVIDIA_PROC.format(version=version)],
+                            capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("driver_file", [None, "580.65.06", "580.159.04"])
+def test_the_components_scope_reads_the_same_versions_as_the_whole_probe(tmp_path: Path,
+                                                                           driver_file: str | None) -> None:
+    env, calls = counted_tools(tmp_path)
+    scopes = {}
+    for scope in ("host", "components"):
+        calls.unlink(missing_ok=True)
+        options = ProbeOptions(python=sys.executable, disk_paths=["/"], scope=scope)
+        facts = parse_probe_output(probe_with_driver_file(options, env, driver_file))
+        made = calls.read_text().splitlines() if calls.exists() else []
+        scopes[scope] = (facts, made)
+    host, components = scopes["host"][0], scopes["components"][0]
+    assert dict(components.components()) == dict(host.components())
+    assert components.components().details == host.components().details
+    assert host.nvidia is not None and host.nvidia.driver_version == (driver_file or "580.65.06")
+    assert [c.split()[0] for c in scopes["host"][1]] == ["ip", "nvidia-smi", "npu-smi"]
+    # The components scope: no network, free space, PCI or npu-smi reads; nvidia-smi only without the file.
+    assert [c.split()[0] for c in scopes["components"][1]] == ([] if driver_file else ["nvidia-smi"])
+    assert components.interfaces == [] and components.disk_free == {} and components.hostname is None
+
+
+def test_a_driver_file_without_a_version_still_asks_nvidia_smi(tmp_path: Path) -> None:
+    env, calls = counted_tools(tmp_path, smi_version="580.95.05")
+    facts = parse_probe_output(probe_with_driver_file(ProbeOptions(python=sys.executable, scope="components"),
+                                                      env, "unknown"))
+    assert facts.nvidia is not None and facts.nvidia.driver_version == "580.95.05"
+    assert calls.read_text().split()[0] == "nvidia-smi"
+
+
+def test_an_unknown_probe_scope_is_refused() -> None:
+    with pytest.raises(ValueError, match="scope 'everything'"):
+        probe_argv(ProbeOptions(scope="everything"))
+
+
+@pytest.mark.parametrize("shell", [("dash",), ("bash",), ("bash", "--posix"), ("busybox", "sh")])
+def test_the_components_scope_reads_the_same_under_every_posix_shell(shell: tuple[str, ...]) -> None:
+    assert shutil.which(shell[0]), f"{shell[0]} is not installed (.ci/run installs it)"
+    options = ProbeOptions(python=sys.executable, scope="components")
+    result = subprocess.run(probe_argv(options, shell=shell), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    facts = parse_probe_output(result.stdout)
+    assert facts.probe_errors == [], facts.probe_errors
+    whole = parse_probe_output(run_probe(ProbeOptions(python=sys.executable)))
+    assert dict(facts.components()) == dict(whole.components())

@@ -73,6 +73,47 @@ def test_a_node_file_with_an_unknown_field_is_refused_with_its_line(tmp_path: Pa
         load_node_file(path)
 
 
+@pytest.mark.parametrize(("field", "value", "kind"), [("node", "[x]", "a list"), ("node", "{a: 1}", "a mapping"),
+                                                    ("stack_python", "[python3]", "a list"),
+                                                    ("runs_dir", "true", "a boolean")])
+def test_a_node_file_field_that_is_not_one_name_is_refused_with_its_line(tmp_path: Path, field: str, value: str,
+                                                                        kind: str) -> None:
+    # `node: [x]` was taken as the node name "['x']": the drain would have named a node Slurm does not have.
+    path = rendered_node_file(tmp_path)
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith(f"{field}:"))
+    path.write_text(text + f"\n{field}: {value}\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(ConfigError) as info:
+        load_node_file(path)
+    assert str(info.value).startswith(f"{path}:{line}: '{field}' must be a single name or path, not {kind}"), \
+        str(info.value)
+    proc = node_check("--config", str(path), tmp_path=tmp_path)
+    assert proc.returncode == 3 and f"{path}:{line}:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_number_as_the_node_name_is_that_name(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path)
+    path.write_text(path.read_text().replace('node: "node1"', "node: 1001"))
+    assert load_node_file(path).node == "1001"
+
+
+def test_a_blank_accelstack_runs_is_unset_and_the_node_files_folder_is_used(tmp_path: Path) -> None:
+    """Blank means unset, as runs_dir() reads it everywhere: the records go to the node file's runs_dir, not to a
+    ./runs in the folder node-check started in (slurmd starts it in /)."""
+    node_runs = tmp_path / "node-runs"
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_runs_dir=str(node_runs))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "accelstack", "node-check", "--config", str(path), "--only",
+                           "torch_devices", "--json"], cwd=cwd, env={**os.environ, "ACCELSTACK_RUNS": " \t"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    run_id = lines(proc)[0]["run_id"]
+    assert (node_runs / run_id / "results.jsonl").is_file()
+    assert list(cwd.iterdir()) == []
+
+
 def test_the_drain_reason_names_the_first_failed_check_on_one_line_and_is_cut() -> None:
     records = [Record("n", "devices", "error", "torch missing"),
                Record("n", "env", "fail", "GLOO_SOCKET_IFNAME=eth9\nnames no interface " + "x" * 300),
@@ -223,3 +264,90 @@ def test_slurm_engine_parsers_sort_usable_nodes_and_labelled_records() -> None:
     items, other = parse_step_output(out)
     assert items == [record, record]
     assert other == ["0: Traceback (most recent call last):", "2: {not json"]
+
+
+# ----- the console script's invoke-free node-check --------------------------------------------------------------
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["node-check"], {}),
+    (["node-check", "--json", "--drain", "--tier", "quick", "--only=devices,env", "--config", "/x.yml",
+      "--node=n1"], {"json": True, "drain": True, "tier": "quick", "only": "devices,env", "config": "/x.yml",
+                     "node": "n1"}),
+    (["node-check", "--help"], None),
+    (["node-check", "-h"], None),
+    (["node-check", "--tier"], None),  # a missing value: invoke says so
+    (["node-check", "--tier", "--json"], None),
+    (["node-check", "--only="], None),
+    (["node-check", "--json=yes"], None),
+    (["node-check", "--tier", "quick", "--tier", "health"], None),
+    (["node-check", "--colour", "blue"], None),
+    (["node-check", "stray"], None),
+    (["--echo", "node-check"], None),
+    (["validate", "--json"], None),
+    (["node-collective", "--spec", "{}"], None),
+    ([], None),
+])
+def test_only_a_plain_node_check_line_skips_invoke(argv: list[str], expected: dict | None, tmp_path: Path) -> None:
+    from accelstack.cli import _direct_node_check
+
+    environ = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    assert _direct_node_check(["accelstack", *argv], environ) == expected
+
+
+def test_invoke_configuration_sends_node_check_through_invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where invoke has configuration to read, it reads and checks it (a broken file is exit 3 under `inv`):
+    node-check then goes through invoke too, so both programs still answer the same."""
+    from accelstack.cli import _direct_node_check
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # expanduser reads the process's HOME
+    line = ["accelstack", "node-check", "--json"]
+    assert _direct_node_check(line, {"HOME": str(tmp_path)}) == {"json": True}
+    assert _direct_node_check(line, {"HOME": str(tmp_path), "INVOKE_RUN_ECHO": "1"}) is None
+    (tmp_path / ".invoke.yaml").write_text("accelstack: [broken]\n")
+    assert _direct_node_check(line, {"HOME": str(tmp_path)}) is None
+
+
+def test_the_flag_table_is_the_tasks_signature_and_the_control_vars_name_is_slurms() -> None:
+    import inspect
+
+    from accelstack.nodecheck import CONTROL_VARS_ENV, NODE_CHECK_FLAGS
+    from accelstack.tasks.direct import node_check_command
+    from accelstack.tasks.nodecheck import node_check as task
+    from accelstack.validate.slurm import NODE_VARS_ENV
+
+    params = list(inspect.signature(task.body).parameters.values())[1:]  # after the invoke context
+    assert {p.name: not isinstance(p.default, bool) for p in params} == NODE_CHECK_FLAGS
+    direct = inspect.signature(node_check_command).parameters.values()
+    assert [(p.name, p.default) for p in direct] == [(p.name, p.default) for p in params]
+    assert CONTROL_VARS_ENV == NODE_VARS_ENV
+
+
+def test_a_plain_node_check_imports_no_invoke_fabric_nor_paramiko(tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python")
+    probe = ("import json, sys\nfrom accelstack.cli import main\ncode = None\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", probe, "accelstack", "node-check", "--config", str(path), "--json",
+                           "--only", "env,versions,libraries"], capture_output=True, text=True, cwd="/",
+                          env={**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "HOME": str(tmp_path)},
+                          timeout=300)
+    code, modules = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert code in (0, 1, 2) and lines(proc), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert {r["check"].split(".")[0] for r in lines(proc)} == {"env", "versions", "libraries"}
+    heavy = [m for m in modules if m.split(".")[0] in ("invoke", "fabric", "paramiko", "rich", "jinja2")]
+    assert not heavy, heavy
+    assert not {"accelstack.tasks.common", "accelstack.tasks.nodecheck", "accelstack.tasks.program"} & set(modules)
+
+
+@pytest.mark.parametrize("args", [["--tier", "full"], ["--only", "nope"], ["--only", ""], ["--tier"],
+                                  ["--colour", "blue"]])
+def test_bad_node_check_lines_say_the_same_under_both_programs(args: list[str], tmp_path: Path) -> None:
+    path = rendered_node_file(tmp_path)
+    outs = {}
+    for head in ([sys.executable, "-m", "accelstack"], [sys.executable, "-m", "invoke"]):
+        proc = subprocess.run([*head, "node-check", "--config", str(path), *args], capture_output=True, text=True,
+                              cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs")}, timeout=120)
+        assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+        outs[head[-1]] = proc.stderr
+    assert outs["accelstack"] == outs["invoke"]
+    assert not (tmp_path / "runs").exists()

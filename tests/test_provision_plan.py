@@ -309,6 +309,30 @@ def test_manifest_entries_are_checked() -> None:
                        "manifest.yml")
 
 
+def test_a_manifest_alias_bomb_or_bad_yaml_is_refused_at_its_line(tmp_path: Path) -> None:
+    """manifest.yml goes through the loader every other YAML input uses: an alias bomb is refused at its line in
+    well under a second (yaml.safe_load builds it, and the next walk over it never ends), bad YAML names its line."""
+    import time
+
+    from accelstack.provision.artifacts import ArtifactError, ArtifactRepository
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "manifest.yml").write_text("x0: &x0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"x{i + 1}: &x{i + 1} [{', '.join([f'*x{i}'] * 10)}]\n" for i in range(8)) + "artifacts: *x8\n")
+    began = time.monotonic()
+    with pytest.raises(ArtifactError) as bomb:
+        ArtifactRepository.open(str(repo))
+    assert time.monotonic() - began < 10
+    assert f"{repo}/manifest.yml:" in str(bomb.value) and "alias bomb" in str(bomb.value), str(bomb.value)
+    (repo / "manifest.yml").write_text("artifacts:\n  - file: a.run\n    size: 1: 2\n")
+    with pytest.raises(ArtifactError, match=r"manifest\.yml:3: invalid YAML"):
+        ArtifactRepository.open(str(repo))
+    (repo / "manifest.yml").write_bytes(b"artifacts: \xff\xfe\n")
+    with pytest.raises(ArtifactError, match="not UTF-8"):
+        ArtifactRepository.open(str(repo))
+
+
 def test_retry_failed_reads_the_newest_applying_run(tmp_path: Path) -> None:
     from accelstack.provision import failed_hosts_of_last_run
     from accelstack.results.records import Record, RunWriter

@@ -259,6 +259,48 @@ def test_elf_reader_finds_libc_symbols() -> None:
     assert "HcclCommInitRootInfoConfig" not in symbols
 
 
+def test_elf_reader_maps_the_library_instead_of_reading_it_whole(tmp_path: Path) -> None:
+    """The NCCL torch loads is a few hundred MB and the health check reads its symbols every few minutes: only the
+    headers and the symbol tables may be touched. libc with a 2 GiB (sparse) tail: the same symbols, and the
+    reader's memory stays far below the file's size (reading it whole took 2 GiB)."""
+    libc = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib64/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6")
+                if Path(p).exists())
+    big = tmp_path / "libbig.so"
+    shutil.copy(libc, big)
+    with open(big, "r+b") as handle:
+        handle.truncate(2 << 30)
+    # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's, the test runner's, across exec).
+    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); import libraries; "
+             "names = libraries.elf_dynamic_symbols(sys.argv[2]); "
+             "peak = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')); "
+             "print(json.dumps([sorted(names), peak]))")
+    proc = subprocess.run([sys.executable, "-c", probe, str(VALIDATORS), str(big)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names, max_rss_kib = json.loads(proc.stdout)
+    assert set(names) == load_script("libraries").elf_dynamic_symbols(libc)
+    assert max_rss_kib < 200 * 1024, max_rss_kib
+    empty = tmp_path / "libempty.so"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="is not an ELF file"):
+        load_script("libraries").elf_dynamic_symbols(str(empty))
+
+
+def test_the_batch_collects_garbage_between_runs_only_where_torch_holds_device_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    batch = load_script("_batch")
+    collected = []
+    monkeypatch.setattr(batch.gc, "collect", lambda: collected.append(1))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    batch.release_devices()  # a health batch: vendor tools and files, no device memory to give back
+    assert collected == []
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())  # torch without an accelerator API
+    batch.release_devices()
+    assert collected == [1]
+
+
 def test_interface_syntax_and_visible_device_lists() -> None:
     env = load_script("env")
     names = ["eth0", "eth1", "ib0", "lo"]

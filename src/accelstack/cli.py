@@ -1,35 +1,20 @@
-"""The ``accelstack`` console script: an invoke Program over the same collection as ``inv`` in a checkout."""
+"""The ``accelstack`` console script: an invoke Program over the same collection as ``inv`` in a checkout.
+
+A plain ``accelstack node-check ...`` line (what Slurm's HealthCheckProgram runs on every node every few minutes)
+is the one exception: it runs the node-check task's own call at the task's boundary without loading invoke
+(:func:`_direct_node_check`), with the same records, output and exit codes; anything else on such a line goes
+through invoke as ``inv node-check`` would."""
 
 from __future__ import annotations
 
 import gc
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from invoke import Collection, Program
-
-from . import __version__
-from .paths import project_root
-
-
-class AccelstackProgram(Program):
-    """Reads the project's ``invoke.yaml`` (beside ``tasks.py``) as ``inv`` in the checkout does.
-
-    invoke loads a project configuration file only for a collection it found on disk; a Program given its
-    namespace reads none, so ``accelstack.forks`` in the checkout's invoke.yaml would hold for ``inv`` alone.
-    """
-
-    def parse_collection(self) -> None:
-        super().parse_collection()
-        self.config.set_project_location(str(project_root()))
-        self.config.load_project()
-
-
-def program_for(namespace: Collection) -> AccelstackProgram:
-    return AccelstackProgram(namespace=namespace, version=__version__, name="accelstack", binary="accelstack")
-
+if TYPE_CHECKING:
+    from .tasks.program import AccelstackProgram
 
 _program: AccelstackProgram | None = None
 
@@ -40,6 +25,7 @@ def __getattr__(name: str) -> Any:
     if name == "program":
         if _program is None:
             from .tasks import ns
+            from .tasks.program import program_for
 
             _program = program_for(ns)
         return _program
@@ -81,9 +67,19 @@ def _first_task(args: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from .tasks import build_collection, modules_for
-
     args = list(sys.argv if argv is None else argv)
+    direct = _direct_node_check(args)
+    if direct is not None:
+        # node-check runs on every node every few minutes (Slurm's HealthCheckProgram): a plain node-check line is
+        # run here without invoke, fabric or paramiko (a tenth of a CPU-second or more of every run), with the
+        # task's boundary; help, anything unusual on the line and any invoke configuration go through invoke.
+        from .tasks.direct import exit_code_of, node_check_command
+
+        raise SystemExit(exit_code_of(node_check_command, **direct))
+
+    from .tasks import build_collection, modules_for
+    from .tasks.program import program_for
+
     if _first_task(args) == "diagnose":  # the diagnose task module (and rich with it) is imported only when named
         from .tasks.diagnose import spread_positional_logs
 
@@ -96,3 +92,54 @@ def main(argv: Sequence[str] | None = None) -> None:
     # garbage collector's sight, its full collections during a large fan-out stop re-walking all of it.
     gc.freeze()
     program.run(argv=args)
+
+
+# Where invoke looks for configuration (its Config: system, user and project files, a runtime file, INVOKE_*
+# variables). Where any is present, node-check goes through invoke, which reads and checks it (exit 3 for a broken
+# one) as `inv node-check` does; without any, invoke would read nothing that node-check uses.
+_INVOKE_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".py")
+
+
+def _invoke_configured(environ: Mapping[str, str]) -> bool:
+    from .paths import project_root
+
+    if any(name.startswith("INVOKE_") for name in environ):
+        return True
+    stems = ["/etc/invoke", os.path.expanduser("~/.invoke"), str(project_root() / "invoke")]
+    return any(os.path.exists(stem + suffix) for stem in stems for suffix in _INVOKE_FILE_SUFFIXES)
+
+
+def _direct_node_check(args: Sequence[str], environ: Mapping[str, str] | None = None
+                       ) -> dict[str, Any] | None:
+    """The flags of a plain ``accelstack node-check [--flag VALUE | --flag=VALUE | --switch]...`` line, as the
+    node-check task's parameters, or None for any other line: another task, a core flag, help, a flag node-check
+    does not have, a flag given twice or a value that is empty or begins with ``-`` (invoke then parses it, and
+    says what is wrong as `inv` would), or when invoke has configuration to read (:func:`_invoke_configured`)."""
+    from .nodecheck import NODE_CHECK_FLAGS
+
+    if len(args) < 2 or args[1] != "node-check":
+        return None
+    values: dict[str, Any] = {}
+    words = list(args[2:])
+    while words:
+        word = words.pop(0)
+        if not word.startswith("--"):
+            return None
+        name, eq, value = word[2:].partition("=")
+        if name not in NODE_CHECK_FLAGS or name in values:
+            return None
+        if not NODE_CHECK_FLAGS[name]:
+            if eq:
+                return None
+            values[name] = True
+            continue
+        if not eq:
+            if not words:
+                return None
+            value = words.pop(0)
+        if not value or value.startswith("-"):
+            return None
+        values[name] = value
+    if _invoke_configured(os.environ if environ is None else environ):
+        return None
+    return values

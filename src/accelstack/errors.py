@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_ERROR = 2
 EXIT_BAD_INPUT = 3
+EXIT_INTERRUPTED = 130
 
 
 class AccelstackError(Exception):

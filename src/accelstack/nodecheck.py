@@ -26,7 +26,7 @@ from .results.records import Record, RecordSink
 from .stacks import Stack, preflight_stack
 from .stacks.model import parse_stack
 from .transport.context import HostContext
-from .yamlfile import MarkedDict, load_marked_file
+from .yamlfile import MarkedDict, kind_name, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 # health (the default): vendor tools, sysfs, files and package metadata, no torch and no device context, safe beside
@@ -40,6 +40,9 @@ DEFAULT_KEEP_RUNS = 500
 # check's name and the start of its summary are what a person needs; the records hold the rest.
 REASON_LIMIT = 160
 SCONTROL_TIMEOUT = 15.0
+# Set by `validate --engine slurm` for each node's step: the inventory's vars for the node (validate.slurm's
+# NODE_VARS_ENV; a test holds the two names together). Without it validate.slurm is not imported.
+CONTROL_VARS_ENV = "ACCELSTACK_NODE_VARS"
 
 
 @dataclass
@@ -84,16 +87,31 @@ def load_node_file(path: Path | None = None) -> NodeFile:
             merged["env"] = {**merged.get("env", {}), **dict(value)}
         else:
             merged[str(key)] = value
-    if data.get("stack_python"):
-        merged["stack_python"] = str(data["stack_python"])
+    node_name = _text_field(data, "node", path)
+    stack_python = _text_field(data, "stack_python", path)
+    runs_dir = _text_field(data, "runs_dir", path)
+    if stack_python:
+        merged["stack_python"] = stack_python
     keep = data.get("keep_runs")
     if keep is None:
         keep = DEFAULT_KEEP_RUNS
     elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
         raise ConfigError(f"'keep_runs' must be a whole number >= 0 (0 keeps every run), not {keep!r}",
                           where=f"{path}:{data.line_of('keep_runs')}")
-    return NodeFile(path=path, node=str(data.get("node") or ""), stack=stack, vars=merged,
-                    runs_dir=str(data["runs_dir"]) if data.get("runs_dir") else None, keep_runs=keep)
+    return NodeFile(path=path, node=node_name or "", stack=stack, vars=merged, runs_dir=runs_dir or None,
+                    keep_runs=keep)
+
+
+def _text_field(data: MarkedDict, key: str, path: Path) -> str | None:
+    """A field that names one thing (the node, a python, a folder): a string, or a number written without quotes;
+    None when absent or empty. A list or a mapping there is a mistake, refused at its line, never its repr."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"'{key}' must be a single name or path, not {kind_name(value)}",
+                          where=f"{path}:{data.line_of(key)}")
+    return str(value)
 
 
 def _parse_node_stack(section: Any, path: Path) -> Stack:
@@ -106,6 +124,49 @@ def _parse_node_stack(section: Any, path: Path) -> Stack:
     except StackError as err:
         err.where = (err.where or "").replace(str(stand_in), str(path)) or str(path)
         raise
+
+
+# The flags of `node-check`, by parameter name: True for one that takes a value. The invoke task
+# (accelstack.tasks.nodecheck) and its invoke-free command (tasks.direct) declare the same parameters (a test holds
+# them together), and the console script parses a plain `accelstack node-check ...` line with this table (cli.py).
+NODE_CHECK_FLAGS: dict[str, bool] = {"tier": True, "only": True, "json": False, "drain": False, "config": True,
+                                     "node": True}
+
+
+def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_lines: bool = False,
+               drain: bool = False, config: str | None = None, node: str | None = None) -> NodeCheckResult:
+    """``accelstack node-check``: check the flags and the node file (a problem is a ConfigError, exit 3, before
+    anything runs), run the tier's checks here, write and show the records, keep the newest runs, drain on a
+    fail when asked. Returns the records, the exit code (0 pass/warn/skip, 1 a fail, 2 an error) and the drain."""
+    from .results.output import Reporter
+    from .results.records import RunWriter, prune_runs, runs_dir
+    from .validate.registry import load_registry, select
+    from .values import only_checks
+
+    check_tier(tier)
+    wanted = only_checks(only)
+    select(load_registry(), tier, wanted)  # a bad --only is exit 3 before anything runs
+    node_file = load_node_file(Path(config) if config else None)
+    name = node or slurm_node_name()
+    if os.environ.get(CONTROL_VARS_ENV):
+        # Under `validate --engine slurm --inventory`: the inventory's vars for this node, over the node file's.
+        from .validate.slurm import apply_control_vars
+
+        apply_control_vars(node_file, name)
+    ctx = node_context(node_file, name)
+    # $ACCELSTACK_RUNS first, as everywhere (set but blank is unset: runs_dir's rule); then the node file's folder
+    # (slurmd starts a health check in /, where a ./runs would land).
+    from_env = os.environ.get("ACCELSTACK_RUNS", "").strip()
+    base = None if from_env or not node_file.runs_dir else Path(node_file.runs_dir)
+    writer = RunWriter("node-check", base=runs_dir(base),
+                       meta={"node": name, "node_file": str(node_file.path), "tier": tier,
+                             "only": sorted(wanted) if wanted else None, "drain": bool(drain)})
+    reporter = Reporter(writer, json_lines=json_lines, total_hosts=1, title=f"node-check {name} ({tier})")
+    records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
+    code = reporter.finish()
+    prune_runs(writer.path.parent, "node-check", node_file.keep_runs, node=name)  # a check every few minutes adds up
+    reason = drain_reason(records) if drain else None
+    return NodeCheckResult(records, code, drain_node(name, reason) if reason is not None else None)
 
 
 def slurm_node_name(environ: Mapping[str, str] | None = None) -> str:
@@ -179,6 +240,15 @@ class DrainOutcome:
     command: list[str]
     ok: bool
     message: str = ""
+
+
+@dataclass
+class NodeCheckResult:
+    """One node-check run: its records, its exit code and the drain it asked for (None: no drain asked)."""
+
+    records: list[Record]
+    code: int
+    drain: DrainOutcome | None = None
 
 
 def drain_command(node: str, reason: str) -> list[str]:

@@ -66,3 +66,14 @@ class Number:
 
 
 SECONDS = Number(float, 0, above=True, placeholder="SECONDS")
+
+
+def only_checks(only: str | None) -> set[str] | None:
+    """``--only a,b`` as a set of names; None when the flag is absent. ``--only ''`` (an unset variable in a
+    script) names nothing, so it is refused rather than read as "every check of the tier"."""
+    if only is None:
+        return None
+    wanted = {item.strip() for item in only.split(",") if item.strip()}
+    if not wanted:
+        raise ConfigError(f"--only {only!r} names no check", hint="leave --only out to run the whole tier")
+    return wanted

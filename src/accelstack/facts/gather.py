@@ -51,7 +51,9 @@ def probe_options_for(host: Host, context: HostContext | None = None) -> ProbeOp
 
 def probe(transport: Transport, options: ProbeOptions) -> Facts:
     """Run the probe on one host and parse what it printed."""
-    command = probe_command(options)
+    # exec: the shell the transport runs the line in becomes the probe's /bin/sh, not its waiting parent (dash forks
+    # for a last command); every login shell (sh, bash, zsh, fish, csh) knows exec.
+    command = "exec " + probe_command(options)
     result = transport.run(command, timeout=PROBE_TIMEOUT)
     try:
         return parse_probe_output(result.stdout)

@@ -37,15 +37,22 @@ STACK_MIN_TIMEOUT = 20.0  # a cold site-packages on network storage takes a whil
 _MARKER_LINE = re.compile(rf"^{re.escape(MARKER)} (\w+)(?: (.*))?$", re.MULTILINE)
 
 
+# What a probe reads: the whole host (facts, drift, provisioning, bundles), or only what the installed versions are
+# read from (the versions check, run in every health check: no network, free space, PCI or memory reads, no npu-smi,
+# and no nvidia-smi where /proc/driver/nvidia/version gives the loaded driver's version).
+PROBE_SCOPES = ("host", "components")
+
+
 @dataclass
 class ProbeOptions:
     """What the probe is told: the stack's python, where Ascend lives, which disks to measure, the per-command
-    timeout in seconds (npu-smi can hang on a wedged device)."""
+    timeout in seconds (npu-smi can hang on a wedged device), and its scope (:data:`PROBE_SCOPES`)."""
 
     python: str = "python3"
     ascend_root: str = "/usr/local/Ascend"
     disk_paths: list[str] = field(default_factory=lambda: ["/"])
     timeout: float = 10.0
+    scope: str = "host"
 
 
 @functools.lru_cache(maxsize=8)
@@ -70,12 +77,14 @@ def _sent_texts() -> tuple[str, str, str]:
 
 def probe_argv(options: ProbeOptions | None = None, shell: tuple[str, ...] = ("/bin/sh",)) -> list[str]:
     """The probe as an argument vector: ``SHELL -c SCRIPT accelstack-probe TIMEOUT STACK_TIMEOUT ASCEND_ROOT
-    PYTHON STACK_SNIPPET NET_SNIPPET DISK_PATH...`` (tests run the script under other shells through it)."""
+    PYTHON STACK_SNIPPET NET_SNIPPET SCOPE DISK_PATH...`` (tests run the script under other shells through it)."""
     opts = options or ProbeOptions()
+    if opts.scope not in PROBE_SCOPES:
+        raise ValueError(f"probe scope {opts.scope!r} is not one of {', '.join(PROBE_SCOPES)}")
     timeout = float(opts.timeout)
     script, stack, net = _sent_texts()
     return [*shell, "-c", script, "accelstack-probe", f"{timeout:g}", f"{max(timeout, STACK_MIN_TIMEOUT):g}",
-            opts.ascend_root, opts.python, stack, net, *map(str, opts.disk_paths)]
+            opts.ascend_root, opts.python, stack, net, opts.scope, *map(str, opts.disk_paths)]
 
 
 def probe_command(options: ProbeOptions | None = None) -> str:

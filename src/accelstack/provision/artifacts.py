@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..yamlfile import load_marked, load_marked_file, read_text
 
 MANIFEST = "manifest.yml"
 DEFAULT_REMOTE_CACHE = "/opt/accelstack/cache"
@@ -125,11 +126,10 @@ class ArtifactRepository:
                 raise ArtifactError("no manifest.yml in the artifact repository", where=str(path),
                                     hint="set artifact_repo (inventory) or --repo to a folder holding manifest.yml;"
                                          " the lab's is built by `inv repo.build`")
-            text = path.read_text(encoding="utf-8")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ArtifactError(f"manifest is not valid YAML: {exc}", where=where) from None
+            text = read_text(path, where, error=ArtifactError)
+        # The loader every other YAML input goes through: an alias bomb or nesting past its limit is refused at
+        # its line, where yaml.safe_load would build it and then walk it for hours.
+        data = load_marked(text, where, error=ArtifactError)
         return cls(location, parse_manifest(data, where), cache_dir=cache_dir)
 
     def find(self, component: str, version: str | None = None) -> list[Artifact]:
@@ -219,7 +219,7 @@ def add_dependency_wheels(folder: Path, *, download: Path | None = None) -> list
     import subprocess
     import sys
 
-    manifest = yaml.safe_load((folder / MANIFEST).read_text(encoding="utf-8"))
+    manifest = load_marked_file(folder / MANIFEST, error=ArtifactError)
     artifacts = [a for a in parse_manifest(manifest, str(folder / MANIFEST))
                  if a.component != "python-dep" and not a.file.startswith("wheels/deps/")]
     torches = [folder / a.file for a in artifacts if a.component == "torch" and a.is_wheel]

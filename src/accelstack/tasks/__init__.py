@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from invoke import Collection
+if TYPE_CHECKING:  # invoke is imported where a collection is built: tasks.direct runs without it
+    from invoke import Collection
 
 # Module (under accelstack.tasks) -> the top-level task and collection names it adds, in --list order.
 # tests/test_cli_contract.py checks this table against what each module really adds.
@@ -65,6 +66,8 @@ def _add_module(root: Collection, name: str) -> None:
 
 def build_collection(modules: Iterable[str] | None = None) -> Collection:
     """The collection of the named task modules (keys of :data:`TASK_MODULES`), or of every one."""
+    from invoke import Collection
+
     from .common import CONFIG_DEFAULTS, conform
 
     wanted = set(TASK_MODULES if modules is None else modules)

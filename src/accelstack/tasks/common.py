@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,8 +40,10 @@ from invoke.parser.parser import ParseMachine
 from invoke.program import Program
 from invoke.tasks import Task
 
-from ..errors import EXIT_BAD_INPUT, AccelstackError, ConfigError, StackError
+from ..errors import EXIT_BAD_INPUT, ConfigError, StackError
 from ..values import SECONDS, Number
+from ..values import only_checks as only_checks  # the tasks' --only, parsed where node-check can reach it
+from .direct import exit_code_of
 
 if TYPE_CHECKING:
     from ..inventory import Host, Inventory
@@ -315,17 +316,6 @@ def extra_vars(pairs: Iterable[str]) -> dict[str, object]:
     return out
 
 
-def only_checks(only: str | None) -> set[str] | None:
-    """``--only a,b`` as a set of names; None when the flag is absent. ``--only ''`` (an unset variable in a
-    script) names nothing, so it is refused rather than read as "every check of the tier"."""
-    if only is None:
-        return None
-    wanted = {item.strip() for item in only.split(",") if item.strip()}
-    if not wanted:
-        raise ConfigError(f"--only {only!r} names no check", hint="leave --only out to run the whole tier")
-    return wanted
-
-
 def inventory_hosts(inventory: str | None, limit: str | None, overrides: Mapping[str, Any] | None = None, *,
                     connecting: bool = True) -> tuple[Inventory, list[Host]]:
     """The inventory a task names, loaded once, and the hosts ``--limit`` selects, their stacks checked: what
@@ -399,20 +389,14 @@ def quiet_paramiko() -> None:
 
 
 def boundary(func: F) -> F:
-    """Run a task body; map its integer result or an AccelstackError to the process exit code."""
+    """Run a task body; map its integer result or an AccelstackError to the process exit code
+    (:func:`accelstack.tasks.direct.exit_code_of`, which the console script's invoke-free node-check shares)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         quiet_paramiko()
-        try:
-            code = func(*args, **kwargs)
-        except AccelstackError as err:
-            print(f"accelstack: {err}", file=sys.stderr)
-            raise Exit(code=err.exit_code) from None
-        except KeyboardInterrupt:
-            print("accelstack: interrupted; finished records are in the run folder", file=sys.stderr)
-            raise Exit(code=130) from None
-        if isinstance(code, int) and code != 0:
+        code = exit_code_of(func, *args, **kwargs)
+        if code != 0:
             raise Exit(code=code)
         return None
 

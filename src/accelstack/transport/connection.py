@@ -28,7 +28,6 @@ import binascii
 import hashlib
 import hmac
 import itertools
-import logging
 import os
 import re
 import shlex
@@ -41,14 +40,26 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import paramiko
-from fabric import Config as FabricConfig
-from fabric import Connection
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CommandFailed, CommandTimeout, HostError, HostUnreachable, InventoryError
 from ..inventory import Host
+
+if TYPE_CHECKING:
+    import paramiko
+
+# paramiko and fabric are imported by the SSH transport alone (.sshlib, when the first SSH connection is made):
+# node-check and anything else that runs commands here (LocalTransport) never pays for them, a tenth of a CPU-second
+# at every start. The names that lived here are still found here.
+_SSHLIB_NAMES = ("private_key", "shared_fabric_config", "_Connection", "_FleetTransport", "_AEAD_FIRST")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SSHLIB_NAMES:
+        from . import sshlib
+
+        return getattr(sshlib, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
@@ -361,6 +372,8 @@ class KnownHosts:
             return cls._cache[key]
 
     def policy(self, host: Host) -> paramiko.MissingHostKeyPolicy:
+        import paramiko  # loaded with the SSH transport (see _SSHLIB_NAMES)
+
         known = self
 
         class _Policy(paramiko.MissingHostKeyPolicy):
@@ -451,77 +464,6 @@ def check_connection_files(hosts: Any) -> None:
                 raise InventoryError(f"host {host.name}: {problem}", where=host.where_of(what), hint=hint)
 
 
-_private_keys: dict[str, paramiko.PKey | None] = {}
-_private_keys_lock = threading.Lock()
-
-
-def private_key(path: str) -> paramiko.PKey | None:
-    """The private key at ``path``, read once per process (paramiko reads a ``key_filename`` for every
-    connection, trying each key type in turn: three parses per host for an Ed25519 key). None when it cannot
-    be read without help (encrypted, unreadable, an unknown type): the caller then hands paramiko the file
-    name, whose own attempt says what is wrong."""
-    with _private_keys_lock:
-        if path in _private_keys:
-            return _private_keys[path]
-        key: paramiko.PKey | None = None
-        # A certificate beside the key (KEY-cert.pub): paramiko's key_filename loads it with the key, and a host
-        # that trusts only the user CA needs it, so such a key is left to paramiko.
-        kinds = () if os.path.isfile(path + "-cert.pub") else (paramiko.Ed25519Key, paramiko.ECDSAKey,
-                                                                paramiko.RSAKey)
-        for kind in kinds:
-            try:
-                key = kind.from_private_key_file(path)
-                break
-            except (paramiko.SSHException, OSError, ValueError):
-                continue
-        _private_keys[path] = key
-        return key
-
-
-class _Connection(Connection):
-    """fabric's Connection, with ``inline_ssh_env`` a real attribute. fabric 3.2 sets it in ``__init__``, and
-    invoke turns a set of a name the class lacks into a write to the connection's configuration, which re-merges
-    the whole configuration (``merge_dicts`` and ``deepcopy`` of every level) once per host; on a configuration
-    shared by every connection it was also a write racing other hosts' reads."""
-
-    inline_ssh_env: bool | None = None
-
-
-_fabric_config: FabricConfig | None = None
-_fabric_config_lock = threading.Lock()
-
-
-def shared_fabric_config() -> FabricConfig:
-    """fabric's configuration (its defaults and the ssh_config files it reads), built once per process and
-    shared by every Connection: a Connection given none builds two (invoke's and fabric's), each a round of
-    ``merge_dicts`` and ``deepcopy`` plus a read of the ssh_config files, for every host. A Connection only
-    reads its config (see :class:`_Connection`), and each keeps its own connect arguments, so sharing changes
-    nothing but the cost."""
-    global _fabric_config
-    with _fabric_config_lock:
-        if _fabric_config is None:
-            _fabric_config = FabricConfig()
-        return _fabric_config
-
-
-# AES-GCM first: an AEAD cipher is checked inside cryptography's C code, where paramiko checks a ctr cipher's
-# HMAC with a byte-by-byte Python loop on every packet it reads (util.constant_time_bytes_eq). Only the order
-# changes: a server without GCM (OpenSSH before 6.2) still agrees on aes-ctr as before.
-_AEAD_FIRST = tuple(sorted(paramiko.Transport._preferred_ciphers, key=lambda name: "-gcm@" not in name))
-
-
-class _FleetTransport(paramiko.Transport):
-    """paramiko's Transport, preferring AES-GCM, and quiet about what nobody logs: sshd sends a debug message
-    after authentication (the key's options), which paramiko turns into printable text a byte at a time in
-    Python for a DEBUG log line, on every connection, whether or not anything logs at DEBUG."""
-
-    _preferred_ciphers = _AEAD_FIRST
-
-    def _parse_debug(self, m: paramiko.Message) -> None:
-        if self.logger.isEnabledFor(logging.DEBUG):
-            super()._parse_debug(m)
-
-
 def _known_hosts_name(host: Host) -> str:
     return host.address if host.port == 22 else f"[{host.address}]:{host.port}"
 
@@ -570,6 +512,8 @@ class SSHTransport:
 
     def __init__(self, host: Host, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  deadline: float | None = None, sweep_stale_tmp: bool = True) -> None:
+        from .sshlib import _Connection, _FleetTransport, private_key, shared_fabric_config
+
         self.host = host
         self._deadline = _Deadline(host, deadline)
         self._running = _Running(sweep_stale_tmp)
@@ -602,6 +546,8 @@ class SSHTransport:
 
     def open(self) -> None:
         """Connect and authenticate; raises paramiko/socket errors so the caller can retry."""
+        import paramiko  # already loaded by __init__ (.sshlib)
+
         problem = _file_problem(Path(self.host.key_file), "key") if self.host.key_file else None
         if problem:  # found up front by check_connection_files; here for a caller that did not ask
             raise HostUnreachable(problem, host=self.host.name, hint=f"fix key: at {self.host.where_of('key')}")
@@ -691,6 +637,8 @@ class SSHTransport:
 
     def run(self, command: str, *, timeout: float | None = None, check: bool = False,
             stdin: bytes | None = None) -> CommandResult:
+        import paramiko  # already loaded by __init__ (.sshlib)
+
         limit = self._deadline.clip(timeout, command)
         transport = self.connection.client.get_transport()
         if transport is None or not transport.is_active():
@@ -801,6 +749,8 @@ class SSHTransport:
                 channel.close()
 
     def _kill_remote(self, sids: list[int]) -> None:
+        import paramiko  # already loaded by __init__ (.sshlib)
+
         transport = self.connection.client.get_transport()
         if not sids or transport is None or not transport.is_active():
             return  # the host is gone: its commands' own `timeout` limits end them there

@@ -13,14 +13,13 @@ from __future__ import annotations
 import queue
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
-
-import paramiko
 
 from ..errors import AccelstackError, CommandTimeout, HostError, HostUnreachable
 from ..inventory import Host
@@ -69,7 +68,8 @@ def _is_transient(exc: BaseException) -> bool:
     """Errors that sshd's MaxStartups throttling or a busy accept queue produce, worth another try."""
     if isinstance(exc, (ConnectionResetError, EOFError, ConnectionAbortedError)):
         return True
-    if isinstance(exc, paramiko.SSHException) and not isinstance(
+    paramiko = sys.modules.get("paramiko")  # not loaded: no SSH connection was made, so this is not its error
+    if paramiko is not None and isinstance(exc, paramiko.SSHException) and not isinstance(
         exc, (paramiko.AuthenticationException, paramiko.BadHostKeyException)
     ):
         text = str(exc).lower()
@@ -78,9 +78,10 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 def _describe_connect_error(exc: BaseException) -> str:
-    if isinstance(exc, paramiko.AuthenticationException):
+    paramiko = sys.modules.get("paramiko")  # as in _is_transient
+    if paramiko is not None and isinstance(exc, paramiko.AuthenticationException):
         return f"authentication failed: {exc}"
-    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+    if paramiko is not None and isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
         return "connection refused (is sshd running?)"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "connect timed out (host down, or the link to it?)"

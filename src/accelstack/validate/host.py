@@ -6,6 +6,7 @@ screen while the host's later checks still run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -38,9 +39,12 @@ def tier_config(ctx: HostContext, tier: str) -> dict[str, Any]:
 
 
 def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
-    """Installed against the stack: the drift layer's records, renamed into this run's vocabulary."""
+    """Installed against the stack: the drift layer's records, renamed into this run's vocabulary. The probe reads
+    only what installed versions are read from (its ``components`` scope): no network or disk reads, no
+    ``npu-smi``, and no ``nvidia-smi`` where the loaded driver's version file answers (the health tier reads the
+    vendor tool once, in its batch)."""
     started = time.monotonic()
-    facts = probe(transport, probe_options_for(ctx.host, ctx))
+    facts = probe(transport, dataclasses.replace(probe_options_for(ctx.host, ctx), scope="components"))
     records = drift_records(ctx.host.name, ctx.stack, facts.components(), load_matrix())
     for record in records:
         record.check = "versions." + record.check.split(".", 1)[-1]

@@ -1,7 +1,10 @@
 # accelstack facts probe: POSIX sh, run on the managed host as
 #   sh -c "$(cat facts_probe.sh)" accelstack-probe TIMEOUT STACK_TIMEOUT ASCEND_ROOT PYTHON STACK_SNIPPET NET_SNIPPET \
-#       DISK_PATH...
+#       SCOPE DISK_PATH...
 # and printing framed raw text that accelstack.facts.assemble.probe_document reads back into the probe document.
+# SCOPE "host" reads everything; "components" reads only what the installed versions are read from (the versions
+# check, every few minutes in a health check): no network, free space, PCI or memory reads, no npu-smi, and
+# nvidia-smi only where the loaded driver's /proc/driver/nvidia/version does not give its version.
 #
 # Why sh and not python: a host pays for this probe on every facts, provision and bundle run, and a python3
 # start with the imports a tool runner needs (subprocess, json, glob) cost 45 ms of CPU per host, two thirds of
@@ -30,8 +33,8 @@
 set -f
 M=@@accelstack-probe@@
 ON_PATH=
-TO=$1 STACK_TO=$2 ROOT=$3 PY=$4 STACK_SNIPPET=$5 NET_SNIPPET=$6
-shift 6
+TO=$1 STACK_TO=$2 ROOT=$3 PY=$4 STACK_SNIPPET=$5 NET_SNIPPET=$6 SCOPE=$7
+shift 7
 LC_ALL=C LANG=C
 export LC_ALL LANG
 EXTRA_DIRS=/usr/local/bin:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/cuda/bin:/usr/local/nvidia/bin
@@ -116,88 +119,100 @@ probe() {
     TIMEOUT=$T
     [ -n "$TIMEOUT" ] || printf '%s note %s\n' "$M" "timeout (coreutils) not found: a hung tool holds the probe until the command's own limit"
 
-    # The host: read from /proc and /sys, no child process.
-    value=
-    read -r value </proc/sys/kernel/hostname
-    native hostname "read /proc/sys/kernel/hostname" "$value"
-    MACHINE=
+    MACHINE=  # uname -m, for the Ascend folders below too
     [ -r /proc/sys/kernel/arch ] && read -r MACHINE </proc/sys/kernel/arch  # Linux 6.1 and newer
     [ -n "$MACHINE" ] || MACHINE=$(uname -m)
-    uname_text=
-    for key in ostype osrelease version; do
+    if [ "$SCOPE" != components ]; then
+        # The host: read from /proc and /sys, no child process.
         value=
-        read -r value <"/proc/sys/kernel/$key"
-        uname_text="$uname_text$value$NL"
-    done
-    native uname "read /proc/sys/kernel/{ostype,osrelease,version,arch}" "$uname_text$MACHINE"
-    value=
-    read -r value </sys/devices/system/cpu/online
-    native cpu_count "read /sys/devices/system/cpu/online" "$value"
-    set +f
-    list=
-    for node in /sys/devices/system/node/node[0-9]*; do
-        if [ -d "$node" ]; then list="$list${node##*/}$NL"; fi
-    done
-    native numa_nodes "ls /sys/devices/system/node" "$list"
-    list=
-    for dev in /sys/bus/pci/devices/*; do
-        [ -r "$dev/vendor" ] || continue
-        read -r vendor <"$dev/vendor"
-        case $vendor in
-        0x10de | 0x10DE | 0x19e5 | 0x19E5) ;;
-        *) continue ;;
-        esac
-        device= class= numa=
-        [ -r "$dev/device" ] && read -r device <"$dev/device"
-        [ -r "$dev/class" ] && read -r class <"$dev/class"
-        [ -r "$dev/numa_node" ] && read -r numa <"$dev/numa_node"
-        list="$list${dev##*/} $vendor ${device:--} ${class:--} ${numa:--}$NL"
-    done
-    set -f
-    native pci "read /sys/bus/pci/devices/*/{vendor,device,class,numa_node}" "$list"
-    # The shell's own limits are its children's: read them, no subshell for `ulimit`.
-    list=
-    while read -r w1 w2 w3 soft hard unit; do
-        if [ "$w1 $w2 $w3" = "Max locked memory" ]; then list="$soft$NL$hard"; break; fi
-    done </proc/self/limits
-    native memlock "read Max locked memory from /proc/self/limits" "$list"
-    for path in /etc/os-release /proc/meminfo; do put_file "$path" small; done
-    # Free space of /dev/shm and of every disk path, one statvfs each: block size, blocks, available, name.
-    list=
-    for path in "$@"; do list="$list$path$NL"; done
-    native disk_paths "the disk paths asked for" "$list"
-    tool statvfs "$TO" stat -f -c '%S %b %a %n' -- /dev/shm "$@"  # after --, a path that begins with - is a path
+        read -r value </proc/sys/kernel/hostname
+        native hostname "read /proc/sys/kernel/hostname" "$value"
+        uname_text=
+        for key in ostype osrelease version; do
+            value=
+            read -r value <"/proc/sys/kernel/$key"
+            uname_text="$uname_text$value$NL"
+        done
+        native uname "read /proc/sys/kernel/{ostype,osrelease,version,arch}" "$uname_text$MACHINE"
+        value=
+        read -r value </sys/devices/system/cpu/online
+        native cpu_count "read /sys/devices/system/cpu/online" "$value"
+        set +f
+        list=
+        for node in /sys/devices/system/node/node[0-9]*; do
+            if [ -d "$node" ]; then list="$list${node##*/}$NL"; fi
+        done
+        native numa_nodes "ls /sys/devices/system/node" "$list"
+        list=
+        for dev in /sys/bus/pci/devices/*; do
+            [ -r "$dev/vendor" ] || continue
+            read -r vendor <"$dev/vendor"
+            case $vendor in
+            0x10de | 0x10DE | 0x19e5 | 0x19E5) ;;
+            *) continue ;;
+            esac
+            device= class= numa=
+            [ -r "$dev/device" ] && read -r device <"$dev/device"
+            [ -r "$dev/class" ] && read -r class <"$dev/class"
+            [ -r "$dev/numa_node" ] && read -r numa <"$dev/numa_node"
+            list="$list${dev##*/} $vendor ${device:--} ${class:--} ${numa:--}$NL"
+        done
+        set -f
+        native pci "read /sys/bus/pci/devices/*/{vendor,device,class,numa_node}" "$list"
+        # The shell's own limits are its children's: read them, no subshell for `ulimit`.
+        list=
+        while read -r w1 w2 w3 soft hard unit; do
+            if [ "$w1 $w2 $w3" = "Max locked memory" ]; then list="$soft$NL$hard"; break; fi
+        done </proc/self/limits
+        native memlock "read Max locked memory from /proc/self/limits" "$list"
+        for path in /etc/os-release /proc/meminfo; do put_file "$path" small; done
+        # Free space of /dev/shm and of every disk path, one statvfs each: block size, blocks, available, name.
+        list=
+        for path in "$@"; do list="$list$path$NL"; done
+        native disk_paths "the disk paths asked for" "$list"
+        tool statvfs "$TO" stat -f -c '%S %b %a %n' -- /dev/shm "$@"  # after --, a path that begins with - is a path
 
-    # Network: iproute2's JSON; its one-line text where -j is unknown (iproute2 < 4.13); else /sys/class/net.
-    tool ip_addr "" ip -j addr
-    case $rc:$out in
-    missing:*) ;;
-    0:\[*) ;;
-    *)
-        json_rc=$rc
-        tool ip_addr_text "" ip -o addr
-        text_rc=$rc
-        tool ip_link_text "" ip -o link
-        # /sys/class/net when ip -j failed and ip -o addr gave no addresses, whatever ip -o link did
-        rc=$text_rc
-        [ "$json_rc" = 0 ] && rc=0
-        ;;
-    esac
-    if [ "$rc" != 0 ]; then
-        find_tool python3 path
-        if [ -n "$T" ]; then
-            run net_sys "python3 <net snippet>" "$TO" "$T" -E -S -c "$NET_SNIPPET"
-        else
-            printf '%s missing %s %s\n%s\n' "$M" net_sys "python3 <net snippet>" python3
+        # Network: iproute2's JSON; its one-line text where -j is unknown (iproute2 < 4.13); else /sys/class/net.
+        tool ip_addr "" ip -j addr
+        case $rc:$out in
+        missing:*) ;;
+        0:\[*) ;;
+        *)
+            json_rc=$rc
+            tool ip_addr_text "" ip -o addr
+            text_rc=$rc
+            tool ip_link_text "" ip -o link
+            # /sys/class/net when ip -j failed and ip -o addr gave no addresses, whatever ip -o link did
+            rc=$text_rc
+            [ "$json_rc" = 0 ] && rc=0
+            ;;
+        esac
+        if [ "$rc" != 0 ]; then
+            find_tool python3 path
+            if [ -n "$T" ]; then
+                run net_sys "python3 <net snippet>" "$TO" "$T" -E -S -c "$NET_SNIPPET"
+            else
+                printf '%s missing %s %s\n%s\n' "$M" net_sys "python3 <net snippet>" python3
+            fi
+            put_file /proc/net/if_inet6 small
         fi
-        put_file /proc/net/if_inet6 small
     fi
 
     # NVIDIA
     put_file /proc/driver/nvidia/version
-    tool nvidia_smi "$TO" nvidia-smi \
-        --query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,temperature.gpu,utilization.gpu \
-        --format=csv,noheader,nounits
+    # The driver's version comes from the loaded module's file first (facts/assemble.py): with "components" and a
+    # module line that carries a version there, nvidia-smi (a real cost on a GPU node) has nothing to add.
+    smi=yes
+    if [ "$SCOPE" = components ] && [ -r /proc/driver/nvidia/version ]; then
+        while IFS= read -r line || [ -n "$line" ]; do
+            case $line in *"Kernel Module"*[0-9].[0-9]*) smi= ;; esac
+        done </proc/driver/nvidia/version
+    fi
+    if [ -n "$smi" ]; then
+        tool nvidia_smi "$TO" nvidia-smi \
+            --query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,temperature.gpu,utilization.gpu \
+            --format=csv,noheader,nounits
+    fi
     for path in /usr/local/cuda/version.json /usr/local/cuda/version.txt; do put_file "$path"; done
     tool nvcc "$TO" nvcc --version
     set +f
@@ -251,7 +266,7 @@ CACHE
         if [ -f "$path" ]; then put_file "$path"; fi
     done
     set -f
-    tool npu_smi "$TO" npu-smi info
+    [ "$SCOPE" = components ] || tool npu_smi "$TO" npu-smi info
 
     # The python3 on PATH, which the validators run on, without starting an interpreter; then the stack's python.
     ON_PATH=path

@@ -74,11 +74,13 @@ class Captured(object):
 
 def release_devices():
     """Between runs: what a finished run left allocated goes back (garbage, and the device memory torch's caching
-    allocator holds), so the next run (a spawned rank, a measurement) finds the device as it would alone."""
-    gc.collect()
+    allocator holds), so the next run (a spawned rank, a measurement) finds the device as it would alone. Without
+    torch there is no device memory to give back: a health batch (vendor tools, files) skips the collection, a few
+    milliseconds a run on every health check."""
     torch = sys.modules.get("torch")
     if torch is None:
         return
+    gc.collect()
     try:
         accel = getattr(torch, "accelerator", None)
         if accel is not None and accel.is_available():
