@@ -141,11 +141,21 @@ def installed_stack(found: dict[str, Any], *, driver: str | None, cuda: str | No
     return yaml.safe_dump(stack, sort_keys=False)
 
 
-def cuda_toolkit_version(path: Path = Path("/usr/local/cuda/version.json")) -> str | None:
+def cuda_toolkit_version(path: Path = Path("/usr/local/cuda/version.json"),
+                         nvcc: Path = Path("/usr/local/cuda/bin/nvcc")) -> str | None:
+    """The CUDA toolkit's version as the facts probe reads it: ``version.json``, else ``nvcc --version`` (the
+    lent H200 image has no version.json: the toolkit's nvcc said 13.0.88)."""
     try:
         return str(json.loads(path.read_text())["cuda"]["version"])
     except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from accelstack.facts.parsers import parse_nvcc_version
+
+    try:
+        out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
         return None
+    return parse_nvcc_version(out)
 
 
 def accelstack_env(python: str, work: Path) -> tuple[dict[str, str] | None, str]:

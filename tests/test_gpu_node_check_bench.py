@@ -71,3 +71,14 @@ def test_nothing_is_pinned_that_was_not_found(bench: ModuleType, tmp_path: Path)
                                                 (2708, "2.7.8"), (None, None), (0, None)])
 def test_torch_nccl_version_is_read_in_both_shapes(bench: ModuleType, reported: object, text: str | None) -> None:
     assert bench.nccl_text(reported) == text
+
+
+def test_the_cuda_toolkit_version_falls_back_to_nvcc_as_the_facts_probe_does(bench: ModuleType, tmp_path: Path) -> None:
+    """The lent H200 image has no /usr/local/cuda/version.json: the stack pinned no cuda and the run stopped with
+    "a nvidia stack must pin: cuda". Its nvcc's own output gives 13.0.88, as the facts probe reads it."""
+    nvcc = tmp_path / "nvcc"
+    captured = REPO / "tests" / "data" / "h200" / "bundle" / "commands" / "usr_local_cuda_bin_nvcc_--version.txt"
+    nvcc.write_text(f"#!/bin/sh\ncat {captured}\n")
+    nvcc.chmod(0o755)
+    assert bench.cuda_toolkit_version(tmp_path / "no-version.json", nvcc) == "13.0.88"
+    assert bench.cuda_toolkit_version(tmp_path / "no-version.json", tmp_path / "no-nvcc") is None
