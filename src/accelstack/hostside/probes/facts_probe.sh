@@ -18,6 +18,8 @@
 # - raw text only: vendor output is interpreted on the control side, where parsers are tested on captures.
 # - a missing tool is data, a hung tool is data (npu-smi can hang on a wedged device): every tool runs under
 #   coreutils' `timeout`, which signals the tool's whole process group, and nothing here may stop the script.
+#   (The stack python's `-V` runs bare: it prints before reading a file, and the files beside it are read by this
+#   shell itself, as every file here is.)
 # - every value from the control side arrives as a positional parameter and is only ever expanded in double
 #   quotes: no option value is ever shell code. Globbing is off except where a pattern is meant.
 #
@@ -337,11 +339,8 @@ stack_files() {
     case $sf_exe in /*) ;; *) return 1 ;; esac
     case $sf_exe/ in *//* | */./* | */../*) return 1 ;; esac
     [ -z "${PYTHONHOME-}" ] && [ -z "${PYTHONPLATLIBDIR-}" ] || return 1
-    if [ -n "$TIMEOUT" ]; then
-        sf_v=$("$TIMEOUT" -k 2 "$STACK_TO" "$sf_exe" -V 2>/dev/null </dev/null) || return 1
-    else
-        sf_v=$("$sf_exe" -V 2>/dev/null </dev/null) || return 1
-    fi
+    # Bare, not under `timeout`: a folder that hangs would hang the reads below as well, in this shell.
+    sf_v=$("$sf_exe" -V 2>/dev/null </dev/null) || return 1
     case $sf_v in "Python 3."[0-9]*) ;; *) return 1 ;; esac
     sf_xy=${sf_v#Python 3.}
     SF_XY=3.${sf_xy%%[!0-9]*}
