@@ -34,10 +34,14 @@ CUDA_VERSION_PY = ("from typing import Optional\n\n__all__ = ['__version__', 'de
                    "git_version = '70d99e998b4955e0049d13a98d77ae1b14db1f45'\nhip: Optional[str] = None\n")
 
 
-def other_pythons() -> list[str]:
-    """Interpreters of other versions this machine has (pyenv's; Debian's own python3, whose site.py differs)."""
-    found = [str(p) for p in sorted(Path("/root/.pyenv/versions").glob("3.1[0-9]*/bin/python3"))]
+def pyenv_pythons(pattern: str) -> list[str]:
+    """Interpreters of other versions this machine has (pyenv's), matching ``pattern`` (``3.1[0-9]*``)."""
+    found = [str(p) for p in sorted(Path("/root/.pyenv/versions").glob(f"{pattern}/bin/python3"))]
     return [p for p in found if Path(p).resolve() != Path(sys.executable).resolve()]
+
+
+def or_none_here(pythons: list[str]) -> list:
+    return pythons or [pytest.param(None, marks=pytest.mark.skip(reason="no such python here"))]
 
 
 def dist_info(site: Path, name: str, version: str, *, egg: bool = False) -> None:
@@ -133,14 +137,32 @@ def test_a_venv_with_the_nccl_wheel_reads_the_same_under_every_posix_shell(tmp_p
     assert want.torch.nccl_library == str(site / "nvidia" / "nccl" / "lib" / "libnccl.so.2")
 
 
-@pytest.mark.parametrize("python", other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
-    reason="no other python 3.10+ here"))])
+@pytest.mark.parametrize("python", or_none_here(pyenv_pythons("3.[89].*") + pyenv_pythons("3.1[0-9].*")))
 def test_venvs_of_other_python_versions(tmp_path: Path, python: str) -> None:
-    # importlib.metadata found the hyphenated nvidia-nccl-cu13 from 3.10 on (3.8 and 3.9 matched it only through
-    # setuptools' pkg_resources, which a venv may not have: the files read it either way).
     vpython, site = venv(tmp_path / "venv", python)
     torch_site(site, nccl="nvidia/cu13/lib")
     agree(vpython, environment(tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("python", or_none_here(pyenv_pythons("3.[67].*")))
+def test_python_36_and_37_without_setuptools_read_the_metadata_their_snippet_could_not(tmp_path: Path,
+                                                                                       python: str) -> None:
+    # Before 3.8 there is no importlib.metadata: the snippet read package metadata through setuptools'
+    # pkg_resources, which a venv made --without-pip lacks, so it knew torch only from its version.py and looked for
+    # the NCCL version inside the library. The files give the metadata; the versions judged are the same.
+    vpython, site = venv(tmp_path / "venv", python)
+    torch_site(site)
+    (site / "nvidia/nccl/lib/libnccl.so.2").write_bytes(b"\x7fELF" + b"\0" * 64 + b"NCCL version 2.28.9+cuda13.0\0")
+    env = environment(tmp_path)
+    old = snippet(vpython, env, tmp_path)
+    doc = probe(vpython, env, tmp_path)
+    assert "stack_files" in doc["sections"] and "stack_python" not in doc["sections"]
+    new = parse_probe_document(doc)
+    assert old.torch is not None and new.torch is not None
+    assert (old.torch.dist_version, old.torch.nccl_from) == (None, "'NCCL version 2.28.9+cuda13.0' in the library")
+    assert (new.torch.dist_version, new.torch.nccl_from) == ("2.11.0", "nvidia-nccl-cu13 2.28.9 package metadata")
+    assert (new.torch.version, new.torch.cuda, new.torch.nccl) == (old.torch.version, old.torch.cuda, old.torch.nccl)
+    assert (new.stack_python_version, new.stack_python) == (old.version, old.executable)
 
 
 def test_the_interpreter_itself_with_its_own_packages_and_an_editable_pth(tmp_path: Path) -> None:
