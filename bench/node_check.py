@@ -3,8 +3,10 @@ starts), beside what a node would run instead, and where the health tier's CPU g
 
 The node is a SIMULATED 8-GPU H100 node (``accelstack.lab.simulated.gpu_node``: the lab's simulated ``nvidia-smi``,
 which is a python script, so each call costs a python start that the real tool does not; a kernel log without
-Xids), with the node file provisioning renders for an NVIDIA stack. What a node has that this machine does not, it
-is given: the loaded driver's ``/proc/driver/nvidia/version`` (a tmpfs over ``/proc/driver`` in a mount namespace of
+Xids), with the node file provisioning renders for an NVIDIA stack, and a stack python laid out as the real H200's
+``/opt/torch/.venv`` (tests/data/h200/: a venv with the metadata and a folder of each of its 207 packages, torch
+2.11.0+cu130's ``version.py`` and the ``nvidia-nccl-cu13`` wheel's library). What a node has that this machine does
+not, it is given: the loaded driver's ``/proc/driver/nvidia/version`` (a tmpfs over ``/proc/driver`` in a mount namespace of
 each run's own, where this runs as root with ``unshare``; otherwise the versions check asks ``nvidia-smi``, and the
 figures say so), a ``python3`` that is an interpreter (this machine's PATH may lead to a pyenv shim, a bash script),
 a HOME without this machine's profile (a login shell reads /etc/profile, not pyenv's init) and compiled bytecode (as
@@ -15,6 +17,9 @@ pip leaves an installed package). Rows:
 - where that CPU goes, from one more run that splits it by process: node-check's own (python start, imports,
   judging, records), the health batch (one python3 for the system-python checks, with the vendor-tool reads it
   makes), the versions check's probe, and any other command (the validators' folder check, dmesg after a failure).
+- the versions check's probe alone, which reads the stack python's files, beside the stack python's snippet alone
+  (an interpreter start with its site and package metadata scan: what the probe ran before, and still runs where
+  files cannot tell).
 - the same checks with one interpreter each (``host_groups`` patched to one check a group): the cost before the
   health tier's checks shared one interpreter and one read of each vendor tool.
 - the floor: one ``nvidia-smi -q -x`` and one ``python3 -c pass``, what any python health check pays at least;
@@ -34,7 +39,9 @@ shells, pythons and tools). Medians of ``--repeat``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -49,7 +56,11 @@ sys.path.insert(0, str(REPO / "src"))
 
 from _node_cpu import SPLIT, split_parts  # noqa: E402
 
+from accelstack.facts.probe import STACK_SNIPPET, ProbeOptions, probe_argv  # noqa: E402
 from accelstack.lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
+from accelstack.paths import hostside  # noqa: E402
+
+H200 = REPO / "tests" / "data" / "h200"
 
 # The health tier's checks each in an interpreter of its own: the run as it was before they shared one.
 ONE_BY_ONE = ("import sys; import accelstack.validate.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
@@ -96,6 +107,29 @@ def median_of(repeat: int, argv: list[str], env: dict[str, str]) -> tuple[float,
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
+def h200_venv(folder: Path, base: str = sys.executable) -> str:
+    """A venv laid out as the real H200's /opt/torch/.venv (tests/data/h200/): each of its 207 packages (its pip list)
+    with its dist-info METADATA and a package folder, torch 2.11.0+cu130's version.py as the stack snippet read it
+    there, and the nvidia-nccl-cu13 wheel's libnccl.so.2 (a stub: only its path is read). Returns its python3."""
+    subprocess.run([base, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    site = next((folder / "lib").glob("python3.*/site-packages"))
+    commands = H200 / "bundle" / "commands"
+    for line in (commands / "pip_list.txt").read_text().split():
+        name, _, version = line.partition("==")
+        stem = re.sub(r"[-_.]+", "_", name).lower()
+        info = site / f"{stem}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (site / stem).mkdir(exist_ok=True)
+        (site / stem / "__init__.py").write_text("")
+    captured = json.loads((commands / "opt_torch_.venv_bin_python3_-c_stack_snippet.txt").read_text())
+    (site / "torch" / "version.py").write_text(captured["packages"]["torch"]["version_py"])
+    library = site / "nvidia" / "nccl" / "lib" / "libnccl.so.2"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"\x7fELF (a stub: the probe reads its path, the nvidia-nccl-cu13 wheel its version)")
+    return str(folder / "bin" / "python3")
+
+
 def cpu_node(folder: Path) -> Path:
     """A CPU node's node file (the cpu stack, this python's torch, gloo on the loopback), as provisioning writes it."""
     values = {"expect_devices": 0, "accelerator": "cpu", "gloo_socket_ifname": "lo", "stack_python": sys.executable}
@@ -126,7 +160,8 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "accelstack")], check=True)
 
     with tempfile.TemporaryDirectory(prefix="acs-nodecheck-") as tmp:
-        node = make_gpu_node(Path(tmp) / "gpu", count=gpus)
+        stack_python = h200_venv(Path(tmp) / "opt" / "torch" / ".venv")
+        node = make_gpu_node(Path(tmp) / "gpu", count=gpus, node_vars={"stack_python": stack_python})
         home = Path(tmp) / "home"
         home.mkdir()
         env = node.env()
@@ -166,9 +201,13 @@ def main() -> int:
         print("  where its CPU goes (one more run, split by process):")
         for key, label in (("own", "node-check's own process: python start, imports, judging, records"),
                            ("batch", f"the health batch: one python3, {in_batch} nvidia-smi call(s) of ~{smi_cpu:.2f}"),
-                           ("probe", "versions' probe: sh, the stack python's snippet, the driver's files"),
+                           ("probe", "versions' probe: sh, the stack python's files, the driver's files"),
                            ("other", "other commands: the validators' folder, dmesg after a failure")):
             print(f"    {label:<68} {'':>7} {parts[key]:>7.2f}")
+        probe = probe_argv(ProbeOptions(python=stack_python, scope="components"))
+        row("versions' probe alone: the stack python (an H200-like venv) read from its files", [*driver, *probe])
+        row("  the stack python's snippet alone (what the probe started before)",
+            [stack_python, "-c", hostside("probes", STACK_SNIPPET).read_text()])
         row("  the same checks, one interpreter each (before)",
             [*driver, py, "-c", ONE_BY_ONE, "node-check", *flags])
         row("floor: nvidia-smi -q -x + python3 -c pass",

@@ -195,3 +195,19 @@ def test_two_releases_in_one_folder_read_as_the_file_the_loaders_name_leads_to()
             "nccl_loader": "\tlibnccl.so.2 (libc6,x86-64) => /usr/local/nccl/lib/libnccl.so.2\n",
             "nccl_loader_file": f"/usr/local/nccl/lib/libnccl.so.{target}\n"}, {})
         assert facts.components()["system_nccl"] == target
+
+
+def test_the_stack_files_lines_read_as_the_snippets_report_on_the_real_h200() -> None:
+    # What the probe prints for the H200's venv, read from files, gives the facts its snippet's JSON gave there.
+    commands = Path(__file__).parent / "data" / "h200" / "bundle" / "commands"
+    report = json.loads((commands / "opt_torch_.venv_bin_python3_-c_stack_snippet.txt").read_text())
+    torch = report["packages"]["torch"]
+    lines = [f"executable {report['executable']}", f"version Python {report['python']}",
+             f"dist torch {torch['version']} {torch['location']}", f"package torch {torch['package_dir']}",
+             *(f"library {path}" for path in report["nccl"]["libraries"]),
+             *(f"wheel {name} {version}" for name, version in report["nccl"]["wheels"].items())]
+    files = {torch["package_dir"] + "/version.py": torch["version_py"]}
+    assert p.parse_stack_files("\n".join(lines) + "\n", files) == p.parse_stack_python(json.dumps(report))
+    # torch's version.py not sent (unreadable): the metadata's version, as the snippet gives without it.
+    report["packages"]["torch"]["version_py"] = None
+    assert p.parse_stack_files("\n".join(lines), {}) == p.parse_stack_python(json.dumps(report))

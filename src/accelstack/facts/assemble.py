@@ -78,13 +78,16 @@ def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Fa
     _network(facts, c, section, files)
     facts.nvidia = _nvidia(facts, c, section, files)
     facts.ascend = _ascend(facts, c, section, files)
-    text = section("stack_python")
-    if text is not None:
+    # The stack python: read from its files (stack_files), or, where they cannot tell, its own report (stack_python).
+    stack = None
+    if (text := section("stack_python")) is not None:
         stack = c.attempt("stack_python", p.parse_stack_python, text)
-        if stack is not None:
-            facts.stack_python_version = stack.version
-            facts.stack_python = stack.executable
-            facts.torch = stack.torch
+    elif (text := section("stack_files")) is not None:
+        stack = c.attempt("stack_files", lambda t: p.parse_stack_files(t, files), text)
+    if stack is not None:
+        facts.stack_python_version = stack.version
+        facts.stack_python = stack.executable
+        facts.torch = stack.torch
     pip_list = section("pip_list")
     if facts.torch is not None and facts.torch.nccl is None and pip_list is not None:
         # A bundle from a probe that did not yet look for torch's NCCL: the stack python's pip list names the

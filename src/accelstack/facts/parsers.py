@@ -916,6 +916,11 @@ def parse_stack_python(text: str) -> StackPython:
     data = _load_json(text, "stack_python")
     if not isinstance(data, dict):
         raise ValueError(f"stack_python: expected a JSON object: {_snippet(text)}")
+    return stack_python_from(data)
+
+
+def stack_python_from(data: dict[str, Any]) -> StackPython:
+    """The stack python's report, in the shape its snippet prints (``stack_snippet.py``), as facts."""
     packages = data.get("packages") or {}
     torch = packages.get("torch") or {}
     npu = packages.get("torch_npu") or {}
@@ -1000,3 +1005,56 @@ def parse_hccn_conf(text: str) -> dict[int, str]:
         if number.isdigit():
             addresses[int(number)] = value
     return addresses
+
+
+_PYTHON_V = re.compile(r"^Python (\d+)\.(\d+)\.(\d+)")
+
+
+def parse_stack_files(text: str, files: dict[str, str | None]) -> StackPython:
+    """The probe's ``stack_files`` lines (the stack python read from its files, not started) and the ``version.py``
+    files it sent (path -> text) -> the same :class:`StackPython` its snippet's JSON gives.
+
+    Lines: ``executable PATH``, ``version Python X.Y.Z`` (what ``-V`` printed), ``package NAME DIR`` (where the
+    package imports from), ``dist NAME VERSION ROOT`` (its dist-info's version, and the sys.path folder holding
+    it), ``library PATH`` (a libnccl torch may load, in the order torch looks), ``wheel NAME VERSION`` (an
+    nvidia-nccl wheel). Raises ValueError without a ``version`` line that names a python version.
+    """
+    python = executable = None
+    packages: dict[str, dict[str, Any]] = {}
+    libraries: list[str] = []
+    wheels: dict[str, str] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "executable":
+            executable = rest
+        elif kind == "version" and (match := _PYTHON_V.match(rest.strip())):
+            python = "%s.%s.%s" % match.groups()
+        elif kind == "package":
+            name, _, folder = rest.partition(" ")
+            packages.setdefault(name, {})["package_dir"] = folder
+        elif kind == "dist":
+            name, version, root = (rest.split(" ", 2) + ["", ""])[:3]
+            packages.setdefault(name, {}).update(version=version or None, location=root or None)
+        elif kind == "library" and rest:
+            libraries.append(rest)
+        elif kind == "wheel":
+            name, _, version = rest.partition(" ")
+            if version:
+                wheels[name] = version
+    if python is None:
+        raise ValueError(f"stack_files: no python version: {_snippet(text)}")
+    report: dict[str, Any] = {"python": python, "executable": executable, "packages": {}}
+    for key in ("torch", "torch_npu"):
+        found = packages.get(key)
+        if found is None:
+            report["packages"][key] = None
+            continue
+        pdir = found.get("package_dir")
+        report["packages"][key] = {
+            "version": found.get("version"), "location": found.get("location"), "package_dir": pdir,
+            "version_py": files.get(pdir.rstrip("/") + "/version.py") if pdir else None}
+    if report["packages"]["torch"]:
+        # "embedded" (the version a library carries) is read by the snippet: the probe sends these lines only where
+        # a wheel names the version or no library was found.
+        report["nccl"] = {"libraries": libraries, "wheels": wheels, "embedded": None}
+    return stack_python_from(report)
