@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..vendors import ANY, is_vendor, vendor_names
 from ..yamlfile import load_marked_file
 from .causes import check_actor, load_causes
 from .structure import EXCEPTION_ANCHORS, STRUCTURE_PATTERNS
@@ -27,7 +28,6 @@ from .tables import Tables, load_tables
 
 # The fixed vocabulary of cause ids (data/causes.yml): reports, tests and the corpus's labels key on these strings.
 CAUSES: tuple[str, ...] = tuple(load_causes())
-VENDORS = ("nvidia", "ascend", "any")
 _REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "priority", "source")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 MIN_ANCHOR = 3
@@ -202,8 +202,9 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
         bad = [cause for cause in raw.get("follows") or () if cause not in CAUSES]
         if bad:
             raise ConfigError(f"follows names unknown cause(s): {', '.join(map(str, bad))}", where=where)
-        if raw["vendor"] not in VENDORS:
-            raise ConfigError(f"vendor {raw['vendor']!r} is not one of {', '.join(VENDORS)}", where=where)
+        if raw["vendor"] != ANY and not is_vendor(raw["vendor"]):
+            raise ConfigError(f"vendor {raw['vendor']!r} is not one of {', '.join((*vendor_names(), ANY))}",
+                              where=where)
         for key in ("requires_context", "unless_context"):
             if raw.get(key) is not None and raw[key] not in contexts:
                 raise ConfigError(f"{key} {raw[key]!r} names no context", where=where)

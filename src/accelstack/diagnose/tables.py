@@ -17,10 +17,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..vendors import ANY, is_vendor, vendor_names
 from ..yamlfile import load_marked_file
 from .causes import Cause, check_actor, load_causes
 
-VENDORS = ("nvidia", "ascend", "any")
 _TABLE_KEYS = {"id", "title", "vendor", "source", "literals", "exceptions", "codes", "code_patterns", "standalone"}
 _ROW_KEYS = {"cause", "also", "code", "priority", "actor", "note", "remedy", "secondary", "title", "meaning",
              "symptom", "source"}
@@ -193,8 +193,9 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
         if data["id"] in ids:
             raise ConfigError(f"duplicate table id {data['id']!r}", where=origin)
         ids.add(data["id"])
-        if data["vendor"] not in VENDORS:
-            raise ConfigError(f"vendor {data['vendor']!r} is not one of {', '.join(VENDORS)}", where=origin)
+        if data["vendor"] != ANY and not is_vendor(data["vendor"]):
+            raise ConfigError(f"vendor {data['vendor']!r} is not one of {', '.join((*vendor_names(), ANY))}",
+                              where=origin)
         data = {**data, "source": " ".join(str(data["source"]).split())}
         if not any(data.get(kind) for kind in ("literals", "exceptions", "codes")):
             raise ConfigError("a table needs literals, exceptions or codes", where=origin)

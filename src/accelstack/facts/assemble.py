@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from accelstack.facts import parsers as p
 from accelstack.facts.model import AscendFacts, Facts, NvidiaFacts
 from accelstack.facts.probe import is_probe_output, read_probe_output
+from accelstack.vendors import get_vendor
 
 T = TypeVar("T")
 
@@ -174,7 +175,7 @@ def _nvidia(
         nv.nccl_loader_library = next(iter(p.parse_ldconfig_cache(text, "libnccl.so.2")), None)
     loader_file = (section("nccl_loader_file") or "").strip() or None
     nv.nccl = _system_nccl(nv, files, loader_file)
-    has_device = any(d.vendor == "nvidia" for d in facts.accelerators)
+    has_device = any(get_vendor("nvidia").owns(d) for d in facts.accelerators)
     if not (nv.driver_version or nv.gpus or nv.cuda or nv.nccl or nv.nccl_libraries or has_device):
         return None
     return nv
@@ -264,7 +265,7 @@ def _ascend(
         info = p.parse_npu_smi_info(text)
         asc.npu_smi_version, asc.npus, asc.processes = info.version, info.chips, info.processes
 
-    has_device = any(d.vendor == "huawei" for d in facts.accelerators)
+    has_device = any(get_vendor("ascend").owns(d) for d in facts.accelerators)
     if not (asc.driver or asc.firmware or asc.cann_toolkit or asc.nnal or asc.npus or has_device):
         return None
     return asc

@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
-from ..stacks.components import COMPONENTS, InstalledVersions, installed_versions, torch_nccl
+from ..stacks.components import COMPONENTS, InstalledVersions, installed_versions
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -78,7 +78,7 @@ class Interface(_Record):
 @dataclass
 class PciDevice(_Record):
     bus_id: str  # 0000:c1:00.0, lower case as sysfs writes it
-    vendor: str  # "nvidia", "huawei" or "other"
+    vendor: str  # the vendor whose PCI vendor id it has (accelstack.vendors: nvidia, ascend), else "other"
     vendor_id: str  # 0x10de
     device_id: str | None = None  # 0xd802
     pci_class: str | None = None  # 0x120000 (processing accelerator) or 0x030200 (3D controller)
@@ -197,11 +197,6 @@ class Facts(_Record):
     torch: TorchFacts | None = None
     missing_tools: list[str] = field(default_factory=list)
     probe_errors: list[str] = field(default_factory=list)
-
-    def torch_nccl(self) -> tuple[str | None, str]:
-        """The NCCL torch loads and where it is (``torch``, ``system`` or ``none``): see
-        :func:`accelstack.stacks.components.torch_nccl`."""
-        return torch_nccl(self)
 
     def components(self) -> InstalledVersions:
         """Installed versions under the stack's component keys (None: not installed or unknown), each read as

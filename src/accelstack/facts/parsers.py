@@ -32,6 +32,7 @@ from accelstack.facts.model import (
     PciDevice,
     TorchFacts,
 )
+from accelstack.vendors import vendor_of_pci
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -255,7 +256,6 @@ def parse_proc_if_inet6(text: str) -> dict[str, list[Address]]:
     return found
 
 
-_PCI_VENDORS = {"0x10de": "nvidia", "0x19e5": "huawei"}
 
 
 def parse_pci_devices(text: str) -> list[PciDevice]:
@@ -272,7 +272,7 @@ def parse_pci_devices(text: str) -> list[PciDevice]:
         devices.append(
             PciDevice(
                 bus_id=str(item["slot"]).lower(),
-                vendor=_PCI_VENDORS.get(vendor_id, "other"),
+                vendor=vendor_of_pci(vendor_id) or "other",
                 vendor_id=vendor_id,
                 device_id=(str(item["device"]).lower() if item.get("device") else None),
                 pci_class=item.get("class"),

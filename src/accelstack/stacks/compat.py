@@ -32,8 +32,9 @@ from typing import Any, Literal
 
 from .. import paths as project_paths
 from ..errors import StackError
+from ..vendors import get_vendor, is_vendor, vendor_names
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
-from .model import VENDORS, Stack
+from .model import Stack
 from .versions import VersionError, in_minor_range, local_tag, parse_version, public, release_prefix
 
 Confidence = Literal["verified", "single-source", "inferred", "background"]
@@ -344,7 +345,7 @@ def _load_file(path: Path, matrix: Matrix) -> None:
         for row in reader.rows(*table("python"), "python", ("torch", "python", "vendors")):
             low, high = reader.texts(row, "python", version=True, size=2)
             vendors = reader.texts(row, "vendors")
-            bad = [v for v in vendors if v not in VENDORS]
+            bad = [v for v in vendors if not is_vendor(v)]
             if bad:
                 raise reader.error(row.line_of("vendors"), f"python: unknown vendor {bad[0]!r}")
             matrix.python.append(PythonRow(reader.texts(row, "torch", version=True), low, high, vendors,
@@ -763,25 +764,19 @@ def check_components(components: Mapping[str, str | None], vendor: str, *,
 
     Used with a stack's pins (preflight) and with a host's installed versions (drift).
     """
-    if vendor not in VENDORS:
-        raise StackError(f"vendor {vendor!r} is not one of {', '.join(VENDORS)}")
+    if not is_vendor(vendor):
+        raise StackError(f"vendor {vendor!r} is not one of {', '.join(vendor_names())}")
     matrix = matrix or load_matrix()
     usable, _unreadable = _usable(components)
-    checks: list[Callable[[], list[Violation]]] = [lambda: _check_python(usable, vendor, matrix)]
-    if vendor == "ascend":
-        checks += [lambda: _check_torch_npu(usable, matrix), lambda: _check_hdk(usable, matrix, devices),
-                   lambda: _check_same_release(usable, matrix)]
-    elif vendor == "nvidia":
-        checks += [lambda: _check_cuda_driver(usable, matrix), lambda: _check_torch_cuda(usable, matrix),
-                   lambda: _check_nccl(usable, matrix)]
-    out: list[Violation] = []
-    for check in checks:
-        out.extend(check())
+    out = _check_python(usable, vendor, matrix)
+    for rule in get_vendor(vendor).compat_rules:
+        if rule in COMPONENT_RULES:
+            out.extend(COMPONENT_RULES[rule](usable, matrix, devices))
     return out
 
 
-def _check_branch(stack: Stack) -> list[Violation]:
-    driver, branch = stack.components.get("nvidia_driver"), stack.nvidia_driver_branch
+def _check_branch(stack: Stack, matrix: Matrix) -> list[Violation]:
+    driver, branch = stack.components.get("nvidia_driver"), stack.fields.get("nvidia_driver_branch")
     if not driver or not branch:
         return []
     digits = branch.upper().lstrip("R")
@@ -817,6 +812,24 @@ def check_stack(stack: Stack, matrix: Matrix | None = None) -> list[Violation]:
     """Every rule a stack's pins break, including the stack-level ones (driver branch, device generation)."""
     matrix = matrix or load_matrix()
     out = check_components(stack.components, stack.vendor, devices=stack.devices, matrix=matrix)
-    if stack.vendor == "nvidia":
-        out += _check_branch(stack) + _check_devices(stack, matrix)
+    for rule in get_vendor(stack.vendor).compat_rules:
+        if rule in STACK_RULES:
+            out.extend(STACK_RULES[rule](stack, matrix))
     return out
+
+
+# The rule sets a vendor names (accelstack.vendors: Vendor.compat_rules): those over component versions (a stack's
+# pins, a host's installed versions), then those over a whole stack (its own fields, its device types).
+ComponentRule = Callable[[Mapping[str, str], Matrix, "Sequence[str] | None"], list[Violation]]
+COMPONENT_RULES: dict[str, ComponentRule] = {
+    "torch_npu": lambda c, matrix, devices: _check_torch_npu(c, matrix),
+    "cann_hdk": _check_hdk,
+    "same_release": lambda c, matrix, devices: _check_same_release(c, matrix),
+    "cuda_driver": lambda c, matrix, devices: _check_cuda_driver(c, matrix),
+    "torch_cuda": lambda c, matrix, devices: _check_torch_cuda(c, matrix),
+    "nccl": lambda c, matrix, devices: _check_nccl(c, matrix),
+}
+STACK_RULES: dict[str, Callable[[Stack, Matrix], list[Violation]]] = {
+    "driver_branch": _check_branch,
+    "device_cuda": _check_devices,
+}

@@ -13,6 +13,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..vendors import get_vendor
 
 SOURCE_KEYS = ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source")
 # What the scripts judge with; sources and notes stay here (the config travels in every record's command).
@@ -56,7 +57,7 @@ def load_device_floors(text: str | None = None, overrides: Any = None, vendor: s
         rows = [_check_row(row, "inventory device_thresholds", None) for row in overrides] + rows
     health = dict(doc.get("device_health") or {})
     if vendor is not None:
-        if vendor == "cpu":
+        if not get_vendor(vendor).has_devices:
             return {}
         rows = [{k: row[k] for k in SCRIPT_KEYS if k in row} for row in rows
                 if row.get("vendor", vendor) == vendor]
