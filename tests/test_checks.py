@@ -160,7 +160,7 @@ def test_judges_come_from_the_declarations() -> None:
 def catalog_entries() -> list[tuple[str, str, str | None]]:
     catalog = load_catalog()
     entries = [(sig.id, sig.cause, sig.confirm_with) for sig in catalog.signatures]
-    return entries + [(code, e["cause"], e["confirm_with"]) for code, e in catalog.ascend_codes.items()]
+    return entries + [(code, e["cause"], e["confirm_with"]) for code, e in catalog.error_codes.items()]
 
 
 def test_confirms_name_real_causes_and_every_node_cause_has_a_check() -> None:

@@ -135,6 +135,14 @@ class Vendor:
     tool_sections: Mapping[str, str] = {}  # probe section -> the tool behind it, for documents that do not say
     required_symbols: Mapping[str, Sequence[str]] = {}  # library -> symbols torch needs it to export
     has_devices: bool = True
+    # Error codes its libraries print on a failure (Ascend's EI0002): a regular expression with a ``code`` group,
+    # the literals every match holds (the diagnosis prefilter), what to do with a code its tables do not list, and
+    # where the format is documented. Its tables' ``codes:`` name them (diagnose/*.yml).
+    error_code: str | None = None
+    error_code_anchors: tuple[str, ...] = ()
+    error_code_wrappers: tuple[str, ...] = ()  # prefixes of codes that wrap another error (torch_npu's ERR)
+    error_code_lookup: str = ""
+    error_code_source: str = ""
     # The rule sets of stacks/compat.py that judge its components and stacks (its rows: compat/<name>.yml).
     compat_rules: tuple[str, ...] = ()
     # Its collective library addresses each device by an IP that provisioning reads from the host (Ascend's
@@ -231,6 +239,10 @@ class Vendor:
 
     def data(self, name: str) -> Path:
         return self.folder / name
+
+    def diagnosis_tables(self) -> list[Path]:
+        """Its error taxonomies (``diagnose/*.yml``)."""
+        return sorted((self.folder / "diagnose").glob("*.yml"))
 
     def hostside_module(self) -> Path | None:
         """Its host-side module (``hostside.py``), uploaded beside the validators as ``vendor_<name>.py``."""

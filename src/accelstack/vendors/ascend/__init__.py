@@ -14,6 +14,12 @@ DEFAULT_ROOT = "/usr/local/Ascend"
 # environment variable reference: HCCL_IF_BASE_PORT).
 HCCL_BASE_PORT = 60000
 HCCL_PORTS = 32
+# An Ascend error code (the CANN error code reference): CANN's E + family letter + 4 digits (EI0002 HCCL, EJ
+# runtime, EL, EE, EH, EZ ...), E + 5 digits (E30001 ...) and torch_npu's ERR + 5 digits (ERR02200). Every code the
+# pattern can match contains one of the anchors.
+_CODE_FAMILIES = "EHIJKLZ"
+ERROR_CODE = rf"\b(?P<code>E[{_CODE_FAMILIES}]\d{{4}}|E[1-9]\d{{4}}|ERR\d{{5}})\b"
+ERROR_CODE_ANCHORS = ("ERR",) + tuple(f"E{a}{d}" for a in _CODE_FAMILIES + "123456789" for d in "0123456789")
 
 
 def _section(facts: Any) -> Any:
@@ -57,6 +63,13 @@ class AscendVendor(Vendor):
     collective_timeout_s = 1800.0
     device_ips = True
     compat_rules = ("torch_npu", "cann_hdk", "same_release")
+    error_code = ERROR_CODE
+    error_code_anchors = ERROR_CODE_ANCHORS
+    error_code_wrappers = ("ERR",)
+    error_code_lookup = ("Look the code up in the CANN error code reference for your CANN version (and the plog under "
+                         "~/ascend/log for that PID); add it to the Ascend vendor's diagnose/ascend-cann.yml with its "
+                         "cause.")
+    error_code_source = "reference/ascend.md §6 (error code format)"
 
     def components(self) -> tuple[Component, ...]:
         return (

@@ -1,0 +1,153 @@
+"""A vendor is a plugin found by name (``accelstack.vendors``): the rest of the package asks it, never compares its
+name. Held here by a walk of every module outside ``vendors/`` (the lab and the tests are exempt):
+
+- no string literal that is a vendor's name (``nvidia``, ``ascend``, ``huawei``, ``amd``) anywhere: code that names
+  one vendor is that vendor's code, and belongs in its folder;
+- ``cpu`` (also torch's CPU device type) is refused where it stands for the vendor: compared with something that
+  reads a vendor (``vendor``, ``.vendor``, ``config["vendor"]``, ``config.get("vendor")``);
+- no list of vendors: a tuple, list, set or mapping that holds two vendors' names (``vendors()`` is the one list).
+
+And the registry: every vendor folder is a vendor, its attributes are consistent, its data files parse.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import accelstack
+from accelstack.vendors import Vendor, get_vendor, vendor_names, vendor_of_pci, vendors
+
+PACKAGE = Path(accelstack.__file__).parent
+EXEMPT_FOLDERS = ("vendors", "lab")
+# Names of vendors as a literal may carry them: the registry's, the PCI vendor Ascend's devices report, and the
+# vendor the next folder adds.
+WORDS = frozenset(vendor_names()) | {"huawei", "amd"}
+NAMED = WORDS - {"cpu"}
+
+
+def _literal(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _reads_vendor(node: ast.AST) -> bool:
+    """Whether an expression reads a vendor: a name or attribute ``vendor``, or a key ``"vendor"``."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id == "vendor":
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "vendor":
+            return True
+        if _literal(sub) == "vendor":
+            return True
+    return False
+
+
+def _members(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [text for text in map(_literal, node.elts) if text is not None]
+    if isinstance(node, ast.Dict):
+        return [text for text in map(_literal, [k for k in node.keys if k is not None]) if text is not None]
+    return []
+
+
+def vendor_names_in(tree: ast.AST) -> list[str]:
+    """Where a module names a vendor, compares ``cpu`` with a vendor or keeps a list of vendors, as ``line: what``."""
+    found = []
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and _literal(node.body[0].value) is not None}
+    for node in ast.walk(tree):
+        text = _literal(node)
+        if text in NAMED and id(node) not in docstrings:
+            found.append(f"{node.lineno}: the literal {text!r}")  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_reads_vendor(side) for side in sides):
+                for side in sides:
+                    words = [_literal(side)] + _members(side)
+                    if any(word in WORDS for word in words if word):
+                        found.append(f"{node.lineno}: a vendor compared with {ast.unparse(side)}")
+        if sum(1 for word in set(_members(node)) if word in WORDS) >= 2:
+            found.append(f"{node.lineno}: a list of vendors {ast.unparse(node)[:60]}")  # type: ignore[attr-defined]
+        if isinstance(node, ast.MatchValue) and _literal(node.value) in WORDS:
+            found.append(f"{node.lineno}: a match on the vendor {_literal(node.value)!r}")
+    return sorted(set(found), key=lambda item: (int(item.split(":")[0]), item))
+
+
+def test_the_check_finds_vendor_names_comparisons_and_lists() -> None:
+    source = ('"""The nvidia docstring."""\n'
+              'if vendor == "nvidia": pass\n'
+              'ok = config.get("vendor") != "cpu"\n'
+              'kind = "cuda" if vendor == "ascend" else "cpu"\n'
+              'TABLE = {"ascend": 1, "cpu": 2}\n'
+              'SKIP = stack.vendor in ("cpu",)\n'
+              'device = torch.device("cpu") if kind == "cpu" else None\n'
+              'tool = "nvidia-smi"\n')
+    assert vendor_names_in(ast.parse(source)) == [
+        "2: a vendor compared with 'nvidia'", "2: the literal 'nvidia'", "3: a vendor compared with 'cpu'",
+        "4: a vendor compared with 'ascend'", "4: the literal 'ascend'", "5: a list of vendors {'ascend': 1, 'cpu': 2}",
+        "5: the literal 'ascend'", "6: a vendor compared with ('cpu',)"]
+    # torch's cpu device, a tool's name, the vendor's name in a docstring: none of them names the vendor in code.
+    assert vendor_names_in(ast.parse('x = torch.device("cpu") if kind == "cpu" else "nvidia-smi"\n')) == []
+
+
+# What is left to move into vendors/ while the work of issue 23 goes on, by module: it shrinks to nothing.
+PENDING = ("facts/assemble.py", "facts/render.py", "hostside/validators/_holders.py",
+           "hostside/validators/collectives.py", "hostside/validators/device_health.py",
+           "hostside/validators/device_perf.py", "hostside/validators/devices.py", "hostside/validators/env.py",
+           "hostside/validators/memory.py", "hostside/validators/network.py", "hostside/validators/torch_devices.py")
+
+
+def test_no_module_outside_vendors_names_a_vendor() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in EXEMPT_FOLDERS:
+            continue
+        lines = vendor_names_in(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        if lines and relative.as_posix() not in PENDING:
+            found[relative.as_posix()] = lines
+    assert found == {}, "ask the vendor (accelstack.vendors: get_vendor(name)) instead: " + repr(found)
+
+
+# ----- the registry -----------------------------------------------------------------------------------------------
+
+
+def test_every_vendor_folder_is_a_vendor_found_by_its_name() -> None:
+    folders = sorted(p.name for p in (PACKAGE / "vendors").iterdir()
+                     if p.is_dir() and (p / "__init__.py").is_file())
+    assert sorted(vendor_names()) == folders
+    for name in folders:
+        vendor = get_vendor(name)
+        assert isinstance(vendor, Vendor) and vendor.name == name and vendor.label and vendor.backend
+        assert vendor.folder == PACKAGE / "vendors" / name
+
+
+def test_an_unknown_vendor_is_one_clear_error_naming_the_known_ones() -> None:
+    from accelstack.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="vendor 'huawei' is not one of ascend, nvidia, cpu"):
+        get_vendor("huawei")
+    with pytest.raises(ConfigError):
+        get_vendor(None)
+
+
+def test_each_vendor_says_what_it_is_consistently() -> None:
+    backends = [v.backend for v in vendors()]
+    assert len(set(backends)) == len(backends)  # one backend, one vendor (AMD's RCCL shares nccl: a note for it)
+    for vendor in vendors():
+        if vendor.has_devices:
+            assert vendor.torch_device and vendor.tool and vendor.pci_vendor_ids and vendor.visible_devices_env
+            assert vendor.socket_ifname_env and vendor.socket_ifname_env.endswith("_SOCKET_IFNAME")
+        else:
+            assert vendor.torch_device is None and not vendor.pci_vendor_ids and not vendor.components()
+        for pci in vendor.pci_vendor_ids:
+            assert vendor_of_pci(pci.upper()) == vendor.name
+        keys = [c.key for c in vendor.components()]
+        assert len(keys) == len(set(keys))
+        for component in vendor.components():
+            assert component.vendors == frozenset({vendor.name})
+            assert component.required <= component.vendors and component.critical <= component.vendors
+    assert vendor_of_pci("0x8086") is None
