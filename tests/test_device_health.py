@@ -455,16 +455,24 @@ def test_device_rows_have_sources_and_travel_per_vendor() -> None:
 
     from accelstack.errors import ConfigError
     from accelstack.paths import package_data
+    from accelstack.vendors import vendors
 
-    doc = yaml.safe_load(package_data("thresholds.yml").read_text())
-    for row in doc["devices"]:
-        for key in ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source"):
-            assert row[key] in doc["device_sources"], (row["sku"], key)
-        for floor, ref in (("min_matmul_bf16_tflops", "ref_matmul_bf16_tflops"), ("min_copy_tbps", "ref_copy_tbps")):
-            if row[ref] is not None:  # 80 % of the reference figure unless a source says otherwise
-                assert row[floor] == pytest.approx(0.8 * row[ref], rel=0.01), (row["sku"], floor)
-    assert doc["device_health"]["source"] in doc["device_sources"]
+    docs = [yaml.safe_load(package_data("thresholds.yml").read_text())]
+    docs += [yaml.safe_load(path.read_text()) for path in (v.floors_file() for v in vendors()) if path]
+    for doc in docs:  # every file names its own sources
+        for row in doc.get("devices") or []:
+            assert "vendor" not in row, row["sku"]  # the file it is in says whose it is
+            for key in ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source"):
+                assert row[key] in doc["device_sources"], (row["sku"], key)
+            for floor, ref in (("min_matmul_bf16_tflops", "ref_matmul_bf16_tflops"),
+                               ("min_copy_tbps", "ref_copy_tbps")):
+                if row[ref] is not None:  # 80 % of the reference figure unless a source says otherwise
+                    assert row[floor] == pytest.approx(0.8 * row[ref], rel=0.01), (row["sku"], floor)
+        if doc.get("device_health"):
+            assert doc["device_health"]["source"] in doc["device_sources"]
     every = load_device_floors()
+    assert set(every["device_health"]) >= {"temperature_warn_c", "max_retired_pages", "hbm_idle_used_fraction"}
+    assert {"h100-capture", "npu-idle", "inferred-temperature"} <= set(every["device_sources"])
     assert "matmul_source" in every["device_rows"][0]
     nvidia = load_device_floors(vendor="nvidia")
     assert [r["sku"] for r in nvidia["device_rows"]] == ["H100/H200 NVL", "H100 SXM", "H200", "A100 SXM 80GB",
@@ -478,6 +486,9 @@ def test_device_rows_have_sources_and_travel_per_vendor() -> None:
                        "NVIDIA A100-SXM4-40GB": "A100 SXM", "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
                        "NVIDIA A100 80GB PCIe": "A100"}
     assert "matmul_source" not in nvidia["device_rows"][0] and "source" not in nvidia["device_health"]
+    # A vendor's limits travel to its hosts with the shared ones, not another vendor's.
+    assert "max_retired_pages" in nvidia["device_health"] and "temperature_fail_c" in nvidia["device_health"]
+    assert "hbm_idle_used_fraction" not in nvidia["device_health"]
     assert load_device_floors(vendor="cpu") == {}
     mine = load_device_floors(vendor="nvidia", overrides=[{"sku": "H100 SXM (site)", "match": ["H100"],
                                                            "min_matmul_bf16_tflops": 700}])

@@ -240,6 +240,11 @@ class Vendor:
     def data(self, name: str) -> Path:
         return self.folder / name
 
+    def floors_file(self) -> Path | None:
+        """Its floors and limits (``floors.yml``: collective bandwidth rows, per-SKU device floors, health limits)."""
+        path = self.data("floors.yml")
+        return path if path.is_file() else None
+
     def diagnosis_tables(self) -> list[Path]:
         """Its error taxonomies (``diagnose/*.yml``)."""
         return sorted((self.folder / "diagnose").glob("*.yml"))
