@@ -94,10 +94,7 @@ def test_the_check_finds_vendor_names_comparisons_and_lists() -> None:
 
 
 # What is left to move into vendors/ while the work of issue 23 goes on, by module: it shrinks to nothing.
-PENDING = ("facts/assemble.py", "facts/render.py", "hostside/validators/_holders.py",
-           "hostside/validators/collectives.py", "hostside/validators/device_health.py",
-           "hostside/validators/device_perf.py", "hostside/validators/devices.py", "hostside/validators/env.py",
-           "hostside/validators/memory.py", "hostside/validators/network.py", "hostside/validators/torch_devices.py")
+PENDING = ("facts/assemble.py", "facts/render.py")
 
 
 def test_no_module_outside_vendors_names_a_vendor() -> None:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for
+from _common import main_entry, results_for, vendor_module
 
 SIOCGIFADDR = 0x8915
 IFF_UP = 0x1
@@ -197,7 +197,7 @@ def main(config):
         else:
             checks.append(result("pass", "%s is sourced by a login shell (%d exports)" % (env_file, len(exported)),
                                  {"exports": len(exported)}, evidence))
-    elif config.get("vendor", "cpu") == "cpu":
+    elif not vendor_module(config.get("vendor", "cpu")).HAS_DEVICES:
         checks.append(result("warn", "no env file at %s: the cpu stack runs without one, but nothing pins its "
                              "environment" % env_file, evidence={"env_file": env_file},
                              remedy="inv provision renders it; harmless on the cpu stack"))
