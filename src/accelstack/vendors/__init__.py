@@ -168,6 +168,9 @@ class Vendor:
         """Per component, which copy was judged and what else is installed beside it (drift's evidence)."""
         return {}
 
+    # The pins `inv stack.list` shows for its stacks, in this order.
+    listed_pins: tuple[str, ...] = ("torch", "python")
+
     def stack_fields(self) -> Mapping[str, str]:
         """Stack fields of this vendor's own (name -> what it is, for the message when one is missing)."""
         return {}

@@ -70,6 +70,7 @@ class NvidiaVendor(Vendor):
     # What torch dlsyms at the first communicator: ncclCommInitRankConfig arrived in NCCL 2.14 and ncclCommSplit in
     # 2.18, both used by torch >= 2.2 (https://github.com/pytorch/pytorch, ProcessGroupNCCL / NCCLUtils).
     required_symbols = {"libnccl.so.2": ["ncclCommInitRankConfig", "ncclCommSplit"]}
+    listed_pins = ("torch", "cuda", "nvidia_driver", "nccl", "python")
     compat_rules = ("cuda_driver", "torch_cuda", "nccl", "driver_branch", "device_cuda")
 
     def components(self) -> tuple[Component, ...]:
