@@ -13,6 +13,7 @@ And the registry: every vendor folder is a vendor, its attributes are consistent
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,56 @@ def test_each_vendor_says_what_it_is_consistently() -> None:
             assert component.vendors == frozenset({vendor.name})
             assert component.required <= component.vendors and component.critical <= component.vendors
     assert vendor_of_pci("0x8086") is None
+
+
+# ----- data a vendor ships in its folder, and the project's files that win over it ---------------------------------
+
+
+@pytest.fixture()
+def nvidia_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The nvidia vendor's folder moved to a temporary one (its data files only), to plant files in."""
+    folder = tmp_path / "vendor"
+    folder.mkdir()
+    monkeypatch.setattr(type(get_vendor("nvidia")), "folder", property(lambda self: folder))
+    return folder
+
+
+def test_a_vendors_own_compat_rows_count_unless_the_project_has_its_file(tmp_path: Path, nvidia_folder: Path) -> None:
+    from accelstack.paths import project_root
+    from accelstack.stacks.compat import load_matrix, matrix_files
+
+    root = tmp_path / "project"
+    (root / "compat").mkdir(parents=True)
+    shutil.copy(project_root() / "compat" / "ascend.yml", root / "compat" / "ascend.yml")
+    assert matrix_files(root) == [root / "compat" / "ascend.yml"] and not load_matrix(root).cuda_driver
+    shipped = (project_root() / "compat" / "nvidia.yml").read_text()
+    (nvidia_folder / "compat.yml").write_text(shipped)
+    assert matrix_files(root) == [root / "compat" / "ascend.yml", nvidia_folder / "compat.yml"]
+    assert load_matrix(root).cuda_driver  # the vendor's rows are read
+    # A site's compat/nvidia.yml replaces the vendor's rows: an operator adds rows there.
+    (root / "compat" / "nvidia.yml").write_text(shipped.replace('{cuda: "12.0", driver: 525.60.13,',
+                                                                '{cuda: "12.0", driver: 525.99.99,'))
+    assert nvidia_folder / "compat.yml" not in matrix_files(root)
+    assert {r.driver for r in load_matrix(root).cuda_driver if r.cuda == "12.0"} == {"525.99.99"}
+
+
+def test_a_vendors_own_roles_are_found_unless_the_project_has_one_of_that_name(tmp_path: Path,
+                                                                               nvidia_folder: Path) -> None:
+    from accelstack.errors import ConfigError
+    from accelstack.provision.roles import load_roles, select_roles
+
+    root = tmp_path / "project"
+    (root / "roles" / "env").mkdir(parents=True)
+    (root / "roles" / "env" / "meta.yml").write_text("vendors: [any]\n")
+    (nvidia_folder / "roles" / "gpu_driver").mkdir(parents=True)
+    (nvidia_folder / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [nvidia]\n")
+    roles = load_roles(root)
+    assert roles["gpu_driver"].path == nvidia_folder / "roles" / "gpu_driver" and "env" in roles
+    assert [r.name for r in select_roles(roles, "nvidia")] == ["env", "gpu_driver"]
+    assert [r.name for r in select_roles(roles, "ascend")] == ["env"]
+    (root / "roles" / "gpu_driver").mkdir()
+    (root / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [nvidia]\n")
+    assert load_roles(root)["gpu_driver"].path == root / "roles" / "gpu_driver"  # the site's copy wins
+    (root / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [huawei]\n")
+    with pytest.raises(ConfigError, match="vendors: 'huawei' is not one of ascend, nvidia, cpu, any"):
+        load_roles(root)

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from .. import paths as project_paths
 from ..errors import StackError
-from ..vendors import get_vendor, is_vendor, vendor_names
+from ..vendors import get_vendor, is_vendor, vendor_names, vendors
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
 from .model import Stack
 from .versions import VersionError, in_minor_range, local_tag, parse_version, public, release_prefix
@@ -388,22 +388,35 @@ def _load_file(path: Path, matrix: Matrix) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_cached(folder: str, stamp: tuple[tuple[str, float], ...]) -> Matrix:
+def _load_cached(stamp: tuple[tuple[str, float], ...]) -> Matrix:
     matrix = Matrix()
-    for name, _ in stamp:
-        _load_file(Path(folder) / name, matrix)
+    for path, _ in stamp:
+        _load_file(Path(path), matrix)
     return matrix
 
 
-def load_matrix(root: Path | None = None) -> Matrix:
-    """Every ``compat/*.yml`` under the project root, merged; cached until a file changes."""
-    folder = (root or project_paths.project_root()) / "compat"
+def matrix_files(root: Path | None = None) -> list[Path]:
+    """Every ``compat/*.yml`` under the project root, and each vendor's rows it has no file for (the ones the
+    vendor ships: Vendor.compat_file)."""
+    root = root or project_paths.project_root()
+    folder = root / "compat"
     files = sorted(folder.glob("*.yml")) if folder.is_dir() else []
+    for vendor in vendors():
+        path = vendor.compat_file(root)
+        if path is not None and path not in files:
+            files.append(path)
+    return files
+
+
+def load_matrix(root: Path | None = None) -> Matrix:
+    """Every file of :func:`matrix_files`, merged; cached until a file changes."""
+    files = matrix_files(root)
     if not files:
+        folder = (root or project_paths.project_root()) / "compat"
         raise StackError("no compatibility matrices found", where=str(folder),
                          hint="compat/ascend.yml and compat/nvidia.yml ship with accelstack")
-    stamp = tuple((path.name, path.stat().st_mtime) for path in files)
-    return _load_cached(str(folder), stamp)
+    stamp = tuple((str(path), path.stat().st_mtime) for path in files)
+    return _load_cached(stamp)
 
 
 # --------------------------------------------------------------------------------------------------- checks

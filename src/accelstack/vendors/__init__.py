@@ -248,6 +248,19 @@ class Vendor:
         path = self.data("floors.yml")
         return path if path.is_file() else None
 
+    def roles_dir(self) -> Path | None:
+        """The roles it ships (``roles/<role>/``, Ansible's layout); the project's ``roles/`` wins by name."""
+        path = self.data("roles")
+        return path if path.is_dir() else None
+
+    def compat_file(self, root: Path) -> Path | None:
+        """Its compatibility rows: the project's ``compat/<name>.yml`` under ``root`` (where operators add rows),
+        else the one it ships (``compat.yml`` in its folder); None when it has neither."""
+        for path in (root / "compat" / f"{self.name}.yml", self.data("compat.yml")):
+            if path.is_file():
+                return path
+        return None
+
     def diagnosis_tables(self) -> list[Path]:
         """Its error taxonomies (``diagnose/*.yml``)."""
         return sorted((self.folder / "diagnose").glob("*.yml"))
