@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.facts.parsers import parse_npu_smi_info, parse_nvidia_smi_xml
 from accelstack.lab.simulated import drop_device_command
 from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
+from accelstack.vendors.ascend.parsers import parse_npu_smi_info
+from accelstack.vendors.nvidia.parsers import parse_nvidia_smi_xml
 
 from .labtools import load_validator, load_vendor_hostside
 

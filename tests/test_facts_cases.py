@@ -1,7 +1,8 @@
 """The facts parsers from data, as pyinfra tests its facts: one JSON case per captured output, one generic runner.
 
 Layout: ``tests/data/facts/<parser>/<case>.json``, the folder named after a public function of
-:mod:`accelstack.facts.parsers`::
+:mod:`accelstack.facts.parsers`, :mod:`accelstack.vendors.parsing` or a vendor's parsers
+(``accelstack.vendors.<vendor>.parsers``: NVIDIA's, Ascend's)::
 
     {"parser": "parse_os_release",                  # must equal the folder's name
      "source": "where the input comes from (capture, reference note, H100 bundle, lab)",
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import importlib
 import inspect
 import json
 import re
@@ -45,7 +47,8 @@ from typing import Any
 
 import pytest
 
-from accelstack.facts import parsers
+from accelstack.facts import parsers as facts_parsers
+from accelstack.vendors import parsing, vendors
 
 from .labtools import load_validator, load_vendor_hostside
 
@@ -59,6 +62,24 @@ KEYS = {"parser", "source", "about", "input", "input_text", "more_inputs", "kwar
 # reviewer would accept (a parser no captured output exists for is not one: write a synthetic_ capture).
 EXEMPT: dict[str, str] = {}
 
+
+
+def _parser_modules() -> list[Any]:
+    """Where the parsers live: the facts', the shared helpers', each vendor's (``<vendor>.parsers``)."""
+    modules: list[Any] = [facts_parsers, parsing]
+    for vendor in vendors():
+        try:
+            modules.append(importlib.import_module(f"accelstack.vendors.{vendor.name}.parsers"))
+        except ModuleNotFoundError:
+            pass  # a vendor without a tool of its own (cpu)
+    return modules
+
+
+MODULES = _parser_modules()
+# Every public function of those modules by name, in the module that defines it (a name imported from another is
+# the other's): a case folder names one of these.
+PARSERS: dict[str, Any] = {name: f for m in MODULES for name, f in inspect.getmembers(m, inspect.isfunction)
+                           if not name.startswith("_") and f.__module__ == m.__name__}
 
 class CaseError(AssertionError):
     """A case that is wrong (its expectation fails) or malformed (it could not be checked at all)."""
@@ -114,9 +135,9 @@ def text_of(spec: dict[str, Any], where: str) -> str:
 
 
 def parser_named(name: str) -> Any:
-    function = getattr(parsers, name, None)
-    if name.startswith("_") or not inspect.isfunction(function) or function.__module__ != parsers.__name__:
-        raise CaseError(f"no public parser {name!r} in accelstack.facts.parsers")
+    function = PARSERS.get(name)
+    if name.startswith("_") or function is None:
+        raise CaseError(f"no public parser {name!r} in {', '.join(m.__name__ for m in MODULES)}")
     return function
 
 
@@ -264,7 +285,7 @@ def run_twins(case: dict[str, Any], folder: str) -> int:
             with pytest.raises(wanted):
                 twin(*args)
             continue
-        mine, theirs = shared(getattr(parsers, folder)(text, **kwargs), twin(*args))
+        mine, theirs = shared(PARSERS[folder](text, **kwargs), twin(*args))
         assert plain(mine) == plain(theirs), f"{script}.{name} disagrees with {folder}"
         compared += _has_value(plain(mine))
     return compared
@@ -286,7 +307,7 @@ def test_host_side_twin_agrees(path: Path) -> None:
 
 def test_every_twin_compares_something_real() -> None:
     for folder in TWINS:
-        assert folder in dir(parsers), folder
+        assert folder in PARSERS, folder
         cases = [json.loads(c.read_text(encoding="utf-8")) for c in TWIN_CASES if c.parent.name == folder]
         assert sum(run_twins(case, folder) for case in cases), f"{folder}: no case gives its twins a field to compare"
 
@@ -300,8 +321,7 @@ def test_a_drifted_twin_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def public_parsers() -> list[str]:
-    return sorted(name for name, f in inspect.getmembers(parsers, inspect.isfunction)
-                  if name.startswith("parse_") and f.__module__ == parsers.__name__)
+    return sorted(name for name in PARSERS if name.startswith("parse_"))
 
 
 def test_every_parser_has_a_case() -> None:
@@ -312,8 +332,8 @@ def test_every_parser_has_a_case() -> None:
     assert not missing, f"parsers with no case in tests/data/facts/ and no exemption: {missing}"
     stale = sorted(set(EXEMPT) & folders)
     assert not stale, f"exempted but they have cases now: drop them from EXEMPT: {stale}"
-    strays = sorted(folders - set(dir(parsers)))
-    assert not strays, f"case folders named after no function of accelstack.facts.parsers: {strays}"
+    strays = sorted(folders - set(PARSERS))
+    assert not strays, f"case folders named after no public function of the parser modules: {strays}"
 
 
 # ----- the runner is not a rubber stamp -----

@@ -91,7 +91,9 @@ class Component:
 class FactsReading(Protocol):
     """What a vendor reads its facts from (the probe's sections and files), as ``facts/assemble.py`` hands it."""
 
-    accelerators: Sequence[Any]  # the host's PCI accelerators (``PciDevice``: ``.vendor`` is a vendor's name)
+    @property
+    def accelerators(self) -> Sequence[Any]:
+        """The host's PCI accelerators (``PciDevice``: ``.vendor`` is a vendor's name)."""
 
     def section(self, name: str) -> str | None:
         """A section's output (None when absent, failed or empty)."""
@@ -104,6 +106,9 @@ class FactsReading(Protocol):
 
     def attempt(self, what: str, func: Callable[[str], T], text: str) -> T | None:
         """``func(text)``, or None with the failure kept in the host's ``probe_errors``."""
+
+    def json(self, text: str, what: str) -> Any:
+        """``text`` as JSON; ValueError naming ``what`` and showing the text's start otherwise."""
 
 
 @dataclass(frozen=True)

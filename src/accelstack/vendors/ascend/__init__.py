@@ -6,7 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .. import Component, DeviceMemory, Vendor
+from .. import Component, DeviceMemory, FactsReading, Vendor
+from . import reading
+from .facts import AscendFacts
+from .parsers import parse_npu_smi_info
 
 _PYTHON_ENV = "python_env (the venv from the artifact wheelhouse)"
 DEFAULT_ROOT = "/usr/local/Ascend"
@@ -22,8 +25,9 @@ ERROR_CODE = rf"\b(?P<code>E[{_CODE_FAMILIES}]\d{{4}}|E[1-9]\d{{4}}|ERR\d{{5}})\
 ERROR_CODE_ANCHORS = ("ERR",) + tuple(f"E{a}{d}" for a in _CODE_FAMILIES + "123456789" for d in "0123456789")
 
 
-def _section(facts: Any) -> Any:
-    return getattr(facts, "ascend", None)
+def _section(facts: Any) -> AscendFacts | None:
+    section: AscendFacts | None = facts.section("ascend")
+    return section
 
 
 def _ascend_attr(name: str) -> Any:
@@ -95,6 +99,19 @@ class AscendVendor(Vendor):
                            installed_by="cann", read=_ascend_attr("nnal"), internal_release=True),
         )
 
+    @property
+    def facts_type(self) -> type:
+        return AscendFacts
+
+    def read_facts(self, facts_reading: FactsReading) -> AscendFacts | None:
+        return reading.read_facts(facts_reading, self.owns)
+
+    def facts_rows(self, section: Any) -> list[tuple[str, str]]:
+        return reading.facts_rows(section)
+
+    def facts_summary(self, section: Any) -> list[str]:
+        return reading.facts_summary(section)
+
     def device_count(self, facts: Any) -> int | None:
         section = _section(facts)
         return len({chip.npu_id for chip in section.npus}) if section is not None else None
@@ -126,7 +143,6 @@ class AscendVendor(Vendor):
         return list(range(base, base + HCCL_PORTS))
 
     def device_counts(self, tool_output: str, evidence: Mapping[str, Any]) -> tuple[int, list[str]]:
-        from ...facts.parsers import parse_npu_smi_info
         info = parse_npu_smi_info(tool_output)
         ids = sorted({chip.npu_id for chip in info.chips})
         bad = [f"npu {c.npu_id} chip {c.chip_id}: {c.health}" for c in info.chips
@@ -134,7 +150,6 @@ class AscendVendor(Vendor):
         return len(ids), bad
 
     def device_memory(self, tool_output: str, apps_output: str, min_free: float) -> DeviceMemory:
-        from ...facts.parsers import parse_npu_smi_info
         info = parse_npu_smi_info(tool_output)
         busy = []
         for chip in info.chips:

@@ -6,13 +6,17 @@ import csv
 from collections.abc import Mapping
 from typing import Any
 
-from .. import Component, DeviceMemory, Vendor
+from .. import Component, DeviceMemory, FactsReading, Vendor
+from . import reading
+from .facts import NvidiaFacts
+from .parsers import parse_nvidia_smi_csv
 
 _PYTHON_ENV = "python_env (the venv from the artifact wheelhouse)"
 
 
-def _section(facts: Any) -> Any:
-    return getattr(facts, "nvidia", None)
+def _section(facts: Any) -> NvidiaFacts | None:
+    section: NvidiaFacts | None = facts.section("nvidia")
+    return section
 
 
 def _nvidia_attr(name: str) -> Any:
@@ -131,6 +135,19 @@ class NvidiaVendor(Vendor):
             details["system_nccl"] = system_detail
         return details
 
+    @property
+    def facts_type(self) -> type:
+        return NvidiaFacts
+
+    def read_facts(self, facts_reading: FactsReading) -> NvidiaFacts | None:
+        return reading.read_facts(facts_reading, self.owns)
+
+    def facts_rows(self, section: Any) -> list[tuple[str, str]]:
+        return reading.facts_rows(section)
+
+    def facts_summary(self, section: Any) -> list[str]:
+        return reading.facts_summary(section)
+
     def device_count(self, facts: Any) -> int | None:
         section = _section(facts)
         return len(section.gpus) if section is not None else None
@@ -150,11 +167,9 @@ class NvidiaVendor(Vendor):
         gpus_seen = evidence.get("gpus")
         if isinstance(gpus_seen, list):
             return len(gpus_seen), []
-        from ...facts.parsers import parse_nvidia_smi_csv
         return len(parse_nvidia_smi_csv(tool_output)), []
 
     def device_memory(self, tool_output: str, apps_output: str, min_free: float) -> DeviceMemory:
-        from ...facts.parsers import parse_nvidia_smi_csv
         gpus = parse_nvidia_smi_csv(tool_output)
         busy = []
         for gpu in gpus:
