@@ -170,16 +170,16 @@ def test_a_vendors_own_compat_rows_count_unless_the_project_has_its_file(tmp_pat
     root = tmp_path / "project"
     (root / "compat").mkdir(parents=True)
     shutil.copy(project_root() / "compat" / "ascend.yml", root / "compat" / "ascend.yml")
-    assert matrix_files(root) == [root / "compat" / "ascend.yml"] and not load_matrix(root).cuda_driver
+    assert matrix_files(root) == [root / "compat" / "ascend.yml"] and not load_matrix(root).table("cuda_driver")
     shipped = (project_root() / "compat" / "nvidia.yml").read_text()
     (nvidia_folder / "compat.yml").write_text(shipped)
     assert matrix_files(root) == [root / "compat" / "ascend.yml", nvidia_folder / "compat.yml"]
-    assert load_matrix(root).cuda_driver  # the vendor's rows are read
+    assert load_matrix(root).table("cuda_driver")  # the vendor's rows are read
     # A site's compat/nvidia.yml replaces the vendor's rows: an operator adds rows there.
     (root / "compat" / "nvidia.yml").write_text(shipped.replace('{cuda: "12.0", driver: 525.60.13,',
                                                                 '{cuda: "12.0", driver: 525.99.99,'))
     assert nvidia_folder / "compat.yml" not in matrix_files(root)
-    assert {r.driver for r in load_matrix(root).cuda_driver if r.cuda == "12.0"} == {"525.99.99"}
+    assert {r.driver for r in load_matrix(root).table("cuda_driver") if r.toolkit == "12.0"} == {"525.99.99"}
 
 
 def test_a_vendors_own_roles_are_found_unless_the_project_has_one_of_that_name(tmp_path: Path,

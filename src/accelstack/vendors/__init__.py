@@ -88,6 +88,29 @@ class Component:
     with_torch: bool = False  # comes with the torch wheel: the pip step that installs torch owns it
 
 
+@dataclass(frozen=True)
+class ToolkitRules:
+    """A vendor whose stacks pin a toolkit, the driver it needs and a torch built for it (NVIDIA: CUDA; AMD: ROCm)
+    names its components here, and the compat engine's toolkit rules (``accelstack.stacks.compat``) judge them
+    from its tables, named after the toolkit: ``<toolkit>_driver`` (toolkit -> minimum driver), optionally
+    ``<toolkit>_family`` (the floor below which nothing of a major release runs), ``torch_<toolkit>`` (torch
+    series -> the toolkit builds published for it), ``<library>`` (torch series + toolkit -> the collective library
+    its wheel pins) and ``device_<toolkit>`` (device types -> minimum toolkit and driver). Rule ids follow the
+    names: ``<toolkit>-driver``, ``<torch_build>-driver``, ``torch-<toolkit>-variant``, ``<torch_build>-<toolkit>``,
+    ``torch-<library>``, ``device-<toolkit>``, ``driver-branch``."""
+
+    toolkit: str  # the toolkit's component (cuda)
+    torch_build: str  # the component of the toolkit torch was built with (torch_cuda)
+    driver: str  # the driver's component (nvidia_driver)
+    label: str  # the toolkit for a person (CUDA)
+    tag_prefix: str  # torch's local version tag for a build of it: cu (cu124 = 12.4), rocm (rocm6.2)
+    torch_attr: str  # torch.version's attribute that names it (cuda, hip)
+    library: str | None = None  # the collective library's component that torch's wheel pins (nccl)
+    branch_field: str | None = None  # the stack field naming the driver branch (nvidia_driver_branch)
+    background_source: str | None = None  # the source of the background facts (a major mismatch's warning)
+    branch_source: str = ""  # where "branch Rnnn is driver major nnn" is written
+
+
 class FactsReading(Protocol):
     """What a vendor reads its facts from (the probe's sections and files), as ``facts/assemble.py`` hands it."""
 
@@ -148,8 +171,10 @@ class Vendor:
     error_code_wrappers: tuple[str, ...] = ()  # prefixes of codes that wrap another error (torch_npu's ERR)
     error_code_lookup: str = ""
     error_code_source: str = ""
-    # The rule sets of stacks/compat.py that judge its components and stacks (its rows: compat/<name>.yml).
+    # The rule sets of stacks/compat.py that judge its components and stacks (its rows: compat/<name>.yml), beside
+    # the toolkit rules its ToolkitRules select.
     compat_rules: tuple[str, ...] = ()
+    toolkit: ToolkitRules | None = None
     # Its collective library addresses each device by an IP that provisioning reads from the host (Ascend's
     # /etc/hccn.conf, else hccn_tool) for a rank table (HCCL's).
     device_ips: bool = False

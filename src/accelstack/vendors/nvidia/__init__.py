@@ -6,7 +6,7 @@ import csv
 from collections.abc import Mapping
 from typing import Any
 
-from .. import Component, DeviceMemory, FactsReading, Vendor
+from .. import Component, DeviceMemory, FactsReading, ToolkitRules, Vendor
 from . import reading
 from .facts import NvidiaFacts
 from .parsers import parse_nvidia_smi_csv
@@ -75,7 +75,10 @@ class NvidiaVendor(Vendor):
     # 2.18, both used by torch >= 2.2 (https://github.com/pytorch/pytorch, ProcessGroupNCCL / NCCLUtils).
     required_symbols = {"libnccl.so.2": ["ncclCommInitRankConfig", "ncclCommSplit"]}
     listed_pins = ("torch", "cuda", "nvidia_driver", "nccl", "python")
-    compat_rules = ("cuda_driver", "torch_cuda", "nccl", "driver_branch", "device_cuda")
+    toolkit = ToolkitRules(
+        toolkit="cuda", torch_build="torch_cuda", driver="nvidia_driver", label="CUDA", tag_prefix="cu",
+        torch_attr="cuda", library="nccl", branch_field="nvidia_driver_branch", background_source="nvidia-background",
+        branch_source="NVIDIA data-center driver branches: branch Rnnn is driver major nnn")
 
     def components(self) -> tuple[Component, ...]:
         return (
