@@ -25,7 +25,7 @@ ENV_FILE = "/etc/profile.d/accelstack.sh"
 
 def socket_vars() -> tuple[str, ...]:
     """The socket-interface variables of every vendor's backend (NCCL_SOCKET_IFNAME, ...)."""
-    return tuple(v.socket_ifname_env for v in vendors() if v.socket_ifname_env)
+    return tuple(dict.fromkeys(v.socket_ifname_env for v in vendors() if v.socket_ifname_env))
 
 
 def libraries_remedy(ctx: HostContext) -> str:

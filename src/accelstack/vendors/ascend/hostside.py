@@ -35,6 +35,8 @@ TOOL = "npu-smi"
 VISIBLE_DEVICES = ("ASCEND_RT_VISIBLE_DEVICES",)
 PCI_ACCELERATORS = (("0x19e5", "0x1200"),)  # Huawei processing accelerators
 # Each NPU has a RoCE device IP (/etc/hccn.conf, hccn_tool) that HCCL's rank table names: the hccn check applies.
+VISIBLE_UUIDS = ()
+VISIBLE_ASCENDING = True  # the runtime stops at the first id out of order
 DEVICE_IPS = True
 # dcmi's -8005/-8020, "the device is used" (reference ascend.md 6, the npu-device-busy signature): _holders.py reads
 # a device as someone else's by them.

@@ -14,6 +14,9 @@ The validators (``hostside/validators/*.py``) load a vendor's module by the conf
     the device tool's name; the environment variables that renumber the devices torch sees (the first is what
     the env file writes); ``(PCI vendor id, class prefix)`` of its accelerators in sysfs; whether each device
     has a RoCE IP that the ``hccn`` check compares; its health limits' defaults.
+``VISIBLE_UUIDS``, ``VISIBLE_ASCENDING``
+    the prefixes of device UUIDs its visible-devices variables take besides ids (``GPU-``), and whether its
+    runtime needs the ids ascending (it stops at the first id out of order), for the ``env`` check.
 ``BUSY_ERRORS``, ``OOM_ERRORS``
     regular expressions (or None) of the errors that say a device is someone else's (busy, or out of memory in
     the vendor runtime's own words), for ``_holders.py``.
@@ -51,6 +54,8 @@ TORCH_BUILD = "a CPU build"
 TOOL = None
 VISIBLE_DEVICES = ()
 PCI_ACCELERATORS = ()
+VISIBLE_UUIDS = ()
+VISIBLE_ASCENDING = False
 DEVICE_IPS = False
 LIMITS = {}
 BUSY_ERRORS = None

@@ -43,6 +43,8 @@ TOOL = "nvidia-smi"
 VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES",)
 # PCI vendor:class prefixes of its accelerators: 3D controllers (data-center GPUs) and VGA controllers.
 PCI_ACCELERATORS = (("0x10de", "0x0302"), ("0x10de", "0x0300"))
+VISIBLE_UUIDS = ("GPU-", "MIG-")  # GPU and MIG UUIDs, as nvidia-smi -L prints them
+VISIBLE_ASCENDING = False
 DEVICE_IPS = False
 # cudaErrorDevicesUnavailable's text ("CUDA-capable device(s) is/are busy or unavailable": an exclusive compute mode
 # with a holder), and CUDA's own out-of-memory errors: _holders.py reads a device as someone else's by them.
