@@ -8,21 +8,9 @@ whose versions all pass has nothing for provisioning to do, and what provisionin
 ``validate`` judges.
 
 A host often holds more than one copy of a component. The one that counts is the one a training job uses:
-
-- ``nccl`` is the NCCL **torch loads**: the ``nvidia-nccl-cuXX`` wheel beside torch (``torch.cuda.nccl.version()``
-  reports it), or a ``libnccl`` bundled in ``torch/lib``; a CUDA build of torch with neither links the system
-  ``libnccl`` and then loads that one. A CPU build of torch loads none. It comes with the torch wheel, so the
-  ``python_env`` role installs it (its pip step), never the installer of a system package.
-- ``system_nccl`` is the **system** NCCL (``nccl.h``, else the versioned ``libnccl.so.X.Y.Z`` in the system library
-  folders): what nccl-tests and other programs built outside torch link. A stack that wants one pins it; the
-  ``system_nccl`` role installs it. torch wheels never load it.
-- ``python`` is the stack's interpreter (``paths.python``, the venv torch lives in), not the host's ``python3``.
-- ``nvidia_driver`` is the kernel module that is loaded (``/proc/driver/nvidia/version``, else what ``nvidia-smi``
-  reports): a driver installed on disk but not yet loaded (a reboot pending) is not the one CUDA uses.
-- ``cuda`` is the toolkit at ``/usr/local/cuda`` (``version.json``, ``version.txt``, else ``nvcc``), which the env
-  file exports as ``CUDA_HOME``; ``torch_cuda`` is the CUDA torch was built with (its wheel's own runtime).
-- CANN's ``cann_toolkit``, ``cann_kernels`` and ``nnal`` may read as CANN's internal numbers (``7.7.0.1.238``);
-  they are compared as the release they are (``8.1.RC1``), through ``compat/ascend.yml``'s ``cann_internal``.
+``python`` is the stack's interpreter (``paths.python``, the venv torch lives in), not the host's ``python3``; each
+vendor says the same of its own components, in its folder (``accelstack.vendors.<vendor>``: NVIDIA's ``nccl`` is
+the NCCL torch loads, not the system's; Ascend's CANN numbers compare as their release).
 
 Pure: no I/O. Facts are read by attribute, so this module does not import the facts layer (which imports it).
 """

@@ -3,50 +3,55 @@
 A stack names its vendor (``vendor: nvidia``); the rest of accelstack asks that vendor's :class:`Vendor` what it
 needs (its backend, its torch device type, its components and how they are read from facts, its device tool and
 how that tool's output is judged, its data files) and never compares a vendor's name itself: a test
-(``tests/test_vendors.py``) walks every module outside this folder for a string literal naming a vendor that is
-compared or branched on, or a list of vendors kept anywhere else. The vocabulary is one: ``cpu``, ``nvidia``,
-``ascend`` (a PCI vendor's own name, Huawei's for Ascend, is mapped to the vendor here, by its PCI vendor id).
+(``tests/test_vendors.py``) walks every module outside this folder (the lab and the tests aside) for a string literal
+naming a vendor, a comparison of a vendor with ``cpu``, or a list of vendors kept anywhere else. The vocabulary is
+one: ``cpu``, ``nvidia``, ``ascend`` (a PCI vendor's own name, Huawei's for Ascend, is mapped to the vendor here, by
+its PCI vendor id).
+
+Layer: this package and every vendor's modules import only the base (``errors``, ``paths``) and each other; what a
+vendor needs of an upper layer is handed to it (a :class:`FactsReading`, a compat matrix, the facts), so
+``inventory``, ``stacks``, ``facts``, ``validate`` and ``provision`` import the vendors and not the other way round.
 
 A vendor is a folder, ``vendors/<name>/``, found by :func:`get_vendor` and :func:`vendors` without a list to edit
 (the registry imports ``accelstack.vendors.<name>`` and reads its ``VENDOR``). What a new vendor provides, all in
-its folder:
+its folder (``nvidia/`` is the fullest example):
 
 ``__init__.py``
-    ``VENDOR = <YourVendor>()``, a subclass of :class:`Vendor` that sets its class attributes (name, label,
-    backend, torch device type and the module that registers it, PCI vendor ids and the PCI classes its devices
-    use, the visible-devices and socket-interface variables, the device tool, the library symbols torch needs)
-    and, where the defaults do not fit, overrides the methods (its components, its facts reading and rows, the
-    library folders and remedy, the control-side judgement of its tool's device list and memory, the device
-    count from facts, collective ports, the sweeps and timeouts).
-``components.py`` (or in ``__init__``)
-    The :class:`Component` rows of what its stacks pin (the driver, the toolkit, the library torch loads), with how
-    each is read from a host's facts.
-``facts.py`` and ``parsers.py``
-    Its facts dataclass (stored under the vendor's name in a host's facts JSON) and how it is read from the probe's
-    sections and files (:meth:`Vendor.read_facts`); the pure parsers of its tools' output, each with a case under
-    ``tests/data/facts/<parser>/``.
+    ``VENDOR = <YourVendor>()``, a subclass of :class:`Vendor` that sets the class attributes (name, label, order,
+    backend, torch device type and the module that registers it, the build a torch needs, PCI vendor ids and
+    classes, visible-devices and socket-interface variables, its tool and the probe sections behind it, the library
+    symbols torch needs, the collective timeout, the pins ``stack.list`` shows, its compat rule sets or its
+    :class:`ToolkitRules`, its error-code format) and overrides what differs from the accelerator defaults:
+    :meth:`Vendor.components` (each :class:`Component` with how it is read from facts), ``component_details``,
+    ``stack_fields``, ``facts_type``/``read_facts``/``facts_rows``/``facts_summary``, ``device_count``,
+    ``library_dirs``, ``libraries_remedy``, ``device_counts`` and ``device_memory`` (the control side's judgement
+    of its tool's output), ``collective_ports``, ``sweep``, ``host_defaults``.
+``parsers.py``, ``facts.py``, ``reading.py``
+    The pure parsers of its tools' output (each with a case under ``tests/data/facts/<parser>/``; shared helpers in
+    :mod:`.parsing`), its facts dataclass (kept in a host's facts JSON under the vendor's name, read as
+    ``facts.<name>`` in roles), and how that section is read from the probe's sections and files.
 ``hostside.py``
-    The host-side half (stdlib only, Python 3.6 syntax, run on the hosts): its tool's location, reads, parsers
-    and the health judgement, imported by the validators by the config's vendor name (``_common.vendor_module``)
-    and uploaded beside them as ``vendor_<name>.py``. Its interface is written in ``cpu/hostside.py``.
+    The host-side half (stdlib only, Python 3.6 syntax, run on the hosts): its tool's location, reads, parsers,
+    health judgement, device list, who holds a device, memory reads; uploaded beside the validators as
+    ``vendor_<name>.py`` and loaded by the config's ``vendor`` (``_common.vendor_module``). The interface is written
+    in ``cpu/hostside.py``.
 ``floors.yml``
-    Its per-SKU device floors (``devices``), health thresholds (``device_health``) and collective bandwidth floors
-    (``rows``), each with a source (``sources``), read by ``validate/device_floors.py`` and
-    ``validate/thresholds.py`` beside the vendor-neutral ``data/thresholds.yml``.
-``compat.yml``
-    Its compatibility rows with sources, in the tables of the rule kinds ``stacks/compat.py`` implements; a site's
-    ``compat/<name>.yml`` under the project root, when there is one, replaces it (operators add rows there).
+    Its collective bandwidth floors (``rows``), per-SKU device floors (``devices``) and health limits
+    (``device_health``), each with a source, read with the vendor-neutral ``data/thresholds.yml``.
+``compat.yml`` (or the project's ``compat/<name>.yml``, which wins)
+    Its compatibility rows with sources, in the tables its rules read (for a toolkit vendor: ``<toolkit>_driver``,
+    ``torch_<toolkit>``, ``<library>``, ``device_<toolkit>``, named by its :class:`ToolkitRules`).
 ``diagnose/*.yml``
-    Its error taxonomies (the format is ``data/diagnose/README.md``), read by ``diagnose/tables.py`` with the
-    vendor-neutral ones.
-``roles/<role>/``
-    The Ansible-layout roles that install its components (``meta.yml``'s ``vendors:`` names it); a role of the same
-    name under the project's ``roles/`` wins, so an operator edits a copy there.
+    Its error taxonomies (format: ``data/diagnose/README.md``), read with the vendor-neutral ones.
+``roles/<role>/`` (or the project's ``roles/<role>/``, which wins)
+    The Ansible-layout roles that install its components; their ``meta.yml`` names the vendor.
 
-Files outside its folder that name a new vendor (at most three): a stack under ``stacks/`` (``vendor: <name>``);
-the facts probe (``hostside/probes/facts_probe.sh``), where its PCI vendor id and its tool's section are read in
-the one round trip; and its simulation in the lab (simulated tool and installers), which is test tooling, not
-the product.
+Files outside its folder that a new vendor touches (AMD ROCm's, for example): a stack under ``stacks/``
+(``vendor: amd``); the facts probe (``hostside/probes/facts_probe.sh``), which reads only the PCI vendor ids and the
+tools it knows in its one round trip; and its simulation in the lab (a simulated ``amd-smi`` and installers: test
+tooling, not the product). The README's table of components is regenerated from the vendors
+(``accelstack.stacks.components.readme_table``). Nothing of the engine changes: no registry list, no branch, no
+table of the compat engine, of the checks or of the host-side validators.
 """
 
 from __future__ import annotations

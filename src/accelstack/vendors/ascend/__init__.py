@@ -1,4 +1,9 @@
-"""Huawei Ascend NPUs: the HDK driver and firmware, CANN, torch_npu, HCCL (torch's ``hccl`` backend), ``npu-smi``."""
+"""Huawei Ascend NPUs: the HDK driver and firmware, CANN, torch_npu, HCCL (torch's ``hccl`` backend), ``npu-smi``.
+
+CANN's ``cann_toolkit``, ``cann_kernels`` and ``nnal`` may read as CANN's internal numbers (``7.7.0.1.238``); they
+are compared as the release they are (``8.1.RC1``), through ``compat/ascend.yml``'s ``cann_internal``. A Huawei PCI
+device (vendor id 0x19e5) is this vendor's: facts name it ``ascend``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,19 @@
-"""NVIDIA GPUs: the driver, the CUDA toolkit, NCCL (torch's ``nccl`` backend), ``nvidia-smi``."""
+"""NVIDIA GPUs: the driver, the CUDA toolkit, NCCL (torch's ``nccl`` backend), ``nvidia-smi``.
+
+Which copy of a component counts as installed is the one a training job uses:
+
+- ``nccl`` is the NCCL **torch loads**: the ``nvidia-nccl-cuXX`` wheel beside torch (``torch.cuda.nccl.version()``
+  reports it), or a ``libnccl`` bundled in ``torch/lib``; a CUDA build of torch with neither links the system
+  ``libnccl`` and then loads that one. A CPU build of torch loads none. It comes with the torch wheel, so the
+  ``python_env`` role installs it (its pip step), never the installer of a system package.
+- ``system_nccl`` is the **system** NCCL (``nccl.h``, else the versioned ``libnccl.so.X.Y.Z`` in the system library
+  folders): what nccl-tests and other programs built outside torch link. A stack that wants one pins it; the
+  ``system_nccl`` role installs it. torch wheels never load it.
+- ``nvidia_driver`` is the kernel module that is loaded (``/proc/driver/nvidia/version``, else what ``nvidia-smi``
+  reports): a driver installed on disk but not yet loaded (a reboot pending) is not the one CUDA uses.
+- ``cuda`` is the toolkit at ``/usr/local/cuda`` (``version.json``, ``version.txt``, else ``nvcc``), which the env
+  file exports as ``CUDA_HOME``; ``torch_cuda`` is the CUDA torch was built with (its wheel's own runtime).
+"""
 
 from __future__ import annotations
 
