@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 import accelstack
 from accelstack.vendors import Vendor, get_vendor, vendor_names, vendor_of_pci, vendors
@@ -200,3 +201,24 @@ def test_a_vendors_own_roles_are_found_unless_the_project_has_one_of_that_name(t
     (root / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [huawei]\n")
     with pytest.raises(ConfigError, match="vendors: 'huawei' is not one of ascend, nvidia, cpu, any"):
         load_roles(root)
+
+
+def test_each_vendors_host_side_half_says_what_its_vendor_says() -> None:
+    """The host-side module cannot import the package (it runs on the host's python), so it states its vendor's
+    facts again; here both halves are held equal, so neither drifts unseen."""
+    from .labtools import load_vendor_hostside
+
+    for vendor in vendors():
+        host = load_vendor_hostside(vendor.name)
+        assert (host.NAME, host.HAS_DEVICES, host.TORCH_DEVICE, host.TORCH_PLUGIN, host.TORCH_BUILD, host.TOOL) == (
+            vendor.name, vendor.has_devices, vendor.torch_device, vendor.torch_plugin, vendor.torch_build,
+            vendor.tool), vendor.name
+        assert tuple(host.VISIBLE_DEVICES) == vendor.visible_devices_env, vendor.name
+        assert {pci for pci, _class in host.PCI_ACCELERATORS} == set(vendor.pci_vendor_ids), vendor.name
+        assert {klass for _pci, klass in host.PCI_ACCELERATORS} == set(vendor.pci_classes), vendor.name
+        assert host.DEVICE_IPS == vendor.device_ips, vendor.name
+        floors = vendor.floors_file()
+        shipped = (yaml.safe_load(floors.read_text()).get("device_health") or {}) if floors else {}
+        # The defaults a host falls back on are the limits the vendor ships.
+        assert {k: v for k, v in host.LIMITS.items() if k in shipped} == {k: v for k, v in shipped.items()
+                                                                           if k in host.LIMITS}, vendor.name
