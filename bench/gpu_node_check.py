@@ -149,7 +149,7 @@ def cuda_toolkit_version(path: Path = Path("/usr/local/cuda/version.json"),
         return str(json.loads(path.read_text())["cuda"]["version"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    from accelstack.facts.parsers import parse_nvcc_version
+    from accelstack.vendors.nvidia.parsers import parse_nvcc_version
 
     try:
         out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout

@@ -160,6 +160,15 @@ def load_validator(name: str) -> ModuleType:
     return module
 
 
+def load_vendor_hostside(vendor: str) -> ModuleType:
+    """A vendor's host-side module (``vendors/<vendor>/hostside.py``), as the validators load it
+    (``_common.vendor_module``): the same module object they call, so its parsers and judgements are testable."""
+    if str(VALIDATORS) not in sys.path:
+        sys.path.insert(0, str(VALIDATORS))
+    common = importlib.import_module("_common")
+    return common.vendor_module(vendor)  # type: ignore[no-any-return]
+
+
 @contextmanager
 def cli_process(*args: str, runs: Path) -> Iterator[subprocess.Popen[str]]:
     """``python -m accelstack ARGS`` started (this tree's package, records to ``runs``), killed on the way out

@@ -47,7 +47,7 @@ def _restack(name: str, **pins: str):  # type: ignore[no-untyped-def]
 def test_every_row_has_a_source_and_known_confidence() -> None:
     matrix = load_matrix()
     tables = [matrix.torch_npu, matrix.python, matrix.cann_hdk, matrix.cann_internal, matrix.same_release,
-              matrix.cuda_driver, matrix.cuda_family, matrix.torch_cuda, matrix.nccl, matrix.device_cuda]
+              *(matrix.table(name) for name in ("cuda_driver", "cuda_family", "torch_cuda", "nccl", "device_cuda"))]
     assert all(tables)
     for table in tables:
         for row in table:
@@ -64,7 +64,7 @@ def test_uncertain_rows_are_marked() -> None:
     alpha = next(r for r in matrix.torch_npu if r.torch_npu == "2.6.0rc1")
     assert alpha.cann == "8.1.RC1.alpha002" and alpha.fact.confidence == "single-source"
     assert matrix.cann_internal[0].fact.confidence == "single-source"
-    assert {r.fact.confidence for r in matrix.nccl} >= {"verified", "single-source", "background"}
+    assert {r.fact.confidence for r in matrix.table("nccl")} >= {"verified", "single-source", "background"}
 
 
 # --- Ascend ---------------------------------------------------------------------------------------------------
@@ -346,3 +346,34 @@ def test_stack_check_through_program() -> None:
     with pytest.raises(SystemExit) as info:
         Program(namespace=root, version="0").run(["inv", "stack.check", "no-such-stack"])
     assert info.value.code == 3
+
+
+def test_the_toolkit_rules_judge_another_vendors_toolkit_by_its_own_names() -> None:
+    """A second vendor with a toolkit (a driver, torch builds for it, a device floor) gets the toolkit rules from its
+    own ToolkitRules and its own tables: the engine names no toolkit."""
+    from accelstack.stacks.compat import (
+        DeviceToolkitRow,
+        Fact,
+        Matrix,
+        ToolkitDriverRow,
+        TorchVariantRow,
+        _check_toolkit_driver,
+        _check_torch_variant,
+        _toolkit_of_tag,
+    )
+    from accelstack.vendors import ToolkitRules
+
+    rules = ToolkitRules(toolkit="sdk", torch_build="torch_sdk", driver="gpu_driver", label="SDK", tag_prefix="sdk",
+                         torch_attr="hip")
+    fact = Fact("doc", "a vendor's release notes", "test")
+    matrix = Matrix(tables={"sdk_driver": [ToolkitDriverRow("6.2", "6.8.5", fact)],
+                            "torch_sdk": [TorchVariantRow("2.5", ("6.1", "6.2"), fact)],
+                            "device_sdk": [DeviceToolkitRow(("X300",), "6.0", "6.7", fact)]})
+    assert _toolkit_of_tag("sdk6.2", "sdk") == "6.2" and _toolkit_of_tag("cu124", "cu") == "12.4"
+    [old] = _check_toolkit_driver({"sdk": "6.2.1", "gpu_driver": "6.7.0"}, matrix, rules)
+    assert old.rule == "sdk-driver" and old.components == ("sdk", "gpu_driver") and "SDK 6.2.1" in old.message
+    assert _check_toolkit_driver({"sdk": "6.2.1", "gpu_driver": "6.8.5"}, matrix, rules) == []
+    [unpublished] = _check_torch_variant({"torch": "2.5.1+sdk6.0", "torch_sdk": "6.0"}, matrix, rules, "GPU")
+    assert unpublished.rule == "torch-sdk-variant" and "no torch 2.5 wheel is published for SDK 6.0" in unpublished.message
+    [mismatch] = _check_torch_variant({"torch": "2.5.1+sdk6.2", "torch_sdk": "6.1"}, matrix, rules, "GPU")
+    assert "the SDK 6.2 build, but torch_sdk says 6.1" in mismatch.message

@@ -1,5 +1,6 @@
-"""validators/device_health.py: the parsers on the real H100 capture (and copies edited to carry one fault each),
-the judgements, and the script run for real against the lab's simulated nvidia-smi / npu-smi for every outcome."""
+"""validators/device_health.py and the vendors' host-side halves it runs (vendors/nvidia/hostside.py,
+vendors/ascend/hostside.py): the parsers on the real H100 capture (and copies edited to carry one fault each), the
+judgements, and the script run for real against the lab's simulated nvidia-smi / npu-smi for every outcome."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.facts.parsers import parse_npu_smi_info, parse_nvidia_smi_xml
 from accelstack.lab.simulated import drop_device_command
 from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
+from accelstack.vendors.ascend.parsers import parse_npu_smi_info
+from accelstack.vendors.nvidia.parsers import parse_nvidia_smi_xml
 
-from .labtools import load_validator
+from .labtools import load_validator, load_vendor_hostside
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -31,7 +33,10 @@ NVIDIA_FLOORS = load_device_floors(vendor="nvidia")
 
 
 health = load_validator("device_health")
-LIMITS = dict(health.LIMITS)
+nvidia = load_vendor_hostside("nvidia")
+ascend = load_vendor_hostside("ascend")
+common = load_validator("_common")
+LIMITS = {**health.LIMITS, **nvidia.LIMITS, **ascend.LIMITS}
 
 
 def edit(text: str, old: str, new: str, count: int = 1) -> str:
@@ -41,7 +46,7 @@ def edit(text: str, old: str, new: str, count: int = 1) -> str:
 
 
 def gpus_of(text: str) -> list[dict]:
-    return health.parse_smi_xml(text)
+    return nvidia.parse_smi_xml(text)
 
 
 # ----- the real H100 capture -----
@@ -62,12 +67,12 @@ def test_the_real_h100_capture_parses_and_agrees_with_the_facts_parser() -> None
 
 def test_the_real_h100_is_healthy_check_by_check() -> None:
     gpus = gpus_of(H100_XML)
-    row = health.pick_row(NVIDIA_FLOORS["device_rows"], [g["name"] for g in gpus])
+    row = common.pick_row(NVIDIA_FLOORS["device_rows"], [g["name"] for g in gpus])
     assert row["sku"] == "H100 SXM"
     verdicts = {c["check"]: c["status"] for c in (
-        health.judge_ecc(gpus), health.judge_remapped_rows(gpus), health.judge_retired_pages(gpus, LIMITS),
-        health.judge_throttle(gpus, LIMITS), health.judge_gpu_temperature(gpus, LIMITS),
-        health.judge_persistence(gpus), health.judge_nvlink(gpus, row, "", 0))}
+        nvidia.judge_ecc(gpus), nvidia.judge_remapped_rows(gpus), nvidia.judge_retired_pages(gpus, LIMITS),
+        nvidia.judge_throttle(gpus, LIMITS), nvidia.judge_gpu_temperature(gpus, LIMITS),
+        nvidia.judge_persistence(gpus), nvidia.judge_nvlink(gpus, row, "", 0))}
     # 122 lifetime correctable errors and one remapped row are the normal life of HBM, not a fault.
     assert verdicts == {"health.ecc": "pass", "health.remapped_rows": "pass", "health.retired_pages": "skip",
                         "health.throttle": "pass", "health.temperature": "pass", "health.persistence": "pass",
@@ -76,77 +81,77 @@ def test_the_real_h100_is_healthy_check_by_check() -> None:
 
 def test_ecc_volatile_fails_aggregate_warns_and_disabled_warns() -> None:
     volatile = edit(H100_XML, "<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>2</dram_uncorrectable>")
-    check = health.judge_ecc(gpus_of(volatile))
+    check = nvidia.judge_ecc(gpus_of(volatile))
     assert check["status"] == "fail" and "gpu 0: 2 uncorrectable ECC error(s) since the driver loaded" in \
         check["summary"] and check["metrics"]["volatile_uncorrectable"] == 2 and "RMA" in check["remedy"]
     lifetime = H100_XML.replace("<dram_uncorrectable>0</dram_uncorrectable>\n\t\t\t\t<sram_threshold_exceeded>",
                                 "<dram_uncorrectable>3</dram_uncorrectable>\n\t\t\t\t<sram_threshold_exceeded>")
     assert lifetime != H100_XML
-    check = health.judge_ecc(gpus_of(lifetime))
+    check = nvidia.judge_ecc(gpus_of(lifetime))
     assert check["status"] == "warn" and "3 uncorrectable ECC error(s) in its lifetime" in check["summary"]
     disabled = edit(H100_XML, "<current_ecc>Enabled</current_ecc>", "<current_ecc>Disabled</current_ecc>")
-    assert health.judge_ecc(gpus_of(disabled))["status"] == "warn"
+    assert nvidia.judge_ecc(gpus_of(disabled))["status"] == "warn"
     sram = edit(H100_XML, "<sram_threshold_exceeded>No", "<sram_threshold_exceeded>Yes")
-    assert health.judge_ecc(gpus_of(sram))["status"] == "fail"
+    assert nvidia.judge_ecc(gpus_of(sram))["status"] == "fail"
     # A GPU without ECC counters (a workstation part) is not passed on counters it does not have.
     uncounted = H100_XML
     for scope in ("volatile", "aggregate"):
         start, end = uncounted.index(f"<{scope}>"), uncounted.index(f"</{scope}>")
         uncounted = uncounted[:start] + f"<{scope}>N/A" + uncounted[end:]
-    assert health.judge_ecc(gpus_of(uncounted))["status"] == "skip"
+    assert nvidia.judge_ecc(gpus_of(uncounted))["status"] == "skip"
 
 
 def test_remapped_rows_pending_and_failure_fail_and_exhausted_banks_warn() -> None:
     pending = edit(H100_XML, "<remapped_row_pending>No", "<remapped_row_pending>Yes")
-    check = health.judge_remapped_rows(gpus_of(pending))
+    check = nvidia.judge_remapped_rows(gpus_of(pending))
     assert check["status"] == "fail" and "pending" in check["summary"] and check["metrics"]["pending"] == 1
     failure = edit(H100_XML, "<remapped_row_failure>No", "<remapped_row_failure>Yes")
-    assert "row remapping failed" in health.judge_remapped_rows(gpus_of(failure))["summary"]
+    assert "row remapping failed" in nvidia.judge_remapped_rows(gpus_of(failure))["summary"]
     banks = edit(H100_XML, "<row_remapper_histogram_none>0", "<row_remapper_histogram_none>1")
-    assert health.judge_remapped_rows(gpus_of(banks))["status"] == "warn"
+    assert nvidia.judge_remapped_rows(gpus_of(banks))["status"] == "warn"
     # The A100 reference output reports remapped rows as N/A: nothing to judge there.
-    assert health.judge_remapped_rows(gpus_of(A100_XML))["status"] == "skip"
+    assert nvidia.judge_remapped_rows(gpus_of(A100_XML))["status"] == "skip"
 
 
 def test_retired_pages_on_a_pre_ampere_shape() -> None:
     counted = H100_XML.replace("<retired_count>N/A</retired_count>", "<retired_count>2</retired_count>")
-    assert health.judge_retired_pages(gpus_of(counted), LIMITS)["status"] == "warn"
+    assert nvidia.judge_retired_pages(gpus_of(counted), LIMITS)["status"] == "warn"
     many = H100_XML.replace("<retired_count>N/A</retired_count>", "<retired_count>30</retired_count>")
-    check = health.judge_retired_pages(gpus_of(many), LIMITS)
+    check = nvidia.judge_retired_pages(gpus_of(many), LIMITS)
     assert check["status"] == "fail" and "60 retired pages (>= 60)" in check["summary"]
     pending = edit(counted, "<pending_retirement>N/A", "<pending_retirement>Yes")
-    assert "pending" in health.judge_retired_pages(gpus_of(pending), LIMITS)["summary"]
+    assert "pending" in nvidia.judge_retired_pages(gpus_of(pending), LIMITS)["summary"]
 
 
 def test_throttle_reasons_active_while_idle() -> None:
     hw = edit(H100_XML, "<clocks_event_reason_hw_slowdown>Not Active", "<clocks_event_reason_hw_slowdown>Active")
-    check = health.judge_throttle(gpus_of(hw), LIMITS)
+    check = nvidia.judge_throttle(gpus_of(hw), LIMITS)
     assert check["status"] == "fail" and "gpu 0: clocks held down by hw_slowdown" in check["summary"]
     cap = edit(H100_XML, "<clocks_event_reason_sw_power_cap>Not Active", "<clocks_event_reason_sw_power_cap>Active")
-    assert health.judge_throttle(gpus_of(cap), LIMITS)["status"] == "warn"
+    assert nvidia.judge_throttle(gpus_of(cap), LIMITS)["status"] == "warn"
     # Under load the power cap is what it is for: not a finding.
     busy = edit(cap, "<gpu_util>0 %</gpu_util>", "<gpu_util>97 %</gpu_util>")
-    assert health.judge_throttle(gpus_of(busy), LIMITS)["status"] == "pass"
+    assert nvidia.judge_throttle(gpus_of(busy), LIMITS)["status"] == "pass"
     # Older drivers name the section clocks_throttle_reasons.
     old = hw.replace("clocks_event_reason", "clocks_throttle_reason")
-    assert health.judge_throttle(gpus_of(old), LIMITS)["status"] == "fail"
+    assert nvidia.judge_throttle(gpus_of(old), LIMITS)["status"] == "fail"
 
 
 def test_temperature_against_the_gpus_own_limit() -> None:
     hot = edit(H100_XML, "<gpu_temp_tlimit>50 C", "<gpu_temp_tlimit>5 C")
-    check = health.judge_gpu_temperature(gpus_of(hot), LIMITS)
+    check = nvidia.judge_gpu_temperature(gpus_of(hot), LIMITS)
     assert check["status"] == "warn" and "within 10 C of its slowdown limit" in check["summary"]
     at_limit = edit(H100_XML, "<gpu_temp_tlimit>50 C", "<gpu_temp_tlimit>-3 C")
-    assert health.judge_gpu_temperature(gpus_of(at_limit), LIMITS)["status"] == "fail"
+    assert nvidia.judge_gpu_temperature(gpus_of(at_limit), LIMITS)["status"] == "fail"
     # The A100 reference output has no limit: the absolute fallback judges it.
-    assert health.judge_gpu_temperature(gpus_of(A100_XML), LIMITS)["status"] == "pass"
+    assert nvidia.judge_gpu_temperature(gpus_of(A100_XML), LIMITS)["status"] == "pass"
     hot_a100 = edit(A100_XML, "<gpu_temp>27 C", "<gpu_temp>93 C")
-    assert health.judge_gpu_temperature(gpus_of(hot_a100), LIMITS)["status"] == "fail"
+    assert nvidia.judge_gpu_temperature(gpus_of(hot_a100), LIMITS)["status"] == "fail"
 
 
 def test_persistence_and_nvlink() -> None:
     off = edit(H100_XML, "<persistence_mode>Enabled", "<persistence_mode>Disabled")
-    check = health.judge_persistence(gpus_of(off))
+    check = nvidia.judge_persistence(gpus_of(off))
     assert check["status"] == "warn" and "nvidia-persistenced" in check["remedy"]
     two = gpus_of(H100_XML) * 2
     two[1] = dict(two[1], index=1)
@@ -154,12 +159,12 @@ def test_persistence_and_nvlink() -> None:
     status = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)\n" + "".join(f"\t Link {i}: 26.562 GB/s\n" for i in range(4))
               + "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-b)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
               "\t Link 2: 26.562 GB/s\n\t Link 3: <inactive>\n")
-    assert health.parse_nvlink_status(status) == {0: {"active": 4, "inactive": []},
+    assert nvidia.parse_nvlink_status(status) == {0: {"active": 4, "inactive": []},
                                                   1: {"active": 2, "inactive": [1, 3]}}
-    check = health.judge_nvlink(two, row, status, 0)
+    check = nvidia.judge_nvlink(two, row, status, 0)
     assert check["status"] == "fail" and check["summary"] == "gpu 1: 2 of 4 NVLinks active (down: 1,3)"
-    assert health.judge_nvlink(two, row, "nvidia-smi: NVML error", 3)["status"] == "error"
-    assert health.judge_nvlink(two, {"sku": "A100", "nvlinks": None}, "", 0)["status"] == "skip"
+    assert nvidia.judge_nvlink(two, row, "nvidia-smi: NVML error", 3)["status"] == "error"
+    assert nvidia.judge_nvlink(two, {"sku": "A100", "nvlinks": None}, "", 0)["status"] == "skip"
 
 
 KERNEL_LOG = """[  10.1] nvidia: module license 'NVIDIA' taints kernel.
@@ -170,18 +175,18 @@ KERNEL_LOG = """[  10.1] nvidia: module license 'NVIDIA' taints kernel.
 
 
 def test_xid_severity_from_the_reference() -> None:
-    xids = health.parse_xids(KERNEL_LOG)
+    xids = nvidia.parse_xids(KERNEL_LOG)
     assert [(b, x) for b, x, _ in xids] == [("0000:3b:00", 79), ("0000:5e:00", 31)]
-    check = health.judge_xids(KERNEL_LOG, 0, "dmesg")
+    check = nvidia.judge_xids(KERNEL_LOG, 0, "dmesg")
     assert check["status"] == "fail" and check["summary"].startswith("Xid 79 (fallen off the bus): drain and reset")
     assert "Xid 31 (memory page fault) on 0000:5e:00" in check["summary"]
-    assert health.judge_xids(KERNEL_LOG.splitlines()[2], 0, "dmesg")["status"] == "warn"
+    assert nvidia.judge_xids(KERNEL_LOG.splitlines()[2], 0, "dmesg")["status"] == "warn"
     # The multi-line form with no Xid number, and the severity table's corners.
-    assert health.parse_xids("NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.")[0][1] == 79
-    assert health.xid_severity(48)[0] == "fail" and health.xid_severity(13)[0] == "warn"
-    assert "not classified" in health.xid_severity(999)[1]
-    assert health.judge_xids(KERNEL_LOG.splitlines()[3], 0, "dmesg")["status"] == "pass"
-    refused = health.judge_xids("dmesg: read kernel buffer failed: Operation not permitted", 1, "dmesg")
+    assert nvidia.parse_xids("NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.")[0][1] == 79
+    assert nvidia.xid_severity(48)[0] == "fail" and nvidia.xid_severity(13)[0] == "warn"
+    assert "not classified" in nvidia.xid_severity(999)[1]
+    assert nvidia.judge_xids(KERNEL_LOG.splitlines()[3], 0, "dmesg")["status"] == "pass"
+    refused = nvidia.judge_xids("dmesg: read kernel buffer failed: Operation not permitted", 1, "dmesg")
     assert refused["status"] == "error" and "dmesg_restrict" in refused["remedy"]
 
 
@@ -190,76 +195,76 @@ DRIVER_LOAD = "[ 90000.0] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_6
 
 def test_xids_outside_the_window_or_before_a_driver_reload_are_history_not_failures() -> None:
     # KERNEL_LOG's Xid 79 is at 1234.5 s: with the host up 100000 s it is 27 h old, past the 24 h window.
-    old = health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0)
+    old = nvidia.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0)
     assert old["status"] == "pass" and old["metrics"] == {"xids": 0, "xids_older": 2}, old
     assert "no Xid in the kernel log of the last 24.0 h (2 older Xid(s)" in old["summary"]
     assert old["evidence"]["older_xid_lines"][0].startswith("[1234.5] NVRM: Xid (PCI:0000:3b:00): 79")
     # The same log an hour after the Xid: judged, fatal, with its age.
-    recent = health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=1234.5 + 3600)
+    recent = nvidia.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=1234.5 + 3600)
     assert recent["status"] == "fail" and "Xid 79 (fallen off the bus): drain and reset on 0000:3b:00 (1.0 h ago)" \
         in recent["summary"] and recent["metrics"] == {"xids": 2, "xids_older": 0}
     # A wider window (an inventory's health_xid_window_s) judges it again; no window judges every Xid since boot.
-    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=7 * 86400)["status"] == "fail"
-    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=None)["status"] == "fail"
+    assert nvidia.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=7 * 86400)["status"] == "fail"
+    assert nvidia.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=100000.0, window_s=None)["status"] == "fail"
     # A driver reload after the Xid (the repair): history even inside the window; a later Xid is judged again.
-    reloaded = health.judge_xids(KERNEL_LOG + DRIVER_LOAD, 0, "dmesg", uptime_s=91000.0, window_s=None)
+    reloaded = nvidia.judge_xids(KERNEL_LOG + DRIVER_LOAD, 0, "dmesg", uptime_s=91000.0, window_s=None)
     assert reloaded["status"] == "pass" and reloaded["evidence"]["driver_loaded_at_s"] == 90000.0, reloaded
     assert reloaded["summary"] == ("no Xid in the kernel log since the driver loaded (90000 s after boot) (2 older "
                                    "Xid(s) in the evidence: history, not judged)")
     again = KERNEL_LOG + DRIVER_LOAD + "[90500.0] NVRM: Xid (PCI:0000:3b:00): 48, pid=9, name=python, DBE\n"
-    check = health.judge_xids(again, 0, "dmesg", uptime_s=91000.0)
+    check = nvidia.judge_xids(again, 0, "dmesg", uptime_s=91000.0)
     assert check["status"] == "fail" and check["summary"].startswith("Xid 48 (double-bit ECC)")
     assert check["metrics"] == {"xids": 1, "xids_older": 2}
     # A recent memory page fault alone is still the warn it was.
-    assert health.judge_xids(KERNEL_LOG.splitlines()[2], 0, "dmesg", uptime_s=1300.0)["status"] == "warn"
+    assert nvidia.judge_xids(KERNEL_LOG.splitlines()[2], 0, "dmesg", uptime_s=1300.0)["status"] == "warn"
     # Unknown uptime or an unstamped line cannot be aged: judged, never passed unread.
-    assert health.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=None)["status"] == "fail"
+    assert nvidia.judge_xids(KERNEL_LOG, 0, "dmesg", uptime_s=None)["status"] == "fail"
     unstamped = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
-    assert health.judge_xids(unstamped, 0, "dmesg", uptime_s=100000.0)["status"] == "fail"
-    assert health.parse_uptime("350735.47 1400000.00\n") == 350735.47 and health.parse_uptime("") is None
+    assert nvidia.judge_xids(unstamped, 0, "dmesg", uptime_s=100000.0)["status"] == "fail"
+    assert common.parse_uptime("350735.47 1400000.00\n") == 350735.47 and common.parse_uptime("") is None
     # journalctl -o short-monotonic stamps lines as dmesg does.
     journal = "[ 1234.500000] gpu7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, fallen off the bus."
-    assert health.log_seconds(journal) == 1234.5
-    assert health.judge_xids(journal, 0, "journalctl -k -b", uptime_s=100000.0)["status"] == "pass"
+    assert common.log_seconds(journal) == 1234.5
+    assert nvidia.judge_xids(journal, 0, "journalctl -k -b", uptime_s=100000.0)["status"] == "pass"
 
 
 # ----- Ascend parsers on the reference capture -----
 
 def test_npu_table_parser_agrees_with_the_facts_parser() -> None:
-    chips, processes = health.parse_npu_table(NPU_TABLE)
+    chips, processes = ascend.parse_npu_table(NPU_TABLE)
     facts = parse_npu_smi_info(NPU_TABLE)
     assert [(c["npu_id"], c["health"], c["temp"], c["aicore"], c["hbm_used"], c["hbm_total"]) for c in chips] == \
         [(c.npu_id, c.health, c.temp_c, c.aicore_pct, c.hbm_used_mb, c.hbm_total_mb) for c in facts.chips]
     assert processes == [{"npu_id": 2, "pid": 1333928, "name": "?", "memory_mb": 37709}]
-    assert health.judge_npu_status(chips, {})["status"] == "pass"
-    assert health.judge_npu_temperature(chips, LIMITS)["summary"] == "8 NPU chip(s) at 32-38 C"
+    assert ascend.judge_npu_status(chips, {})["status"] == "pass"
+    assert ascend.judge_npu_temperature(chips, LIMITS)["summary"] == "8 NPU chip(s) at 32-38 C"
     # NPU 2 holds 41052 of 65536 MB for pid 1333928: in use, said so.
-    check = health.judge_npu_hbm(chips, processes, LIMITS)
+    check = ascend.judge_npu_hbm(chips, processes, LIMITS)
     assert check["status"] == "warn" and check["summary"] == "npu 2: 41052/65536 MB HBM in use by pid 1333928"
-    assert health.judge_npu_aicore(chips, processes, LIMITS)["status"] == "pass"
+    assert ascend.judge_npu_aicore(chips, processes, LIMITS)["status"] == "pass"
     # The 310P table has no HBM column: nothing to judge there, rather than a missing HBM on every chip.
-    p310, procs = health.parse_npu_table((DATA / "captures" / "npu_smi_info_310p3_23.0.rc3.txt").read_text())
-    assert p310 and health.judge_npu_hbm(p310, procs, LIMITS)["status"] == "skip"
+    p310, procs = ascend.parse_npu_table((DATA / "captures" / "npu_smi_info_310p3_23.0.rc3.txt").read_text())
+    assert p310 and ascend.judge_npu_hbm(p310, procs, LIMITS)["status"] == "skip"
     chips[0] = dict(chips[0], hbm_total=None)
-    assert health.judge_npu_hbm(chips, processes, LIMITS)["summary"].startswith("npu 0: no HBM reported")
+    assert ascend.judge_npu_hbm(chips, processes, LIMITS)["summary"].startswith("npu 0: no HBM reported")
 
 
 def test_npu_ecc_and_health_judgements() -> None:
     ecc_text = "\tNPU ID                                   : 1\n\tHBM Double Bit Error Count               : 0\n" \
                "\tHBM Double Bit Aggregate Total Err Cnt   : 0\n"
-    assert health.parse_kv(ecc_text)["HBM Double Bit Error Count"] == "0"
-    assert health.judge_npu_ecc({1: health.parse_kv(ecc_text)})["status"] == "pass"
-    assert health.judge_npu_ecc({1: {"HBM Double Bit Error Count": "1"}})["status"] == "fail"
-    assert health.judge_npu_ecc({1: {"HBM Double Bit Aggregate Total Err Cnt": "4"}})["status"] == "warn"
-    chips, _ = health.parse_npu_table(NPU_TABLE)
+    assert ascend.parse_kv(ecc_text)["HBM Double Bit Error Count"] == "0"
+    assert ascend.judge_npu_ecc({1: ascend.parse_kv(ecc_text)})["status"] == "pass"
+    assert ascend.judge_npu_ecc({1: {"HBM Double Bit Error Count": "1"}})["status"] == "fail"
+    assert ascend.judge_npu_ecc({1: {"HBM Double Bit Aggregate Total Err Cnt": "4"}})["status"] == "warn"
+    chips, _ = ascend.parse_npu_table(NPU_TABLE)
     chips[3]["health"] = "Critical"
     chips[5]["health"] = "Warning"
-    check = health.judge_npu_status(chips, {3: {"Error Code": "80E01801"}})
+    check = ascend.judge_npu_status(chips, {3: {"Error Code": "80E01801"}})
     assert check["status"] == "fail" and check["summary"] == \
         "npu 3 chip 0: health Critical (error code 80E01801); npu 5 chip 0: health Warning"
     chips[6]["aicore"] = 60
     assert "npu 6: AI cores 60% busy with no process listed" in \
-        health.judge_npu_aicore(chips, [], LIMITS)["summary"]
+        ascend.judge_npu_aicore(chips, [], LIMITS)["summary"]
 
 
 def test_registered_health_with_the_system_python_and_3_6_grammar() -> None:
@@ -404,7 +409,7 @@ def test_script_skips_hosts_without_accelerators(tmp_path: Path) -> None:
     checks = run_health(tmp_path, {"host": "n1", "vendor": "cpu"})
     assert checks["health"]["status"] == "skip" and "cpu stack" in checks["health"]["summary"]
     checks = run_health(tmp_path, {"host": "n1"})  # no stack named and no vendor tool on the host
-    assert checks["health"]["status"] == "skip" and "no nvidia-smi or npu-smi" in checks["health"]["summary"]
+    assert checks["health"]["status"] == "skip" and "no npu-smi or nvidia-smi" in checks["health"]["summary"]
 
 
 @pytest.fixture()
@@ -455,33 +460,44 @@ def test_device_rows_have_sources_and_travel_per_vendor() -> None:
 
     from accelstack.errors import ConfigError
     from accelstack.paths import package_data
+    from accelstack.vendors import vendors
 
-    doc = yaml.safe_load(package_data("thresholds.yml").read_text())
-    for row in doc["devices"]:
-        for key in ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source"):
-            assert row[key] in doc["device_sources"], (row["sku"], key)
-        for floor, ref in (("min_matmul_bf16_tflops", "ref_matmul_bf16_tflops"), ("min_copy_tbps", "ref_copy_tbps")):
-            if row[ref] is not None:  # 80 % of the reference figure unless a source says otherwise
-                assert row[floor] == pytest.approx(0.8 * row[ref], rel=0.01), (row["sku"], floor)
-    assert doc["device_health"]["source"] in doc["device_sources"]
+    docs = [yaml.safe_load(package_data("thresholds.yml").read_text())]
+    docs += [yaml.safe_load(path.read_text()) for path in (v.floors_file() for v in vendors()) if path]
+    for doc in docs:  # every file names its own sources
+        for row in doc.get("devices") or []:
+            assert "vendor" not in row, row["sku"]  # the file it is in says whose it is
+            for key in ("nvlinks_source", "matmul_source", "copy_source", "h2d_source", "pcie_source"):
+                assert row[key] in doc["device_sources"], (row["sku"], key)
+            for floor, ref in (("min_matmul_bf16_tflops", "ref_matmul_bf16_tflops"),
+                               ("min_copy_tbps", "ref_copy_tbps")):
+                if row[ref] is not None:  # 80 % of the reference figure unless a source says otherwise
+                    assert row[floor] == pytest.approx(0.8 * row[ref], rel=0.01), (row["sku"], floor)
+        if doc.get("device_health"):
+            assert doc["device_health"]["source"] in doc["device_sources"]
     every = load_device_floors()
+    assert set(every["device_health"]) >= {"temperature_warn_c", "max_retired_pages", "hbm_idle_used_fraction"}
+    assert {"h100-capture", "npu-idle", "inferred-temperature"} <= set(every["device_sources"])
     assert "matmul_source" in every["device_rows"][0]
-    nvidia = load_device_floors(vendor="nvidia")
-    assert [r["sku"] for r in nvidia["device_rows"]] == ["H100/H200 NVL", "H100 SXM", "H200", "A100 SXM 80GB",
+    floors = load_device_floors(vendor="nvidia")
+    assert [r["sku"] for r in floors["device_rows"]] == ["H100/H200 NVL", "H100 SXM", "H200", "A100 SXM 80GB",
                                                           "A100 SXM", "A100"]
     # Substring matching with the more specific rows first: a PCIe NVL card is not held to 18 NVLinks, and a 40GB
     # A100 not to the 80GB part's memory bandwidth.
-    by_name = {name: health.pick_row(nvidia["device_rows"], [name])["sku"] for name in (
+    by_name = {name: common.pick_row(floors["device_rows"], [name])["sku"] for name in (
         "NVIDIA H200 NVL", "NVIDIA H200", "NVIDIA H100 NVL", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB",
         "NVIDIA A100 80GB PCIe")}
     assert by_name == {"NVIDIA H200 NVL": "H100/H200 NVL", "NVIDIA H200": "H200", "NVIDIA H100 NVL": "H100/H200 NVL",
                        "NVIDIA A100-SXM4-40GB": "A100 SXM", "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
                        "NVIDIA A100 80GB PCIe": "A100"}
-    assert "matmul_source" not in nvidia["device_rows"][0] and "source" not in nvidia["device_health"]
+    assert "matmul_source" not in floors["device_rows"][0] and "source" not in floors["device_health"]
+    # A vendor's limits travel to its hosts with the shared ones, not another vendor's.
+    assert "max_retired_pages" in floors["device_health"] and "temperature_fail_c" in floors["device_health"]
+    assert "hbm_idle_used_fraction" not in floors["device_health"]
     assert load_device_floors(vendor="cpu") == {}
     mine = load_device_floors(vendor="nvidia", overrides=[{"sku": "H100 SXM (site)", "match": ["H100"],
                                                            "min_matmul_bf16_tflops": 700}])
-    assert health.pick_row(mine["device_rows"], ["NVIDIA H100 80GB HBM3"])["sku"] == "H100 SXM (site)"
+    assert common.pick_row(mine["device_rows"], ["NVIDIA H100 80GB HBM3"])["sku"] == "H100 SXM (site)"
     with pytest.raises(ConfigError):
         load_device_floors(overrides=[{"match": ["H100"]}])
     with pytest.raises(ConfigError):
@@ -545,7 +561,7 @@ def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     gpu = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "gpu8.yml")).select(None)).values()))
     config = host_config(gpu)
     assert config["vendor"] == "nvidia" and config["device_margin"] == 0.10
-    assert health.pick_row(config["device_rows"], ["NVIDIA H100 80GB HBM3"], config["accelerator"])["nvlinks"] == 18
+    assert common.pick_row(config["device_rows"], ["NVIDIA H100 80GB HBM3"], config["accelerator"])["nvlinks"] == 18
     assert config["device_health"]["max_retired_pages"] == 60
     local = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "local.yml")).select(None)).values()))
     assert "device_rows" not in host_config(local)

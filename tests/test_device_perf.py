@@ -15,7 +15,7 @@ import pytest
 from accelstack.validate import load_registry
 from accelstack.validate.device_floors import load_device_floors
 
-from .labtools import load_validator
+from .labtools import load_validator, load_vendor_hostside
 
 torch = pytest.importorskip("torch")
 
@@ -25,6 +25,7 @@ REFERENCE = (Path(__file__).resolve().parent / "data" / "h100" / "plain_torch_re
 
 
 perf = load_validator("device_perf")
+nvidia = load_vendor_hostside("nvidia")
 FLOORS = load_device_floors(vendor="nvidia")
 H100 = perf.pick_row(FLOORS["device_rows"], ["NVIDIA H100 80GB HBM3"])
 
@@ -82,10 +83,10 @@ def test_no_floor_reports_without_judging() -> None:
 def test_link_readers() -> None:
     assert [perf.pcie_gen(s) for s in ("32.0 GT/s PCIe", "16.0 GT/s PCIe", "8.0 GT/s PCIe", "5.0 GT/s",
                                        "2.5 GT/s PCIe", "Unknown", "")] == [5, 4, 3, 2, 1, None, None]
-    assert perf.parse_smi_link("5, 5, 16, 16\n") == {"current_gen": 5, "max_gen": 5, "current_width": 16,
+    assert nvidia.parse_smi_link("5, 5, 16, 16\n") == {"current_gen": 5, "max_gen": 5, "current_width": 16,
                                                       "max_width": 16}
-    assert perf.parse_smi_link("[N/A], 5, 16, 16")["current_gen"] is None
-    assert perf.parse_smi_link("") is None
+    assert nvidia.parse_smi_link("[N/A], 5, 16, 16")["current_gen"] is None
+    assert nvidia.parse_smi_link("") is None
 
 
 def test_sysfs_link_is_read_under_the_simulation_root(tmp_path: Path) -> None:
@@ -267,7 +268,7 @@ def test_the_link_is_read_from_the_simulated_nvidia_smi(tmp_path: Path, monkeypa
     (folder / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
     # torch gives lowercase hex (0x2a); the tool is asked in its own spelling.
-    assert perf.read_smi_link("0000:18:00.0") == {"current_gen": 5, "max_gen": 5, "current_width": 16,
+    assert nvidia.pcie_link("0000:18:00.0") == {"current_gen": 5, "max_gen": 5, "current_width": 16,
                                                   "max_width": 16}
     read = perf.link_reader("nvidia", "0000:2a:00.0")
     link = read()

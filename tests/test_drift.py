@@ -180,10 +180,11 @@ def test_nccl_and_system_nccl_are_judged_apart() -> None:
 
 
 def test_a_cpu_torch_on_a_gpu_host_loads_no_nccl_whatever_the_system_has() -> None:
-    from accelstack.facts import Facts, NvidiaFacts, TorchFacts
+    from accelstack.facts import Facts, TorchFacts
+    from accelstack.vendors.nvidia.facts import NvidiaFacts
 
     facts = Facts(stack_python_version="3.11.9", torch=TorchFacts(version="2.13.0+cpu"),
-                  nvidia=NvidiaFacts(driver_version="580.65.06", nccl="2.28.9"))
+                  vendor_facts={"nvidia": NvidiaFacts(driver_version="580.65.06", nccl="2.28.9")})
     installed = facts.components()
     assert (installed["nccl"], installed["system_nccl"]) == (None, "2.28.9")
     assert "not a CUDA build" in installed.details["nccl"]["judged"]

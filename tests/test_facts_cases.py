@@ -1,7 +1,8 @@
 """The facts parsers from data, as pyinfra tests its facts: one JSON case per captured output, one generic runner.
 
 Layout: ``tests/data/facts/<parser>/<case>.json``, the folder named after a public function of
-:mod:`accelstack.facts.parsers`::
+:mod:`accelstack.facts.parsers`, :mod:`accelstack.vendors.parsing` or a vendor's parsers
+(``accelstack.vendors.<vendor>.parsers``: NVIDIA's, Ascend's)::
 
     {"parser": "parse_os_release",                  # must equal the folder's name
      "source": "where the input comes from (capture, reference note, H100 bundle, lab)",
@@ -25,7 +26,7 @@ parser, a key the format does not know, or a case that expects nothing fails the
 vacuous. :func:`test_every_parser_has_a_case` holds every public ``parse_*`` function to at least one case.
 
 Host-side twins: a host script cannot import the package (it runs on the host's python, stdlib only), so some
-parse the same tool output again (validators/device_health.py: ``nvidia-smi -q -x``, ``npu-smi info``, its
+parse the same tool output again (the vendors' host-side modules: ``nvidia-smi -q -x``, ``npu-smi info``, its
 ``Key : value`` views; validators/network.py: ``key=value`` files, ``hccn_tool -ip -g``, /etc/hccn.conf).
 :data:`TWINS` names them; every case of such a parser also runs the twin on the same input and asserts both give
 the same fields where their results overlap (and both refuse what one refuses), so neither drifts unseen.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import importlib
 import inspect
 import json
 import re
@@ -45,9 +47,10 @@ from typing import Any
 
 import pytest
 
-from accelstack.facts import parsers
+from accelstack.facts import parsers as facts_parsers
+from accelstack.vendors import parsing, vendors
 
-from .labtools import load_validator
+from .labtools import load_validator, load_vendor_hostside
 
 DATA = Path(__file__).resolve().parent / "data"
 FACTS = DATA / "facts"
@@ -59,6 +62,24 @@ KEYS = {"parser", "source", "about", "input", "input_text", "more_inputs", "kwar
 # reviewer would accept (a parser no captured output exists for is not one: write a synthetic_ capture).
 EXEMPT: dict[str, str] = {}
 
+
+
+def _parser_modules() -> list[Any]:
+    """Where the parsers live: the facts', the shared helpers', each vendor's (``<vendor>.parsers``)."""
+    modules: list[Any] = [facts_parsers, parsing]
+    for vendor in vendors():
+        try:
+            modules.append(importlib.import_module(f"accelstack.vendors.{vendor.name}.parsers"))
+        except ModuleNotFoundError:
+            pass  # a vendor without a tool of its own (cpu)
+    return modules
+
+
+MODULES = _parser_modules()
+# Every public function of those modules by name, in the module that defines it (a name imported from another is
+# the other's): a case folder names one of these.
+PARSERS: dict[str, Any] = {name: f for m in MODULES for name, f in inspect.getmembers(m, inspect.isfunction)
+                           if not name.startswith("_") and f.__module__ == m.__name__}
 
 class CaseError(AssertionError):
     """A case that is wrong (its expectation fails) or malformed (it could not be checked at all)."""
@@ -114,9 +135,9 @@ def text_of(spec: dict[str, Any], where: str) -> str:
 
 
 def parser_named(name: str) -> Any:
-    function = getattr(parsers, name, None)
-    if name.startswith("_") or not inspect.isfunction(function) or function.__module__ != parsers.__name__:
-        raise CaseError(f"no public parser {name!r} in accelstack.facts.parsers")
+    function = PARSERS.get(name)
+    if name.startswith("_") or function is None:
+        raise CaseError(f"no public parser {name!r} in {', '.join(m.__name__ for m in MODULES)}")
     return function
 
 
@@ -185,7 +206,7 @@ def _yes(value: str | None) -> bool | None:
 
 
 def _smi_xml(facts: Any, host: Any) -> tuple[Any, Any]:
-    """What parse_nvidia_smi_xml and device_health.parse_smi_xml both read, GPU by GPU."""
+    """What parse_nvidia_smi_xml and the NVIDIA host-side parse_smi_xml both read, GPU by GPU."""
     def index(gpu: Any, position: int) -> int:
         return gpu.minor_number if gpu.minor_number is not None else position
 
@@ -199,7 +220,7 @@ def _smi_xml(facts: Any, host: Any) -> tuple[Any, Any]:
 
 
 def _npu_table(facts: Any, host: Any) -> tuple[Any, Any]:
-    """What parse_npu_smi_info and device_health.parse_npu_table both read: each chip, each process."""
+    """What parse_npu_smi_info and the Ascend host-side parse_npu_table both read: each chip, each process."""
     chips, processes = host
     mine = ([(c.npu_id, c.chip_id, c.name, c.health, c.temp_c, c.aicore_pct, c.hbm_used_mb, c.hbm_total_mb)
              for c in facts.chips], [(p.npu_id, p.pid) for p in facts.processes])
@@ -209,7 +230,8 @@ def _npu_table(facts: Any, host: Any) -> tuple[Any, Any]:
 
 
 def _npu_board(facts: Any, host: Any) -> tuple[Any, Any]:
-    """device_health.parse_kv reads ``npu-smi info -t board|health|ecc`` as the board parser's key-value lines."""
+    """The Ascend host-side parse_kv reads ``npu-smi info -t board|health|ecc`` as the board parser's key-value
+    lines."""
     mine = {"npu_id": facts.npu_id, "chip_name": facts.chip_name, "software_version": facts.software_version}
     as_int = host.get("NPU ID")
     theirs = {"npu_id": int(as_int) if as_int and as_int.isdigit() else None,
@@ -222,15 +244,16 @@ def _colon_key_values(facts: Any, host: Any) -> tuple[Any, Any]:
     return facts, host
 
 
-# facts parser -> [(validator, its function, how its arguments come from the case's, what both results share)]
+# facts parser -> [(validator, or vendor:NAME for a vendor's host-side module, its function, how its arguments come
+# from the case's, what both results share)]
 TWINS: dict[str, list[tuple[str, str, Any, Any]]] = {
-    "parse_nvidia_smi_xml": [("device_health", "parse_smi_xml", lambda text, **kw: (text,), _smi_xml)],
-    "parse_npu_smi_info": [("device_health", "parse_npu_table", lambda text, **kw: (text,), _npu_table)],
-    "parse_npu_smi_board": [("device_health", "parse_kv", lambda text, **kw: (text,), _npu_board)],
+    "parse_nvidia_smi_xml": [("vendor:nvidia", "parse_smi_xml", lambda text, **kw: (text,), _smi_xml)],
+    "parse_npu_smi_info": [("vendor:ascend", "parse_npu_table", lambda text, **kw: (text,), _npu_table)],
+    "parse_npu_smi_board": [("vendor:ascend", "parse_kv", lambda text, **kw: (text,), _npu_board)],
     "parse_key_values": [
         ("network", "parse_key_values", lambda text, sep="=", **kw: (text, sep), lambda f, h: (f, h)),
         # npu-smi's ``Key : value`` views only: parse_kv keeps quotes and ``#`` lines, which npu-smi never prints.
-        ("device_health", "parse_kv", lambda text, sep="=", **kw: (text,) if sep == ":" else None, _colon_key_values),
+        ("vendor:ascend", "parse_kv", lambda text, sep="=", **kw: (text,) if sep == ":" else None, _colon_key_values),
     ],
     "parse_hccn_ip": [("network", "parse_hccn_ip", lambda text, **kw: (text,),
                        lambda f, h: ((f.ipaddr, f.netmask), h))],
@@ -238,6 +261,12 @@ TWINS: dict[str, list[tuple[str, str, Any, Any]]] = {
                          lambda f, h: (f, {device: fields["address"] for device, fields in h.items()}))],
 }
 TWIN_CASES = [c for c in CASES if c.parent.name in TWINS]
+
+
+def host_module(script: str) -> Any:
+    """A validator by its name, or a vendor's host-side module (``vendor:ascend``)."""
+    vendor = script.partition("vendor:")[2]
+    return load_vendor_hostside(vendor) if vendor else load_validator(script)
 
 
 def run_twins(case: dict[str, Any], folder: str) -> int:
@@ -250,13 +279,13 @@ def run_twins(case: dict[str, Any], folder: str) -> int:
         args = arguments(text, **kwargs)
         if args is None:
             continue
-        twin = getattr(load_validator(script), name)
+        twin = getattr(host_module(script), name)
         if "raises" in case:
             wanted = getattr(builtins, str(case["raises"]))
             with pytest.raises(wanted):
                 twin(*args)
             continue
-        mine, theirs = shared(getattr(parsers, folder)(text, **kwargs), twin(*args))
+        mine, theirs = shared(PARSERS[folder](text, **kwargs), twin(*args))
         assert plain(mine) == plain(theirs), f"{script}.{name} disagrees with {folder}"
         compared += _has_value(plain(mine))
     return compared
@@ -278,23 +307,21 @@ def test_host_side_twin_agrees(path: Path) -> None:
 
 def test_every_twin_compares_something_real() -> None:
     for folder in TWINS:
-        assert folder in dir(parsers), folder
+        assert folder in PARSERS, folder
         cases = [json.loads(c.read_text(encoding="utf-8")) for c in TWIN_CASES if c.parent.name == folder]
         assert sum(run_twins(case, folder) for case in cases), f"{folder}: no case gives its twins a field to compare"
 
 
 def test_a_drifted_twin_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    health = load_validator("device_health")
-    monkeypatch.setattr(health, "_number", lambda value: None)  # a twin that stops reading numbers
-    monkeypatch.setattr("tests.test_facts_cases.load_validator", lambda name: health)
+    ascend = load_vendor_hostside("ascend")
+    monkeypatch.setattr(ascend, "number", lambda value: None)  # a twin that stops reading numbers
     case = json.loads((FACTS / "parse_npu_smi_info" / "a2_910b3_25.2.0.json").read_text(encoding="utf-8"))
     with pytest.raises(AssertionError, match="parse_npu_table disagrees with parse_npu_smi_info"):
         run_twins(case, "parse_npu_smi_info")
 
 
 def public_parsers() -> list[str]:
-    return sorted(name for name, f in inspect.getmembers(parsers, inspect.isfunction)
-                  if name.startswith("parse_") and f.__module__ == parsers.__name__)
+    return sorted(name for name in PARSERS if name.startswith("parse_"))
 
 
 def test_every_parser_has_a_case() -> None:
@@ -305,8 +332,8 @@ def test_every_parser_has_a_case() -> None:
     assert not missing, f"parsers with no case in tests/data/facts/ and no exemption: {missing}"
     stale = sorted(set(EXEMPT) & folders)
     assert not stale, f"exempted but they have cases now: drop them from EXEMPT: {stale}"
-    strays = sorted(folders - set(dir(parsers)))
-    assert not strays, f"case folders named after no function of accelstack.facts.parsers: {strays}"
+    strays = sorted(folders - set(PARSERS))
+    assert not strays, f"case folders named after no public function of the parser modules: {strays}"
 
 
 # ----- the runner is not a rubber stamp -----

@@ -11,6 +11,7 @@ from accelstack.bundle import analyze_bundle, bundle_facts
 from accelstack.facts import parsers as p
 from accelstack.facts.assemble import parse_sections
 from accelstack.stacks import drift_records, load_matrix, load_stack
+from accelstack.vendors.nvidia import torch_nccl
 
 from .conftest import run_cli
 
@@ -71,7 +72,7 @@ def test_h100_versions_without_an_nccl_of_torchs_own_judge_the_system_one() -> N
     sections["stack_python"] = json.dumps(stack)
     facts = parse_sections(sections, files)
     assert facts.components()["nccl"] == "2.28.3"
-    assert facts.torch_nccl() == ("2.28.3", "system")
+    assert torch_nccl(facts) == ("2.28.3", "system")
     assert "torch is a CUDA build with no NCCL of its own" in facts.components().details["nccl"]["judged"]
     record = by_check(drift_records("h100", load_stack(REAL_STACK), facts.components(), load_matrix()))["drift.nccl"]
     assert record.status == "fail"  # type: ignore[attr-defined]  # 2.28.3 under torch 2.11 breaks torch-nccl

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accelstack.facts import Facts, parse_sections
 from accelstack.facts import parsers as p
+from accelstack.vendors.ascend import parsers as ascend_parsers
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 
@@ -46,15 +47,15 @@ def test_sys_class_net_matches_ip_json() -> None:
 
 def test_ascend_release_falls_back_to_version() -> None:
     """``release`` is a property (package_version, else Version): the cases see fields, not properties."""
-    assert p.parse_ascend_version_info(capture("ascend_driver_version_23.0.7.txt")).release == "23.0.7"
-    assert p.parse_ascend_version_info(capture("ascend_driver_version_25.0.rc1.1.txt")).release == "25.0.rc1.1"
-    info = p.parse_ascend_version_info("Version=24.1.rc1\ncompatible_version_fw=[7.0.0,7.2.99]\n")
+    assert ascend_parsers.parse_ascend_version_info(capture("ascend_driver_version_23.0.7.txt")).release == "23.0.7"
+    assert ascend_parsers.parse_ascend_version_info(capture("ascend_driver_version_25.0.rc1.1.txt")).release == "25.0.rc1.1"
+    info = ascend_parsers.parse_ascend_version_info("Version=24.1.rc1\ncompatible_version_fw=[7.0.0,7.2.99]\n")
     assert info.package_version is None and info.release == "24.1.rc1"
 
 
 def test_cann_version_cfg_running() -> None:
     """``running(component)`` is a method over the entries the case parse_cann_version_cfg/8.1.RC1 checks."""
-    cfg = p.parse_cann_version_cfg(capture("cann_version_cfg_8.1.RC1.txt"))
+    cfg = ascend_parsers.parse_cann_version_cfg(capture("cann_version_cfg_8.1.RC1.txt"))
     runtime = cfg.running("runtime")
     assert runtime is not None and (runtime.internal, runtime.release) == ("7.7.0.1.238", "8.1.RC1")
     kernels = cfg.running("opp_kernel")

@@ -159,6 +159,17 @@ def test_every_host_side_script_runs_on_python_36() -> None:
     assert grammar_problems(HOSTSIDE) == []
 
 
+def test_every_vendors_host_side_module_runs_on_python_36(tmp_path: Path) -> None:
+    # A vendor's host-side half lives in its folder (vendors/<name>/hostside.py) and runs beside the validators.
+    from accelstack.vendors import vendors
+
+    modules = [path for path in (v.hostside_module() for v in vendors()) if path is not None]
+    assert {p.parent.name for p in modules} >= {"cpu", "nvidia", "ascend"}
+    for path in modules:
+        (tmp_path / f"vendor_{path.parent.name}.py").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert grammar_problems(tmp_path) == []
+
+
 PLANTED = {
     "validators/planted_future.py": '"""Planted."""\n\nfrom __future__ import annotations\n\nimport os\n',
     "probes/planted_walrus.py": "import os\n\n\nif (home := os.environ.get('HOME')):\n    print(home)\n",

@@ -353,10 +353,14 @@ NO_TABLE_YET = {
 
 
 def records_of(check: str, script: Path | None) -> set[str]:
-    """The records ``check.x`` a script names as string literals (memory.shm, health.ecc, perf.copy)."""
+    """The records ``check.x`` a script names as string literals (memory.shm, health.ecc, perf.copy), itself or in
+    the vendors' host-side modules it runs (health.ecc is NVIDIA's and Ascend's)."""
     if script is None:
         return set()
-    return set(re.findall(rf'"({re.escape(check)}\.[a-z_]+)"', script.read_text()))
+    from accelstack.vendors import vendors
+
+    texts = [script.read_text()] + [path.read_text() for path in (v.hostside_module() for v in vendors()) if path]
+    return {name for text in texts for name in re.findall(rf'"({re.escape(check)}\.[a-z_]+)"', text)}
 
 
 def test_every_registry_check_has_an_outcome_table_or_says_why_not() -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.facts import Address, AscendFacts, Facts, Interface, NpuChip, TorchFacts
-from accelstack.facts.parsers import parse_hccn_conf
+from accelstack.facts import Address, Facts, Interface, TorchFacts
 from accelstack.inventory import Host
 from accelstack.paths import project_root
 from accelstack.provision.apply import STATE_SEPARATOR, probe_and_state_command
@@ -20,6 +19,8 @@ from accelstack.provision.state import RemoteState, StateQuery, parse_state, sta
 from accelstack.provision.steps import HostView
 from accelstack.provision.templating import sha256_text
 from accelstack.transport.context import resolve_contexts
+from accelstack.vendors.ascend.facts import AscendFacts, NpuChip
+from accelstack.vendors.ascend.parsers import parse_hccn_conf
 
 ASCEND_STACK = "ascend-910b-cann8.1.rc1"
 
@@ -50,7 +51,8 @@ def facts(*, torch: str | None = None, torch_npu: str | None = None, python: str
           ascend: AscendFacts | None = None, nics: tuple[str, ...] = ("lo", "eth0")) -> Facts:
     return Facts(hostname="node1", stack_python_version=python,
                  interfaces=[Interface(n, up=True, addresses=[Address("inet", "10.0.0.1", 16)]) for n in nics],
-                 torch=TorchFacts(version=torch, torch_npu=torch_npu) if torch else None, ascend=ascend)
+                 torch=TorchFacts(version=torch, torch_npu=torch_npu) if torch else None,
+                 vendor_facts={"ascend": ascend} if ascend is not None else {})
 
 
 def plan_for(h: Host, f: Facts, state: RemoteState | None = None,
@@ -394,7 +396,7 @@ NV_ARTIFACTS = [
 
 def nvidia_facts(*, torch: str = "2.10.0+cu130", cuda: str = "13.0", nccl: str | None = "2.28.9",
                  system_nccl: str | None = None, python: str = "3.11.9") -> Facts:
-    from accelstack.facts import NvidiaFacts
+    from accelstack.vendors.nvidia.facts import NvidiaFacts
 
     f = facts(torch=torch, python=python)
     assert f.torch is not None

@@ -19,7 +19,6 @@ import pytest
 import yaml
 
 from accelstack.facts import parsers
-from accelstack.facts.parsers import parse_hccn_conf
 from accelstack.lab.simulated import (
     COMPONENTS,
     FAULT_FIXTURE_CANN,
@@ -32,6 +31,8 @@ from accelstack.lab.simulated import (
     versions,
     wheel,
 )
+from accelstack.vendors.ascend import parsers as ascend_parsers
+from accelstack.vendors.nvidia import parsers as nvidia_parsers
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 
@@ -200,7 +201,7 @@ def test_driver_and_firmware_write_the_real_version_files(repo: Path, manifest: 
     assert run(repo, fw, "--full", "--quiet", root=root).returncode == 0, "same firmware again: nothing to reboot for"
     proc = run(repo, find(manifest, "ascend_firmware", "7.3.0.1.231"), "--upgrade", "--quiet", root=root)
     assert proc.returncode == 2
-    info = parsers.parse_ascend_version_info((ascend / "firmware/version.info").read_text())
+    info = ascend_parsers.parse_ascend_version_info((ascend / "firmware/version.info").read_text())
     assert info.version == "7.3.0.1.231" and info.package_version == "24.1.rc2"
 
     assert (root / "etc/ascend_install.info").read_text() == (
@@ -213,7 +214,7 @@ def test_driver_and_firmware_write_the_real_version_files(repo: Path, manifest: 
 
 def test_older_driver_has_no_package_version(repo: Path, manifest: list[dict], root: Path) -> None:
     assert run(repo, find(manifest, "ascend_driver", "24.1.rc1"), "--full", "--quiet", root=root).returncode == 0
-    info = parsers.parse_ascend_version_info((root / "usr/local/Ascend/driver/version.info").read_text())
+    info = ascend_parsers.parse_ascend_version_info((root / "usr/local/Ascend/driver/version.info").read_text())
     assert info.package_version is None and info.release == "24.1.rc1"
     assert info.compatible_version_fw == ["7.0.0,7.2.99"]
 
@@ -252,7 +253,7 @@ def test_toolkit_version_files_and_set_env(repo: Path, manifest: list[dict], roo
     # The capture is aarch64 under /usr/local; ours is this machine's arch under the test root.
     expected = expected.replace("aarch64", "x86_64").replace("/usr/local/Ascend", str(root / "usr/local/Ascend"))
     assert info == expected
-    cfg = parsers.parse_cann_version_cfg((home / "latest/version.cfg").read_text())
+    cfg = ascend_parsers.parse_cann_version_cfg((home / "latest/version.cfg").read_text())
     assert cfg is not None
     assert "runtime_running_version=[7.7.0.1.238:8.1.RC1]" in (home / "latest/version.cfg").read_text()
     runtime = (home / "latest/runtime/version.info").read_text()
@@ -300,7 +301,7 @@ def test_nnal_needs_the_toolkit_environment(repo: Path, manifest: list[dict], ro
     proc = run(repo, nnal, "--install", "--quiet", root=root, env={"ASCEND_TOOLKIT_HOME": str(home / "latest")})
     assert proc.returncode == 0, proc.stderr
     text = (root / "usr/local/Ascend/nnal/atb/latest/version.info").read_text()
-    info = parsers.parse_nnal_version_info(text)
+    info = ascend_parsers.parse_nnal_version_info(text)
     assert info.version == "8.1.RC1"
     # Arguments to a sourced script are a bash feature (dash's "." ignores them); the vendor documents bash.
     env = subprocess.run(["bash", "-c", f"source {root}/usr/local/Ascend/nnal/atb/set_env.sh --cxx_abi=0 && "
@@ -374,7 +375,7 @@ def test_npu_smi_info_matches_the_real_capture(repo: Path, manifest: list[dict],
     assert structure(text)[:6] == structure(capture)[:6]
     assert text.splitlines()[3:5] == capture.splitlines()[3:5]
     assert structure(text)[6:9] == structure(capture)[6:9]
-    info = parsers.parse_npu_smi_info(text)
+    info = ascend_parsers.parse_npu_smi_info(text)
     assert info.version == "25.0.rc1.1"
     assert [c.npu_id for c in info.chips] == list(range(8))
     chip = info.chips[0]
@@ -385,38 +386,38 @@ def test_npu_smi_info_matches_the_real_capture(repo: Path, manifest: list[dict],
 
 def test_npu_smi_queries_and_hccn_tool(repo: Path, manifest: list[dict], root: Path) -> None:
     npu_smi = install_driver(repo, manifest, root, {"count": 4, "chip": "910B4", "host_octet": 7})
-    assert len(parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips) == 4
+    assert len(ascend_parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips) == 4
     listing = tool(npu_smi, "info", "-l").stdout
     assert parsers.parse_key_values(listing, sep=":")["Total Count"] == "4"
     mapping = tool(npu_smi, "info", "-m").stdout.splitlines()
     assert mapping[0].split() == (CAPTURES / "npu_smi_info_m_910a_23.0.5.txt").read_text().splitlines()[0].split()
     assert mapping[1].split() == ["0", "0", "0", "Ascend", "910B4"]
-    board = parsers.parse_npu_smi_board(tool(npu_smi, "info", "-t", "board", "-i", "2").stdout)
+    board = ascend_parsers.parse_npu_smi_board(tool(npu_smi, "info", "-t", "board", "-i", "2").stdout)
     assert (board.npu_id, board.software_version, board.firmware_version, board.device_id) == \
         (2, "25.0.rc1.1", "7.7.0.1.231", "0xD802")
-    real = parsers.parse_npu_smi_board((CAPTURES / "npu_smi_info_board_910b_25.5.1.txt").read_text())
+    real = ascend_parsers.parse_npu_smi_board((CAPTURES / "npu_smi_info_board_910b_25.5.1.txt").read_text())
     assert list(board.fields) == list(real.fields)
-    assert parsers.parse_npu_smi_board(tool(npu_smi, "info", "-t", "board", "-i", "1", "-c", "0").stdout).chip_name \
+    assert ascend_parsers.parse_npu_smi_board(tool(npu_smi, "info", "-t", "board", "-i", "1", "-c", "0").stdout).chip_name \
         == "910B4"
     assert tool(npu_smi, "info", "-t", "board", "-i", "9").returncode != 0
     assert tool(npu_smi, "info", "--bogus").returncode != 0
     hccn = root / "usr/local/Ascend/driver/tools/hccn_tool"
-    ip = parsers.parse_hccn_ip(tool(hccn, "-i", "3", "-ip", "-g").stdout)
+    ip = ascend_parsers.parse_hccn_ip(tool(hccn, "-i", "3", "-ip", "-g").stdout)
     assert (ip.ipaddr, ip.netmask) == ("192.168.103.7", "255.255.255.0")
     assert tool(hccn, "-i", "0", "-link", "-g").stdout == "link status: UP\n"
     assert tool(hccn, "-i", "0", "-bogus", "-g").returncode != 0
     # The driver leaves the device IPs in /etc/hccn.conf, as `hccn_tool -ip -s` does on a real host.
     conf = (root / "etc/hccn.conf").read_text()
-    assert parse_hccn_conf(conf) == {i: f"192.168.{100 + i}.7" for i in range(4)} and "netmask_3=255.255.255.0" in conf
+    assert ascend_parsers.parse_hccn_conf(conf) == {i: f"192.168.{100 + i}.7" for i in range(4)} and "netmask_3=255.255.255.0" in conf
     assert tool(hccn, "-i", "2", "-ip", "-s", "address", "10.1.2.3", "netmask", "255.255.0.0").returncode == 0
-    ip = parsers.parse_hccn_ip(tool(hccn, "-i", "2", "-ip", "-g").stdout)
+    ip = ascend_parsers.parse_hccn_ip(tool(hccn, "-i", "2", "-ip", "-g").stdout)
     assert (ip.ipaddr, ip.netmask) == ("10.1.2.3", "255.255.0.0")
     conf = (root / "etc/hccn.conf").read_text()
-    assert parse_hccn_conf(conf)[2] == "10.1.2.3" and "netmask_2=255.255.0.0" in conf
+    assert ascend_parsers.parse_hccn_conf(conf)[2] == "10.1.2.3" and "netmask_2=255.255.0.0" in conf
     # A re-install keeps what the file says (the site's settings) and adds only devices it lacks.
     (root / "etc/hccn.conf").write_text("address_0=10.9.9.9\n")
     install_driver(repo, manifest, root)
-    assert parse_hccn_conf((root / "etc/hccn.conf").read_text()) == {0: "10.9.9.9", 1: "192.168.101.7",
+    assert ascend_parsers.parse_hccn_conf((root / "etc/hccn.conf").read_text()) == {0: "10.9.9.9", 1: "192.168.101.7",
                                                                      2: "10.1.2.3", 3: "192.168.103.7"}
 
 
@@ -424,18 +425,18 @@ def test_drop_device_and_restore(repo: Path, manifest: list[dict], root: Path) -
     npu_smi = install_driver(repo, manifest, root)
     sh = ["sh", "-c"]
     subprocess.run([*sh, drop_device_command(3, root=str(root))], check=True)
-    info = parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout)
+    info = ascend_parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout)
     assert [c.npu_id for c in info.chips] == [0, 1, 2, 4, 5, 6, 7]
     subprocess.run([*sh, drop_device_command(5, root=str(root), state="unhealthy")], check=True)
-    chips = {c.npu_id: c.health for c in parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips}
+    chips = {c.npu_id: c.health for c in ascend_parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips}
     assert chips[5] == "Critical"
     hccn = root / "usr/local/Ascend/driver/tools/hccn_tool"
     assert tool(hccn, "-i", "5", "-link", "-g").stdout == "link status: DOWN\n"
     # A driver re-install keeps the device file: a dropped device stays dropped until restored.
     install_driver(repo, manifest, root)
-    assert len(parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips) == 7
+    assert len(ascend_parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips) == 7
     subprocess.run([*sh, restore_devices_command(root=str(root))], check=True)
-    chips = {c.npu_id: c.health for c in parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips}
+    chips = {c.npu_id: c.health for c in ascend_parsers.parse_npu_smi_info(tool(npu_smi, "info").stdout).chips}
     assert chips == {i: "OK" for i in range(8)}
     with pytest.raises(ValueError):
         drop_device_command(1, state="on-fire")
@@ -452,8 +453,8 @@ def install_nvidia(repo: Path, manifest: list[dict], root: Path, spec: dict | No
 
 def test_nvidia_smi_formats_parse(repo: Path, manifest: list[dict], root: Path) -> None:
     smi = install_nvidia(repo, manifest, root, {"count": 4})
-    probe = tool(smi, "--query-gpu=" + ",".join(parsers.NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits")
-    gpus = parsers.parse_nvidia_smi_csv(probe.stdout)
+    probe = tool(smi, "--query-gpu=" + ",".join(nvidia_parsers.NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits")
+    gpus = nvidia_parsers.parse_nvidia_smi_csv(probe.stdout)
     assert [g.index for g in gpus] == [0, 1, 2, 3]
     assert (gpus[0].name, gpus[0].driver_version, gpus[0].memory_total_mib, gpus[0].bus_id) == \
         ("NVIDIA H100 80GB HBM3", "550.54.15", 81559, "00000000:18:00.0")
@@ -462,10 +463,10 @@ def test_nvidia_smi_formats_parse(repo: Path, manifest: list[dict], root: Path) 
                        "--format=csv").stdout.splitlines()
     assert with_header[0] == "index, name, memory.total [MiB], memory.free [MiB], power.draw [W], utilization.gpu [%]"
     assert with_header[1].startswith("0, NVIDIA H100 80GB HBM3, 81559 MiB, 81559 MiB, ")
-    log = parsers.parse_nvidia_smi_xml(tool(smi, "-q", "-x").stdout)
+    log = nvidia_parsers.parse_nvidia_smi_xml(tool(smi, "-q", "-x").stdout)
     assert (log.driver_version, log.cuda_version, log.attached_gpus) == ("550.54.15", "12.4", 4)
     assert log.gpus[1].bus_id == "00000000:2A:00.0" and log.gpus[1].memory_total_mib == 81559
-    topo = parsers.parse_nvidia_topo(tool(smi, "topo", "-m").stdout)
+    topo = nvidia_parsers.parse_nvidia_topo(tool(smi, "topo", "-m").stdout)
     assert topo.devices == ["GPU0", "GPU1", "GPU2", "GPU3"]
     assert topo.links["GPU0"]["GPU1"] == "NV18" and topo.numa_affinity["GPU3"] == "1"
     assert tool(smi, "-L").stdout.splitlines()[0].startswith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-")
@@ -479,11 +480,11 @@ def test_nvidia_smi_formats_parse(repo: Path, manifest: list[dict], root: Path) 
 def test_nvidia_drop_device(repo: Path, manifest: list[dict], root: Path) -> None:
     smi = install_nvidia(repo, manifest, root)
     subprocess.run(["sh", "-c", drop_device_command(0, vendor="nvidia", root=str(root))], check=True)
-    gpus = parsers.parse_nvidia_smi_csv(tool(smi, "--query-gpu=index,name", "--format=csv").stdout)
+    gpus = nvidia_parsers.parse_nvidia_smi_csv(tool(smi, "--query-gpu=index,name", "--format=csv").stdout)
     assert [g.index for g in gpus] == list(range(1, 8))
     subprocess.run(["sh", "-c", drop_device_command(2, vendor="nvidia", root=str(root), state="unhealthy")],
                    check=True)
-    log = parsers.parse_nvidia_smi_xml(tool(smi, "-q", "-x").stdout)
+    log = nvidia_parsers.parse_nvidia_smi_xml(tool(smi, "-q", "-x").stdout)
     assert [g.reset_required for g in log.gpus][1] == "Yes"
 
 
@@ -505,7 +506,7 @@ def test_nvidia_smi_shows_a_foreign_process_and_exclusive_mode(repo: Path, manif
     rows = tool(smi, "--query-gpu=index,memory.used,compute_mode", "--format=csv,noheader,nounits").stdout
     assert rows.splitlines() == ["0, 0, Default", "1, 70000, Exclusive_Process"]
     xml = tool(smi, "-q", "-x").stdout
-    log = parsers.parse_nvidia_smi_xml(xml)
+    log = nvidia_parsers.parse_nvidia_smi_xml(xml)
     assert [g.memory_used_mib for g in log.gpus] == [0, 70000]
     assert "<compute_mode>Exclusive_Process</compute_mode>" in xml
     assert "<pid>4242</pid>" in xml and "<process_name>python3</process_name>" in xml
@@ -521,9 +522,9 @@ def test_cuda_and_nccl(repo: Path, manifest: list[dict], root: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     local = root / "usr/local"
     assert os.readlink(local / "cuda") == "cuda-12.4"
-    assert parsers.parse_cuda_version_json((local / "cuda/version.json").read_text()) == "12.4.1"
+    assert nvidia_parsers.parse_cuda_version_json((local / "cuda/version.json").read_text()) == "12.4.1"
     assert (local / "cuda/version.json").read_text() == (CAPTURES / "synthetic_cuda_version_12.4.json").read_text()
-    assert parsers.parse_nvcc_version(tool(local / "cuda/bin/nvcc", "--version").stdout) == "12.4.131"
+    assert nvidia_parsers.parse_nvcc_version(tool(local / "cuda/bin/nvcc", "--version").stdout) == "12.4.131"
     cudart = ctypes.CDLL(str(local / "cuda/lib64/libcudart.so"))
     value = ctypes.c_int()
     assert cudart.cudaRuntimeGetVersion(ctypes.byref(value)) == 0 and value.value == 12040
@@ -534,7 +535,7 @@ def test_cuda_and_nccl(repo: Path, manifest: list[dict], root: Path) -> None:
     lib = local / "nccl/lib/libnccl.so.2"
     nccl = ctypes.CDLL(str(lib))
     assert nccl.ncclGetVersion(ctypes.byref(value)) == 0 and value.value == 22105
-    assert parsers.parse_nccl_header((local / "nccl/include/nccl.h").read_text()) == "2.21.5"
+    assert nvidia_parsers.parse_nccl_header((local / "nccl/include/nccl.h").read_text()) == "2.21.5"
     assert b"NCCL version 2.21.5+cuda12.4" in lib.read_bytes()
     assert versions.nccl_version_code("2.8.4") == 2804 and versions.nccl_version_code("2.28.9") == 22809
 

@@ -42,7 +42,7 @@ def test_vendors_backends_and_pins() -> None:
     assert cann81.components["cann_toolkit"] == "8.1.RC1"
     assert cann81.env["HCCL_CONNECT_TIMEOUT"] == "600"
     cuda13 = stacks["nvidia-cuda13.0"]
-    assert (cuda13.vendor, cuda13.backend, cuda13.nvidia_driver_branch) == ("nvidia", "nccl", "R580")
+    assert (cuda13.vendor, cuda13.backend, cuda13.fields["nvidia_driver_branch"]) == ("nvidia", "nccl", "R580")
     assert cuda13.components["torch_cuda"] == "13.0"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import TemplateError
-from accelstack.facts import AscendFacts, Facts, Interface, NpuChip
+from accelstack.facts import Facts, Interface
 from accelstack.provision.templating import (
     RankTableServer,
     atomic_write_command,
@@ -18,6 +18,7 @@ from accelstack.provision.templating import (
     render_template,
     template_environment,
 )
+from accelstack.vendors.ascend.facts import AscendFacts, NpuChip
 
 
 def test_undefined_variable_is_an_error_naming_the_template(tmp_path: Path) -> None:
@@ -36,7 +37,7 @@ def test_atomic_write_replaces_the_file_whole_with_its_mode(tmp_path: Path) -> N
 
 def test_collective_settings_are_checked_against_the_host() -> None:
     facts = Facts(interfaces=[Interface("eth0"), Interface("lo")],
-                  ascend=AscendFacts(npus=[NpuChip(npu_id=i) for i in range(8)]))
+                  vendor_facts={"ascend": AscendFacts(npus=[NpuChip(npu_id=i) for i in range(8)])})
     assert check_collective_settings({"hccl_socket_ifname": "eth0", "visible_devices": "0,1,7"}, facts,
                                      "ascend") == []
     problems = check_collective_settings({"nccl_socket_ifname": "ib0", "hccl_connect_timeout": 30,

@@ -426,7 +426,7 @@ def test_hccn_is_registered_health_with_the_system_python() -> None:
 
 
 def test_hccn_parsers_match_the_control_side() -> None:
-    from accelstack.facts.parsers import parse_hccn_conf, parse_hccn_ip
+    from accelstack.vendors.ascend.parsers import parse_hccn_conf, parse_hccn_ip
 
     network = load_script("network")
     for text in ("ipaddr:10.10.0.10\nnetmask:255.255.255.0\n", "", "ipaddr: 10.0.0.1 \n", "garbage\nipaddr:\n"):

@@ -85,6 +85,12 @@ def test_the_wheel_ships_the_host_side_scripts_and_the_defaults(installed: dict[
     assert {"src/accelstack/hostside/validators/_common.py", "src/accelstack/hostside/probes/facts_probe.sh",
             "src/accelstack/hostside/probes/stack_snippet.py"} <= hostside
     assert {p.removeprefix("src/") for p in hostside} <= names
+    # Each vendor's folder travels whole: its code, its host-side module, its data (floors, compat rows, diagnosis
+    # tables, roles).
+    vendors = {p for p in shipped_files("src/accelstack/vendors") if "__pycache__" not in p}
+    assert {"src/accelstack/vendors/nvidia/hostside.py", "src/accelstack/vendors/nvidia/floors.yml",
+            "src/accelstack/vendors/ascend/diagnose/ascend-cann.yml"} <= vendors
+    assert {p.removeprefix("src/") for p in vendors} <= names, sorted({p.removeprefix("src/") for p in vendors} - names)
     data = next(n.split("/data/", 1)[0] for n in names if ".data/data/" in n)
     defaults = set().union(*(shipped_files(folder) for folder in DEFAULTS))
     assert "inventories/local.yml" in defaults and "stacks/cpu.yml" in defaults

@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..vendors import ANY, Vendor, is_vendor, vendor_names, vendors
 from ..yamlfile import load_marked_file
 from .causes import check_actor, load_causes
 from .structure import EXCEPTION_ANCHORS, STRUCTURE_PATTERNS
@@ -27,7 +28,6 @@ from .tables import Tables, load_tables
 
 # The fixed vocabulary of cause ids (data/causes.yml): reports, tests and the corpus's labels key on these strings.
 CAUSES: tuple[str, ...] = tuple(load_causes())
-VENDORS = ("nvidia", "ascend", "any")
 _REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "priority", "source")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 MIN_ANCHOR = 3
@@ -77,9 +77,11 @@ class Catalog:
     # Literal strings of which every line that any pattern (signature, extraction or context) can match contains
     # at least one: the prefilter grep (or the block scan) runs on raw bytes before any regex sees a line.
     anchors: tuple[str, ...] = ()
-    # An Ascend error code (EI0002, EE9999, ERR02200, E30001...) -> what it means; a code not listed here is
-    # reported as unknown, with its line, never dropped.
-    ascend_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A vendor's error code (Ascend's EI0002, EE9999, ERR02200, E30001...) -> what it means; a code not listed here
+    # is reported as unknown, with its line, never dropped.
+    error_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (vendor, the pattern of its codes) for each vendor whose tables list codes (Vendor.error_code).
+    code_patterns: tuple[tuple[Vendor, re.Pattern[str]], ...] = ()
     # The error taxonomies (data/diagnose/): they name the cause of a failure the structure of the log found.
     tables: Tables | None = None
     # The literals of the signatures' own patterns, and of the contexts': a line without one cannot match them, so
@@ -202,8 +204,9 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
         bad = [cause for cause in raw.get("follows") or () if cause not in CAUSES]
         if bad:
             raise ConfigError(f"follows names unknown cause(s): {', '.join(map(str, bad))}", where=where)
-        if raw["vendor"] not in VENDORS:
-            raise ConfigError(f"vendor {raw['vendor']!r} is not one of {', '.join(VENDORS)}", where=where)
+        if raw["vendor"] != ANY and not is_vendor(raw["vendor"]):
+            raise ConfigError(f"vendor {raw['vendor']!r} is not one of {', '.join((*vendor_names(), ANY))}",
+                              where=where)
         for key in ("requires_context", "unless_context"):
             if raw.get(key) is not None and raw[key] not in contexts:
                 raise ConfigError(f"{key} {raw[key]!r} names no context", where=where)
@@ -250,17 +253,21 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
     anchors.extend(context_anchors)
     tables = tables if tables is not None else load_tables()
     if "ascend_codes" in data:
-        raise ConfigError("ascend_codes is a table now: put the codes in data/diagnose/ascend-cann.yml's codes",
+        raise ConfigError("ascend_codes is a table now: put the codes in a table's codes "
+                          "(vendors/ascend/diagnose/ascend-cann.yml)",
                           where=origin)
-    ascend_codes = {code: _code_entry(row) for code, row in tables.codes.items()}
-    if ascend_codes:
-        anchors.extend(ASCEND_CODE_ANCHORS)
+    error_codes = {code: _code_entry(row) for code, row in tables.codes.items()}
+    coded = {str(entry["vendor"]) for entry in error_codes.values()}
+    code_patterns = tuple((vendor, re.compile(vendor.error_code)) for vendor in vendors()
+                          if vendor.name in coded and vendor.error_code)
+    for vendor, _pattern in code_patterns:
+        anchors.extend(vendor.error_code_anchors)
     anchors.extend(_selective(text) for text in tables.anchors)
     anchors.extend(EXCEPTION_ANCHORS)
     for pattern in STRUCTURE_PATTERNS:
         anchors.extend(anchors_of(pattern, "diagnose/structure.py"))
     return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes,
-                   minimal_anchors(anchors), ascend_codes, tables, signature_anchors,
+                   minimal_anchors(anchors), error_codes, code_patterns, tables, signature_anchors,
                    minimal_anchors(context_anchors))
 
 
@@ -278,15 +285,9 @@ def minimal_anchors(anchors: list[str]) -> tuple[str, ...]:
 def _code_entry(row: Any) -> dict[str, Any]:
     return {"cause": row.cause, "title": row.title, "meaning": row.meaning, "remedy": row.remedy,
             "confirm_with": None, "priority": row.priority, "source": row.source, "symptom": row.symptom,
-            "actor": row.actor}
+            "actor": row.actor, "vendor": row.vendor}
 
 
-# An Ascend error code (reference/ascend.md §6): CANN's E + family letter + 4 digits (EI0002 HCCL, EJ runtime,
-# EL, EE, EH, EZ ...), E + 5 digits (E30001 ...) and torch_npu's ERR + 5 digits (ERR02200). Every code the
-# pattern can match contains one of the anchors.
-_CODE_FAMILIES = "EHIJKLZ"
-ASCEND_CODE = re.compile(rf"\b(?P<code>E[{_CODE_FAMILIES}]\d{{4}}|E[1-9]\d{{4}}|ERR\d{{5}})\b")
-ASCEND_CODE_ANCHORS = ("ERR",) + tuple(f"E{a}{d}" for a in _CODE_FAMILIES + "123456789" for d in "0123456789")
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
-from .catalog import ASCEND_CODE, Catalog, Signature, load_catalog
+from ..vendors import ANY, Vendor
+from .catalog import Catalog, Signature, load_catalog
 from .causes import Cause, confirming_check, load_causes
 from .failures import LineHits, event_findings
 from .findings import EvidenceLine, Finding
@@ -175,6 +176,7 @@ class Scanner:
         self._lines = 0
         self._warns: list[EvidenceLine] = []
         self._codes: dict[str, _Hits] = {}
+        self._code_vendor: dict[str, Vendor] = {}  # whose code pattern found it
         self._source = LogSource(label="<lines>")
 
     # ---- input ----
@@ -292,10 +294,10 @@ class Scanner:
                     self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
                         lineno, split_prefix(text)[0], (sig.id, bool(_PY_WARNING.search(text))))
                     matched = True
-                    if sig.vendor == "ascend" and sig.requires_context is None:
-                        # An Ascend-only error is Ascend context too; one that depends on the context must not
-                        # vouch for itself.
-                        self._contexts_seen.add("ascend")
+                    if sig.vendor in catalog.contexts and sig.requires_context is None:
+                        # A vendor's own error is that vendor's context too (Ascend's); one that depends on the
+                        # context must not vouch for itself.
+                        self._contexts_seen.add(sig.vendor)
                     break
                 if sig.extract_patterns:
                     aux = self._aux.setdefault(sig.id, {})
@@ -306,9 +308,10 @@ class Scanner:
                                 aux.setdefault(key, value)
         if not matched and len(self._warns) < WARN_CAP and "NCCL WARN" in text:
             self._warns.append(self._evidence(lineno, text))
-        if catalog.ascend_codes:
-            for match in ASCEND_CODE.finditer(text):
+        for vendor, code_pattern in catalog.code_patterns:
+            for match in code_pattern.finditer(text):
                 code = match.group("code")
+                self._code_vendor.setdefault(code, vendor)
                 if code in self._codes or len(self._codes) < CODES_CAP:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
@@ -404,7 +407,7 @@ class Scanner:
         reports that only repeat a failure (torchrun's summary, an exit code) when the logs hold nothing else."""
         symptom = {sig.id: sig.symptom for sig in self.catalog.signatures if sig.id in kept}
         for finding in findings:
-            if finding.id.startswith("ascend-"):
+            if finding.id.split("-", 1)[0] in {vendor.name for vendor, _pattern in self.catalog.code_patterns}:
                 codes = finding.extracted.get("codes") or [finding.extracted.get("code")]
                 symptom.update({f"code:{code}": finding.symptom for code in codes if code})
         covering: dict[int, LineHits] = {}
@@ -473,58 +476,63 @@ class Scanner:
         return self._source_base.get(line.path, 0) + line.lineno
 
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:
-        """Ascend error codes: a known code gives its cause (unless a signature already named it), an unknown
-        code is reported as such with its line."""
+        """A vendor's error codes (Ascend's): a known code gives its cause (unless a signature already named it), an
+        unknown code is reported as such with its line."""
         out: list[Finding] = []
         causes = {f.cause for f in findings}
         lines = {(e.path, e.lineno) for f in findings for e in f.evidence}
-        unknown: dict[str, _Hits] = {}
+        unknown: dict[Vendor, dict[str, _Hits]] = {}
         for code, hits in self._codes.items():
-            entry = self.catalog.ascend_codes.get(code)
-            # torch_npu's ERR codes wrap the real error (ERR02007 "DIST not found" beside "Failed to find
+            entry = self.catalog.error_codes.get(code)
+            vendor = self._code_vendor[code]
+            # Codes that wrap the real error (torch_npu's ERR02007 "DIST not found" beside "Failed to find
             # function ..."), and generic codes (EH9999 "Inner Error") name none: both speak only when nothing
             # else in the logs does.
-            wrapper = entry["cause"] == "unknown-error-code" if entry else code.startswith("ERR")
+            wrapper = (entry["cause"] == "unknown-error-code" if entry
+                       else code.startswith(vendor.error_code_wrappers))
             if wrapper and findings:
                 continue
             if entry is None:
-                unknown[code] = hits
+                unknown.setdefault(vendor, {})[code] = hits
                 continue
             if entry["cause"] in causes or all((e.path, e.lineno) in lines for e in hits.evidence):
                 continue
             causes.add(entry["cause"])
-            out.append(self._synthetic(f"ascend-{code}", entry["cause"], f"Ascend error {code}: {entry['title']}",
+            out.append(self._synthetic(f"{vendor.name}-{code}", entry["cause"],
+                                       f"{vendor.label} error {code}: {entry['title']}",
                                        entry["meaning"], entry["remedy"],
                                        entry["confirm_with"] or confirming_check(entry["cause"]),
                                        entry["priority"], entry["source"], hits, {"code": code},
-                                       symptom=entry["symptom"], actor=entry.get("actor")))
-        if unknown:
-            first = min(unknown.values(), key=lambda h: h.first_seq)
-            merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
-                           evidence=sorted((e for h in unknown.values() for e in h.evidence),
-                                           key=lambda e: (e.path, e.lineno))[:EVIDENCE_CAP],
-                           ranks={r for h in unknown.values() for r in h.ranks},
-                           earliest=min((h.earliest for h in unknown.values() if h.earliest),
-                                        key=lambda e: e.ts or 0.0, default=None))
-            codes = sorted(unknown)
-            out.append(self._synthetic(
-                "ascend-unknown-code", "unknown-error-code", f"Ascend error code(s) not in the catalog: "
-                f"{', '.join(codes)}",
-                "The log carries an Ascend error code that the catalog does not know, so its cause is not named "
-                "here; the lines are shown so nothing is dropped.",
-                "Look the code up in the CANN error code reference for your CANN version (and the plog under "
-                "~/ascend/log for that PID); add it to data/diagnose/ascend-cann.yml with its cause.",
-                confirming_check("unknown-error-code"), 35, "reference/ascend.md §6 (error code format)", merged,
-                {"codes": codes}))
+                                       symptom=entry["symptom"], actor=entry.get("actor"), vendor=vendor.name))
+        for vendor, found in unknown.items():
+            out.append(self._unknown_codes(vendor, found))
         return out
+
+    def _unknown_codes(self, vendor: Vendor, unknown: dict[str, _Hits]) -> Finding:
+        """One finding for the codes of a vendor that its tables do not list, with their lines."""
+        first = min(unknown.values(), key=lambda h: h.first_seq)
+        merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
+                       evidence=sorted((e for h in unknown.values() for e in h.evidence),
+                                       key=lambda e: (e.path, e.lineno))[:EVIDENCE_CAP],
+                       ranks={r for h in unknown.values() for r in h.ranks},
+                       earliest=min((h.earliest for h in unknown.values() if h.earliest),
+                                    key=lambda e: e.ts or 0.0, default=None))
+        codes = sorted(unknown)
+        return self._synthetic(
+            f"{vendor.name}-unknown-code", "unknown-error-code", f"{vendor.label} error code(s) not in the catalog: "
+            f"{', '.join(codes)}",
+            f"The log carries an {vendor.label} error code that the catalog does not know, so its cause is not "
+            "named here; the lines are shown so nothing is dropped.",
+            vendor.error_code_lookup, confirming_check("unknown-error-code"), 35, vendor.error_code_source, merged,
+            {"codes": codes}, vendor=vendor.name)
 
     def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str | None,
                    priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
-                   symptom: bool = False, actor: str | None = None) -> Finding:
+                   symptom: bool = False, actor: str | None = None, vendor: str = ANY) -> Finding:
         extracted = dict(extracted)
         if hits.ranks:
             extracted["ranks"] = sorted(hits.ranks)
-        return Finding(id=sig_id, cause=cause, vendor="ascend", title=title, explanation=explanation,
+        return Finding(id=sig_id, cause=cause, vendor=vendor, title=title, explanation=explanation,
                        remedy=remedy, confirm_with=confirm_with, priority=priority, source_ref=source,
                        evidence=list(hits.evidence), evidence_count=hits.count, extracted=extracted,
                        first_line=hits.evidence[0], first_seq=hits.first_seq, symptom=symptom,

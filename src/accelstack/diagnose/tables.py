@@ -1,4 +1,5 @@
-"""The error taxonomies as data: ``data/diagnose/*.yml`` loaded, checked and compiled once.
+"""The error taxonomies as data: ``data/diagnose/*.yml`` and each vendor's (``vendors/<name>/diagnose/*.yml``: CUDA's,
+NCCL's, Ascend's) loaded, checked and compiled once.
 
 Each file is one taxonomy (CUDA's runtime errors, NCCL's results, errno, Ascend's codes ...) whose rows map a literal,
 an exception class or an error code to a cause of ``causes.yml``. A row names the cause of a failure that the
@@ -17,10 +18,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..paths import package_data
+from ..vendors import ANY, is_vendor, vendor_names, vendors
 from ..yamlfile import load_marked_file
 from .causes import Cause, check_actor, load_causes
 
-VENDORS = ("nvidia", "ascend", "any")
 _TABLE_KEYS = {"id", "title", "vendor", "source", "literals", "exceptions", "codes", "code_patterns", "standalone"}
 _ROW_KEYS = {"cause", "also", "code", "priority", "actor", "note", "remedy", "secondary", "title", "meaning",
              "symptom", "source"}
@@ -193,8 +194,9 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
         if data["id"] in ids:
             raise ConfigError(f"duplicate table id {data['id']!r}", where=origin)
         ids.add(data["id"])
-        if data["vendor"] not in VENDORS:
-            raise ConfigError(f"vendor {data['vendor']!r} is not one of {', '.join(VENDORS)}", where=origin)
+        if data["vendor"] != ANY and not is_vendor(data["vendor"]):
+            raise ConfigError(f"vendor {data['vendor']!r} is not one of {', '.join((*vendor_names(), ANY))}",
+                              where=origin)
         data = {**data, "source": " ".join(str(data["source"]).split())}
         if not any(data.get(kind) for kind in ("literals", "exceptions", "codes")):
             raise ConfigError("a table needs literals, exceptions or codes", where=origin)
@@ -253,8 +255,12 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
 
 
 def table_files(folder: Path | None = None) -> list[Path]:
-    folder = folder or package_data("diagnose")
-    return sorted(folder.glob("*.yml"))
+    """The tables of ``folder``; else the shipped ones: the vendor-neutral ``data/diagnose/*.yml`` and each vendor's
+    own (``vendors/<name>/diagnose/*.yml``, Vendor.diagnosis_tables), by file name."""
+    if folder is not None:
+        return sorted(folder.glob("*.yml"))
+    shipped = [*package_data("diagnose").glob("*.yml"), *(p for v in vendors() for p in v.diagnosis_tables())]
+    return sorted(shipped, key=lambda path: (path.name, str(path)))
 
 
 def load_tables(folder: str | Path | None = None) -> Tables:
@@ -266,10 +272,10 @@ def load_tables(folder: str | Path | None = None) -> Tables:
 
 @functools.lru_cache(maxsize=1)
 def _shipped_tables() -> Tables:
-    return _load(package_data("diagnose"))
+    return _load(None)
 
 
-def _load(folder: Path) -> Tables:
+def _load(folder: Path | None) -> Tables:
     # Safe-load semantics (libyaml's when present), a duplicate key an error at its line: a literal written twice
     # in one table would otherwise keep only its last row.
     return parse_tables([(str(path), load_marked_file(path)) for path in table_files(folder)])

@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from accelstack.facts import parsers as p
-from accelstack.facts.model import AscendFacts, Facts, NvidiaFacts
+from accelstack.facts.model import Facts
 from accelstack.facts.probe import is_probe_output, read_probe_output
+from accelstack.vendors import Vendor, vendors
 
 T = TypeVar("T")
 
 # A failed section whose fallback succeeded is not an error.
 FALLBACKS = {"ip_addr": ("ip_addr_text", "net_sys"), "ip_addr_text": ("net_sys",), "ip_link_text": ("net_sys",)}
-# The tool behind a section, for documents whose missing sections do not name it (hand-made bundles).
-TOOL_SECTIONS = {"nvidia_smi": "nvidia-smi", "nvcc": "nvcc", "npu_smi": "npu-smi", "ip_addr": "ip"}
+# The tool behind a section, for documents whose missing sections do not name it (hand-made bundles); each
+# vendor adds its own (Vendor.tool_sections).
+TOOL_SECTIONS = {"ip_addr": "ip"}
+
+
+def tool_of(section: str) -> str | None:
+    for vendor in vendors():
+        if section in vendor.tool_sections:
+            return vendor.tool_sections[section]
+    return TOOL_SECTIONS.get(section)
 
 
 class _Collector:
@@ -33,6 +42,29 @@ class _Collector:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             self.facts.probe_errors.append(f"{what}: {exc}")
             return None
+
+
+class _Reading(_Collector):
+    """What a vendor reads its facts section from (accelstack.vendors.FactsReading): the sections, the files, the
+    host's PCI accelerators, and the collector of what failed to parse."""
+
+    def __init__(self, facts: Facts, section: Callable[[str], str | None], files: dict[str, str | None]) -> None:
+        super().__init__(facts)
+        self._section = section
+        self._files = files
+        self.accelerators = facts.accelerators
+
+    def section(self, name: str) -> str | None:
+        return self._section(name)
+
+    def file(self, *suffixes: str) -> str | None:
+        return _file(self._files, *suffixes)
+
+    def files_matching(self, pattern: str) -> list[tuple[str, str]]:
+        return _files_matching(self._files, pattern)
+
+    def json(self, text: str, what: str) -> Any:
+        return _json(text, what)
 
 
 def _file(files: dict[str, str | None], *suffixes: str) -> str | None:
@@ -76,8 +108,9 @@ def parse_sections(sections: dict[str, str], files: dict[str, str | None]) -> Fa
 
     _basics(facts, c, section, files)
     _network(facts, c, section, files)
-    facts.nvidia = _nvidia(facts, c, section, files)
-    facts.ascend = _ascend(facts, c, section, files)
+    reading = _Reading(facts, section, files)
+    for vendor in vendors():
+        _vendor_section(facts, vendor, reading)
     # The stack python: read from its files (stack_files), or, where they cannot tell, its own report (stack_python).
     stack = None
     if (text := section("stack_python")) is not None:
@@ -152,125 +185,11 @@ def _network(
         facts.interfaces = c.attempt("net_sys", lambda t: p.parse_sys_class_net(t, inet6), sysfs) or []
 
 
-def _nvidia(
-    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
-) -> NvidiaFacts | None:
-    nv = NvidiaFacts()
-    proc = _file(files, "/proc/driver/nvidia/version")
-    if proc is not None:
-        nv.driver_version = p.parse_nvidia_proc_version(proc)
-    if (text := section("nvidia_smi")) is not None:
-        nv.gpus = p.parse_nvidia_smi_csv(text)
-        if nv.driver_version is None:
-            nv.driver_version = next((g.driver_version for g in nv.gpus if g.driver_version), None)
-    version_json = _file(files, "/usr/local/cuda/version.json")
-    if version_json is not None:
-        nv.cuda = c.attempt("cuda version.json", p.parse_cuda_version_json, version_json)
-    if nv.cuda is None and (version_txt := _file(files, "/usr/local/cuda/version.txt")) is not None:
-        nv.cuda = p.parse_cuda_version_txt(version_txt)
-    if nv.cuda is None and (text := section("nvcc")) is not None:
-        nv.cuda = p.parse_nvcc_version(text)
-    if (text := section("nccl_libs")) is not None:
-        libs = c.attempt("nccl_libs", lambda t: _json(t, "nccl_libs"), text) or []
-        nv.nccl_libraries = [str(x) for x in libs]
-    if (text := section("nccl_loader")) is not None:
-        nv.nccl_loader_library = next(iter(p.parse_ldconfig_cache(text, "libnccl.so.2")), None)
-    loader_file = (section("nccl_loader_file") or "").strip() or None
-    nv.nccl = _system_nccl(nv, files, loader_file)
-    has_device = any(d.vendor == "nvidia" for d in facts.accelerators)
-    if not (nv.driver_version or nv.gpus or nv.cuda or nv.nccl or nv.nccl_libraries or has_device):
-        return None
-    return nv
-
-
-def _usr(path: str) -> str:
-    # /lib/x86_64-linux-gnu is /usr/lib/x86_64-linux-gnu on a merged-/usr system: one folder for comparing.
-    return path[len("/usr"):] if path.startswith("/usr/") else path
-
-
-def _system_nccl(nv: NvidiaFacts, files: dict[str, str | None], loader_file: str | None = None) -> str | None:
-    """The system NCCL's version: of the library the loader gives a program linking -lnccl when ``ldconfig -p``
-    named one (the versioned file its name leads to, else one beside it, else the nccl.h of its prefix), otherwise
-    the first nccl.h, else the first versioned library found (a host with one system NCCL, the usual case, reads
-    the same either way)."""
-    headers = [(path, p.parse_nccl_header(text)) for path, text in _files_matching(files, r"(^|/)nccl\.h$")]
-    if loader_file and (version := p.parse_nccl_library_name(loader_file)):
-        return version
-    if nv.nccl_loader_library:
-        folder = _usr(nv.nccl_loader_library.rsplit("/", 1)[0])
-        beside = [lib for lib in nv.nccl_libraries if _usr(lib.rsplit("/", 1)[0]) == folder]
-        if version := next((v for v in map(p.parse_nccl_library_name, beside) if v), None):
-            return version
-        prefix = folder.rsplit("/", 1)[0]
-        if version := next((v for path, v in headers if v and _usr(path) == f"{prefix}/include/nccl.h"), None):
-            return version
-    if version := next((v for _path, v in headers if v), None):
-        return version
-    return next((v for v in map(p.parse_nccl_library_name, nv.nccl_libraries) if v), None)
-
-
-def _pick(candidates: Iterable[str | None]) -> str | None:
-    return next((x for x in candidates if x), None)
-
-
-def _ascend(
-    facts: Facts, c: _Collector, section: Callable[[str], str | None], files: dict[str, str | None]
-) -> AscendFacts | None:
-    asc = AscendFacts()
-    driver_text = _file(files, "driver/version.info")
-    if driver_text is not None:
-        driver = p.parse_ascend_version_info(driver_text)
-        asc.driver = driver.release
-        asc.driver_ascendhal = driver.ascendhal_version
-        asc.driver_compatible_cann = driver.compatible_version
-    firmware_text = _file(files, "firmware/version.info")
-    if firmware_text is not None:
-        asc.firmware = p.parse_ascend_version_info(firmware_text).version
-
-    # CANN <= 8.3 lives under ascend-toolkit/latest, 8.5+ under cann/; a host can have both during an
-    # upgrade, and set_env.sh of the older layout is what most launch scripts still source, so it wins.
-    install = [
-        p.parse_ascend_install_info(text)
-        for _, text in _files_matching(
-            files, r"ascend-toolkit/latest/[^/]+-linux/ascend_toolkit_install\.info$"
-        )
-        + _files_matching(files, r"cann/[^/]+-linux/ascend_toolkit_install\.info$")
-    ]
-    cfg_text = _file(files, "ascend-toolkit/latest/version.cfg", "cann/version.cfg")
-    cfg = p.parse_cann_version_cfg(cfg_text) if cfg_text is not None else p.CannVersionCfg()
-    runtime_text = _file(files, "ascend-toolkit/latest/runtime/version.info")
-    runtime = p.parse_key_values(runtime_text) if runtime_text is not None else {}
-    toolkit_cfg = cfg.running("toolkit") or cfg.running("runtime")
-    asc.cann_toolkit = _pick([i.version for i in install] + [toolkit_cfg.release if toolkit_cfg else None])
-    asc.cann_internal = _pick([toolkit_cfg.internal if toolkit_cfg else None, runtime.get("Version")])
-    asc.cann_innerversion = _pick(i.innerversion for i in install)
-
-    # [I] which file names the kernels (opp_kernel) package is inferred from the 8.1.RC1 tree and the 8.5+
-    # docs, not from an installer's own statement: version.cfg's opp_kernel entry, else opp_kernel's
-    # version.info version_dir, else the 8.5+ ascend_ops_install.info.
-    kernel_cfg = cfg.running("opp_kernel")
-    kernel_info_text = _file(files, "ascend-toolkit/latest/opp_kernel/version.info")
-    kernel_info = p.parse_key_values(kernel_info_text) if kernel_info_text is not None else {}
-    ops = [p.parse_ascend_install_info(t) for _, t in _files_matching(files, r"ascend_ops_install\.info$")]
-    asc.cann_kernels = _pick(
-        [kernel_cfg.release if kernel_cfg else None, kernel_info.get("version_dir")]
-        + [o.version for o in ops]
-    )
-
-    nnal_files = _files_matching(files, r"nnal/atb/[^/]+/version\.info$")
-    # "latest" is what set_env.sh activates; otherwise the last versioned folder in sort order.
-    nnal_files.sort(key=lambda item: (item[0].endswith("/latest/version.info"), item[0]))
-    if nnal_files:
-        asc.nnal = p.parse_nnal_version_info(nnal_files[-1][1]).version
-
-    if (text := section("npu_smi")) is not None:
-        info = p.parse_npu_smi_info(text)
-        asc.npu_smi_version, asc.npus, asc.processes = info.version, info.chips, info.processes
-
-    has_device = any(d.vendor == "huawei" for d in facts.accelerators)
-    if not (asc.driver or asc.firmware or asc.cann_toolkit or asc.nnal or asc.npus or has_device):
-        return None
-    return asc
+def _vendor_section(facts: Facts, vendor: Vendor, reading: _Reading) -> None:
+    """The vendor's section of the facts (its Vendor.read_facts), kept when the host shows anything of it."""
+    section = vendor.read_facts(reading)
+    if section is not None:
+        facts.vendor_facts[vendor.name] = section
 
 
 def parse_probe_output(text: str) -> Facts:
@@ -305,7 +224,7 @@ def parse_probe_document(doc: dict[str, Any]) -> Facts:
         if not isinstance(sec, dict):
             continue
         if sec.get("missing"):
-            missing.append(str(sec.get("tool") or TOOL_SECTIONS.get(name) or name))
+            missing.append(str(sec.get("tool") or tool_of(name) or name))
         elif sec.get("timeout"):
             errors.append(f"{name}: `{sec.get('cmd')}` timed out")
         elif sec.get("rc") != 0:

@@ -7,12 +7,14 @@ Everything here is plain data: ``to_dict()`` gives JSON-able dicts (stored in re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
-from ..stacks.components import COMPONENTS, InstalledVersions, installed_versions, torch_nccl
+from ..stacks.components import COMPONENTS, InstalledVersions, installed_versions
+from ..vendors import vendors
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
 # The vocabulary stacks pin and facts report, and how each component is read from these facts: one table, in
 # accelstack.stacks.components, shared by facts, drift, validate and provisioning.
 COMPONENT_KEYS = COMPONENTS
+
+
+@functools.cache
+def _facts_vendors() -> dict[str, type]:
+    """The vendors with a facts section, by name: the section's dataclass."""
+    return {v.name: v.facts_type for v in vendors() if v.facts_type is not None}
 
 
 class _Record:
@@ -78,82 +86,11 @@ class Interface(_Record):
 @dataclass
 class PciDevice(_Record):
     bus_id: str  # 0000:c1:00.0, lower case as sysfs writes it
-    vendor: str  # "nvidia", "huawei" or "other"
+    vendor: str  # the vendor whose PCI vendor id it has (accelstack.vendors: nvidia, ascend), else "other"
     vendor_id: str  # 0x10de
     device_id: str | None = None  # 0xd802
     pci_class: str | None = None  # 0x120000 (processing accelerator) or 0x030200 (3D controller)
     numa_node: int | None = None  # None when the platform reports -1 (no affinity)
-
-
-@dataclass
-class NvidiaGpu(_Record):
-    index: int | None = None
-    name: str | None = None
-    uuid: str | None = None
-    bus_id: str | None = None  # as nvidia-smi prints it: 8-hex-digit domain, 00000000:00:09.0
-    driver_version: str | None = None
-    memory_total_mib: int | None = None
-    memory_used_mib: int | None = None
-    temperature_c: float | None = None
-    utilization_pct: float | None = None
-
-
-@dataclass
-class NvidiaFacts(_Record):
-    driver_version: str | None = None
-    gpus: list[NvidiaGpu] = field(default_factory=list)
-    cuda: str | None = (
-        None  # the installed toolkit (version.json, version.txt, else nvcc), not the driver's max
-    )
-    nccl: str | None = None  # the system NCCL (component system_nccl); torch wheels carry their own
-    nccl_libraries: list[str] = field(default_factory=list)
-    nccl_loader_library: str | None = None  # the libnccl.so.2 the dynamic loader gives a program (ldconfig -p)
-
-
-@dataclass
-class NpuChip(_Record):
-    """One row pair of ``npu-smi info``: an NPU's chip (A3 boards show two chips per NPU id)."""
-
-    npu_id: int
-    chip_id: int | None = None
-    phy_id: int | None = None
-    name: str | None = None
-    health: str | None = None
-    power_w: float | None = None
-    temp_c: float | None = None
-    bus_id: str | None = None
-    aicore_pct: float | None = None
-    memory_used_mb: int | None = None
-    memory_total_mb: int | None = None
-    hbm_used_mb: int | None = None
-    hbm_total_mb: int | None = None
-    hugepages_used: int | None = None
-    hugepages_total: int | None = None
-
-
-@dataclass
-class NpuProcess(_Record):
-    npu_id: int
-    chip_id: int | None
-    pid: int
-    name: str = ""
-    memory_mb: int | None = None
-
-
-@dataclass
-class AscendFacts(_Record):
-    driver: str | None = None  # driver version.info package_version, else Version
-    driver_ascendhal: str | None = None
-    driver_compatible_cann: list[str] = field(default_factory=list)  # innerversion families, V100R001C21
-    firmware: str | None = None  # firmware version.info Version, e.g. 7.7.0.1.231
-    cann_toolkit: str | None = None  # release name, 8.1.RC1
-    cann_internal: str | None = None  # internal number from version.cfg, 7.7.0.1.238
-    cann_innerversion: str | None = None  # V100R001C21SPC001B238
-    cann_kernels: str | None = None
-    nnal: str | None = None
-    npu_smi_version: str | None = None
-    npus: list[NpuChip] = field(default_factory=list)
-    processes: list[NpuProcess] = field(default_factory=list)
 
 
 @dataclass
@@ -192,16 +129,44 @@ class Facts(_Record):
     memlock: int | None = None  # soft RLIMIT_MEMLOCK in bytes; None means unlimited (see memlock_known)
     memlock_known: bool = False  # False when the probe could not read the limit, so None is not "unlimited"
     disk_free: dict[str, int | None] = field(default_factory=dict)
-    nvidia: NvidiaFacts | None = None
-    ascend: AscendFacts | None = None
     torch: TorchFacts | None = None
     missing_tools: list[str] = field(default_factory=list)
     probe_errors: list[str] = field(default_factory=list)
+    # Each vendor's section by the vendor's name (Vendor.facts_type: NVIDIA's driver, GPUs and CUDA; Ascend's
+    # driver, CANN and NPUs), None where the host shows nothing of it. In JSON each is a key of its own
+    # ("nvidia": {...}), and each reads as an attribute of its name (facts.nvidia), as roles' `when:` do.
+    vendor_facts: dict[str, Any] = field(default_factory=dict)
 
-    def torch_nccl(self) -> tuple[str | None, str]:
-        """The NCCL torch loads and where it is (``torch``, ``system`` or ``none``): see
-        :func:`accelstack.stacks.components.torch_nccl`."""
-        return torch_nccl(self)
+    def section(self, vendor: str) -> Any:
+        """The vendor's section of these facts (its Vendor.facts_type), None when the host shows nothing of it."""
+        return self.vendor_facts.get(vendor)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names that are no field: a vendor with a facts section reads as its attribute (facts.nvidia).
+        if name != "vendor_facts" and name in _facts_vendors():
+            return self.__dict__.get("vendor_facts", {}).get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _facts_vendors():
+            self.vendor_facts[name] = value
+        else:
+            super().__setattr__(name, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        sections = data.pop("vendor_facts")
+        data.update({name: sections.get(name) for name in _facts_vendors()})
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        kinds = _facts_vendors()
+        facts = typing.cast("Self", _build(cls, {k: v for k, v in data.items() if k not in kinds}))
+        for name, kind in kinds.items():
+            if data.get(name) is not None:
+                facts.vendor_facts[name] = _build(kind, data[name])
+        return facts
 
     def components(self) -> InstalledVersions:
         """Installed versions under the stack's component keys (None: not installed or unknown), each read as
@@ -218,12 +183,10 @@ class Facts(_Record):
         if self.mem_total_kib is not None:
             parts.append(f"{self.mem_total_kib / 1024 / 1024:.1f} GiB")
         parts.append(f"{len(self.accelerators)} accelerators")
-        if self.nvidia and self.nvidia.driver_version:
-            parts.append(f"NVIDIA driver {self.nvidia.driver_version}, {len(self.nvidia.gpus)} GPUs")
-        if self.ascend and (self.ascend.driver or self.ascend.npus):
-            parts.append(f"Ascend driver {self.ascend.driver}, {len(self.ascend.npus)} NPU chips")
-            if self.ascend.cann_toolkit:
-                parts.append(f"CANN {self.ascend.cann_toolkit}")
+        for vendor in vendors():
+            section = self.vendor_facts.get(vendor.name)
+            if section is not None:
+                parts.extend(vendor.facts_summary(section))
         if self.torch and self.torch.version:
             parts.append(f"torch {self.torch.version}")
             if self.torch.torch_npu:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..vendors import vendors
 from .model import Facts
 
 if TYPE_CHECKING:
@@ -37,15 +38,10 @@ def facts_rows(facts: Facts) -> list[tuple[str, str]]:
         "-" if facts.memlock is None else f"{facts.memlock // 1024} KiB")
     rows.append(("/dev/shm, memlock", f"{_gib(facts.shm_bytes, 1)}, {memlock}"))
     rows.append(("disk free", ", ".join(f"{p} {_gib(v, 1)}" for p, v in facts.disk_free.items()) or "-"))
-    if facts.nvidia:
-        nv = facts.nvidia
-        rows.append(("nvidia", f"driver {nv.driver_version or '-'}, CUDA {nv.cuda or '-'}, system NCCL {nv.nccl or '-'}, "
-                               f"{len(nv.gpus)} GPU(s)" + (f": {nv.gpus[0].name}" if nv.gpus else "")))
-    if facts.ascend:
-        asc = facts.ascend
-        rows.append(("ascend", f"driver {asc.driver or '-'}, firmware {asc.firmware or '-'}, CANN "
-                               f"{asc.cann_toolkit or '-'} (kernels {asc.cann_kernels or '-'}, NNAL {asc.nnal or '-'}), "
-                               f"{len(asc.npus)} NPU(s)" + (f": {asc.npus[0].name}" if asc.npus else "")))
+    for vendor in vendors():  # each vendor's section, as the vendor shows it
+        section = facts.section(vendor.name)
+        if section is not None:
+            rows.extend(vendor.facts_rows(section))
     if facts.torch:
         t = facts.torch
         build = f"CUDA {t.cuda}" if t.cuda else "no CUDA"

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import InventoryError
 from ..values import SECONDS, Number
+from ..vendors import vendors
 from ..yamlfile import kind_name
 
 COUNT = Number(int, 0)
@@ -130,7 +131,7 @@ _SWEEP: dict[str, VarType] = {"sizes": ListOf(Numeric(POSITIVE)), "iters": Numer
 HOST_VARS: dict[str, VarType] = {
     "stack": Text("a stack name"),
     "stack_python": Text("a path"),
-    "backend": Choice(("hccl", "nccl", "gloo")),
+    "backend": Choice(tuple(dict.fromkeys(v.backend for v in vendors()))),  # the vendors' backends
     "accelerator": Text("an accelerator name"),
     "expect_devices": Numeric(COUNT),
     "nccl_socket_ifname": Text("an interface name"),

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import AccelstackError, ConfigError
 from ..facts import Facts
 from ..paths import project_root
+from ..vendors import get_vendor
 from .artifacts import Artifact
 from .roles import HandlerSpec, Role, StepSpec
 from .state import RemoteState, StateQuery
@@ -102,8 +103,8 @@ class Planner:
 
     def query_for_host(self, view: HostView) -> StateQuery:
         query = StateQuery()
-        if view.facts.ascend is not None:
-            query.npu_count = len({chip.npu_id for chip in view.facts.ascend.npus})
+        if get_vendor(view.stack.vendor).device_ips:
+            query.npu_count = device_count(view.facts, view.stack.vendor)
         for step, fields in self.active_steps(view):
             query.merge(STEP_KINDS[step.kind].query(fields, view))
         return query
@@ -117,7 +118,7 @@ class Planner:
             query = self.query_for_host(replace(view, facts=Facts()))
         except AccelstackError:
             return None
-        query.hccn_conf = view.stack.vendor == "ascend"
+        query.hccn_conf = get_vendor(view.stack.vendor).device_ips
         return query
 
     def plan_host(self, view: HostView) -> HostPlan:
@@ -159,11 +160,7 @@ class ClusterMember:
 
 
 def device_count(facts: Facts, vendor: str) -> int:
-    if vendor == "ascend" and facts.ascend is not None:
-        return len({chip.npu_id for chip in facts.ascend.npus})
-    if vendor == "nvidia" and facts.nvidia is not None:
-        return len(facts.nvidia.gpus)
-    return 0
+    return get_vendor(vendor).device_count(facts) or 0
 
 
 def _slots(member: ClusterMember) -> int:
@@ -181,11 +178,11 @@ def cluster_context(members: list[ClusterMember]) -> dict[str, dict[str, Any]]:
         return {}
     first = members[0]
     hosts = [{"name": m.name, "address": m.address, "slots": _slots(m)} for m in members]
-    ascend = [m for m in members if m.vendor == "ascend"]
+    addressed = [m for m in members if get_vendor(m.vendor).device_ips]
     rank_table = build_rank_table(
         [RankTableServer(m.vars.get("hccl_server_id") or m.address,
-                         [m.state.device_ips.get(i) for i in range(device_count(m.facts, "ascend"))])
-         for m in ascend],
+                         [m.state.device_ips.get(i) for i in range(device_count(m.facts, m.vendor))])
+         for m in addressed],
         device_port=first.vars.get("hccl_device_port"))
     out: dict[str, dict[str, Any]] = {}
     for rank, member in enumerate(members):

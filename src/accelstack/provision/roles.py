@@ -1,9 +1,11 @@
 """Roles as data: ``roles/<role>/`` with ``meta.yml``, ``defaults.yml``, ``tasks.yml``, ``handlers.yml`` and
-``templates/``. Which roles apply, and in what order, is read from the roles, never decided in Python.
+``templates/``. Which roles apply, and in what order, is read from the roles, never decided in Python. A vendor may
+ship the roles of its components in its own folder (``vendors/<vendor>/roles/``); the project's ``roles/`` wins by
+name, so a site edits a copy there.
 
 ``meta.yml``::
 
-    vendors: [ascend]          # stacks this role applies to (cpu, ascend, nvidia; "any" for all)
+    vendors: [ascend]          # stacks this role applies to (a vendor's name: accelstack.vendors; "any" for all)
     after: [ascend_driver]     # ordering: run after these roles when they are selected too
     depends: [python_env]      # these roles must be selected too, else the configuration is refused
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from ..errors import ConfigError, StackError
 from ..paths import project_root
+from ..vendors import ANY, is_vendor, vendor_names, vendors
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
 from .steps import STEP_KINDS  # the step kinds that exist are the ones steps.py implements, one list
 
@@ -63,7 +66,7 @@ class HandlerSpec:
 class Role:
     name: str
     path: Path
-    vendors: tuple[str, ...] = ("any",)
+    vendors: tuple[str, ...] = (ANY,)
     after: tuple[str, ...] = ()
     depends: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
@@ -75,7 +78,7 @@ class Role:
         return self.path / "templates"
 
     def applies_to(self, vendor: str) -> bool:
-        return "any" in self.vendors or vendor in self.vendors
+        return ANY in self.vendors or vendor in self.vendors
 
 
 def roles_dir(root: Path | None = None) -> Path:
@@ -104,7 +107,11 @@ def load_role(path: Path) -> Role:
         if not isinstance(meta, MarkedDict):
             raise ConfigError("meta.yml must be a mapping", where=str(path / "meta.yml"))
         where = f"{path / 'meta.yml'}:{meta.line}"
-        role.vendors = _names(meta.get("vendors", "any"), where, "vendors") or ("any",)
+        role.vendors = _names(meta.get("vendors", ANY), where, "vendors") or (ANY,)
+        unknown = [v for v in role.vendors if v != ANY and not is_vendor(v)]
+        if unknown:
+            raise ConfigError(f"vendors: {unknown[0]!r} is not one of {', '.join((*vendor_names(), ANY))}",
+                              where=where)
         role.after = _names(meta.get("after"), where, "after")
         role.depends = _names(meta.get("depends"), where, "depends")
     defaults = _load_optional(path / "defaults.yml")
@@ -179,11 +186,25 @@ def _parse_handlers(role: str, path: Path, data: Any) -> dict[str, HandlerSpec]:
     return handlers
 
 
-def load_roles(root: Path | None = None) -> dict[str, Role]:
+def role_folders(root: Path | None = None) -> dict[str, Path]:
+    """Every role's folder by name: the project's ``roles/<role>/``, then the roles a vendor ships in its folder
+    (``vendors/<vendor>/roles/<role>/``, Vendor.roles_dir) that the project has no role of that name for: a site
+    changes a vendor's role by putting its own copy under ``roles/``."""
     folder = roles_dir(root)
     if not folder.is_dir():
         raise ConfigError(f"no roles folder at {folder}")
-    return {p.name: load_role(p) for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+    found = {p.name: p for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+    for vendor in vendors():
+        shipped = vendor.roles_dir()
+        if shipped is not None:
+            for path in sorted(shipped.iterdir()):
+                if path.is_dir() and not path.name.startswith("."):
+                    found.setdefault(path.name, path)
+    return dict(sorted(found.items()))
+
+
+def load_roles(root: Path | None = None) -> dict[str, Role]:
+    return {name: load_role(path) for name, path in role_folders(root).items()}
 
 
 def select_roles(roles: dict[str, Role], vendor: str, wanted: list[str] | None = None) -> list[Role]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from ..facts.parsers import parse_hccn_conf, parse_hccn_ip
+from ..vendors.ascend.parsers import parse_hccn_conf, parse_hccn_ip
 
 MARK = "@@accelstack-state "
 REBOOT_MARKER = "/opt/accelstack/state/reboot-required"

@@ -22,6 +22,7 @@ import jinja2
 
 from ..errors import TemplateError
 from ..facts import Facts
+from ..vendors import get_vendor
 
 # Inventory var -> environment variable, in the order the env file writes them.
 COLLECTIVE_VARS: tuple[tuple[str, str], ...] = (
@@ -37,7 +38,6 @@ COLLECTIVE_VARS: tuple[tuple[str, str], ...] = (
 )
 IFNAME_VARS = ("nccl_socket_ifname", "hccl_socket_ifname", "gloo_socket_ifname")
 BOOLEAN_VARS = ("nccl_ib_disable", "nccl_p2p_disable")
-VISIBLE_DEVICES_ENV = {"ascend": "ASCEND_RT_VISIBLE_DEVICES", "nvidia": "CUDA_VISIBLE_DEVICES"}
 # HCCL documents [120, 7200] for the connect timeout and (0, 17340] for the exec timeout on 910.
 HCCL_RANGES = {"hccl_connect_timeout": (120, 7200), "hccl_exec_timeout": (0, 17340)}
 
@@ -141,11 +141,7 @@ def _ifname_problem(var: str, value: str, names: list[str]) -> str | None:
 
 
 def _device_count(facts: Facts, vendor: str) -> int | None:
-    if vendor == "ascend" and facts.ascend is not None:
-        return len({chip.npu_id for chip in facts.ascend.npus}) or None
-    if vendor == "nvidia" and facts.nvidia is not None:
-        return len(facts.nvidia.gpus) or None
-    return None
+    return get_vendor(vendor).device_count(facts) or None
 
 
 def check_collective_settings(values: Mapping[str, Any], facts: Facts, vendor: str) -> list[SettingProblem]:
@@ -207,9 +203,10 @@ def collective_env(values: Mapping[str, Any], vendor: str) -> dict[str, str]:
             value = int(value)
         env[name] = str(value)
     visible = values.get("visible_devices")
-    if visible not in (None, "") and vendor in VISIBLE_DEVICES_ENV:
+    names = get_vendor(vendor).visible_devices_env
+    if visible not in (None, "") and names:
         items = visible if isinstance(visible, list) else str(visible).split(",")
-        env[VISIBLE_DEVICES_ENV[vendor]] = ",".join(str(i).strip() for i in items)
+        env[names[0]] = ",".join(str(i).strip() for i in items)
     return env
 
 

@@ -129,7 +129,7 @@ def perf_table(data: ReportData, found: dict[str, HostPerf]) -> list[RenderableT
                           *(figure_cell(device.figures.get(kind.check)) for kind in FIGURES), link_cell(device.link))
         notes = []
         if any(h.estimate for h, _ in shown):
-            notes.append("*: some of the SKU's floors are estimates (data/thresholds.yml names each source)")
+            notes.append("*: some of the SKU's floors are estimates (its vendor's floors.yml names each source)")
         if len(shown) < len(rows):
             hidden = [h for h, d in rows if (h, d) not in shown]
             notes.append(f"and {len(hidden)} device(s) on {len({h.host for h in hidden})} host(s) above every "

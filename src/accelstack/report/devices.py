@@ -2,10 +2,10 @@
 
 ``perf.matmul``, ``perf.copy``, ``perf.h2d`` and ``perf.d2h`` (``hostside/validators/device_perf.py``) write
 ``metrics.per_device`` ``{device: figure}`` with ``metrics.floor`` and ``metrics.unit``: the floor the check
-judged against (the SKU's row in ``data/thresholds.yml``, or the inventory's ``device_thresholds``), and the check
+judged against (the SKU's row in its vendor's ``floors.yml``, or the inventory's ``device_thresholds``), and the check
 judges the slowest device. ``perf.pcie`` writes ``metrics.links`` ``{device: "Gen5 x16 of Gen5 x16"}`` (the link
 now, of its own maximum); what the SKU itself has (``pcie_gen``, ``pcie_width``), the band above a floor that
-warns (``device_margin``) and where each floor comes from are read from the same ``data/thresholds.yml`` rows the
+warns (``device_margin``) and where each floor comes from are read from the same ``floors.yml`` rows the
 checks judge with, found by the SKU the record names (``evidence.sku``). ``health.*`` records keep their
 per-device readings in ``evidence``: ``temperature_c`` and ``active_reasons`` by ``gpu N``/``npu N``, NVLink
 ``links`` by GPU index. Torch's ``cuda:N`` and the vendor tool's ``gpu N`` need not be the same device (torch may
@@ -21,10 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from ..history.metrics import number
-from ..paths import package_data
 from ..results.records import Record
 from .model import cells, family_of, headline
 
@@ -163,15 +160,14 @@ class HostHealth:
 
 @lru_cache(maxsize=1)
 def shipped_floors() -> tuple[dict[str, dict[str, Any]], float, dict[str, str]]:
-    """The SKU rows of ``data/thresholds.yml`` by ``sku``, the warning band above a floor, and the sources.
+    """The SKU rows of the vendors' ``floors.yml`` by ``sku``, the warning band above a floor, and the sources.
     Read through validation's own loader, imported here: a report without device figures never loads validation
     (and paramiko with it)."""
     from ..validate.device_floors import load_device_floors
 
     floors = load_device_floors()
     rows = {str(row["sku"]): row for row in floors["device_rows"]}
-    doc = yaml.safe_load(package_data("thresholds.yml").read_text(encoding="utf-8")) or {}
-    sources = {str(k): " ".join(str(v).split()) for k, v in (doc.get("device_sources") or {}).items()}
+    sources = {str(k): " ".join(str(v).split()) for k, v in floors["device_sources"].items()}
     return rows, float(floors["device_margin"]), sources
 
 

@@ -294,7 +294,7 @@ def _perf_table(data: ReportData, found: dict[str, HostPerf]) -> str:
     if not measured:
         return "".join(rows)
     return (f'<p class="muted">each device&#39;s figure with the floor its check judged it against '
-            f"(data/thresholds.yml per SKU, or the inventory&#39;s device_thresholds); the bar&#39;s mark is the "
+            f"(the vendor&#39;s floors.yml per SKU, or the inventory&#39;s device_thresholds); the bar&#39;s mark is the "
             f"floor; amber: within {shipped_floors()[1]:.0%} above it, red: below it; hover a figure for where its "
             "floor comes from.</p>" + "".join(rows))
 

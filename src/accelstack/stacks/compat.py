@@ -20,6 +20,11 @@ appear in messages and records:
 ``driver-branch``          a stack's driver branch <-> its driver version
 ``device-cuda``            device generation <-> minimum CUDA and driver
 =========================  =============================================================
+
+Which rules judge a stack is its vendor's choice (``accelstack.vendors``): the rule sets it names
+(``Vendor.compat_rules``: Ascend's ``torch_npu``, ``cann_hdk``, ``same_release``) and the toolkit rules, which take
+their component names, tables and words from the vendor's ``ToolkitRules`` (NVIDIA's CUDA: the ``cuda-*`` ids above;
+a vendor with another toolkit gets the same rules under its own names, from its own tables).
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ from typing import Any, Literal
 
 from .. import paths as project_paths
 from ..errors import StackError
+from ..vendors import ToolkitRules, get_vendor, is_vendor, vendor_names, vendors
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
-from .model import VENDORS, Stack
+from .model import Stack
 from .versions import VersionError, in_minor_range, local_tag, parse_version, public, release_prefix
 
 Confidence = Literal["verified", "single-source", "inferred", "background"]
@@ -130,31 +136,39 @@ class SameReleaseRow:
 
 
 @dataclass(frozen=True)
-class CudaDriverRow:
-    cuda: str
+class ToolkitDriverRow:
+    """A toolkit release and the driver it needs (``cuda_driver``, ``cuda_family``: the key is the toolkit's)."""
+
+    toolkit: str
     driver: str
     fact: Fact
 
 
 @dataclass(frozen=True)
-class TorchCudaRow:
+class TorchVariantRow:
+    """A torch series and the toolkit builds published for it (``torch_cuda``)."""
+
     torch: str
-    cuda: tuple[str, ...]
+    toolkit: tuple[str, ...]
     fact: Fact
 
 
 @dataclass(frozen=True)
-class NcclRow:
+class TorchLibraryRow:
+    """A torch series (on these toolkit releases) and the collective library its wheel pins (``nccl``)."""
+
     torch: str
-    cuda: tuple[str, ...]
-    nccl: str
+    toolkit: tuple[str, ...]
+    library: str
     fact: Fact
 
 
 @dataclass(frozen=True)
-class DeviceCudaRow:
+class DeviceToolkitRow:
+    """Device types and the toolkit and driver they need at least (``device_cuda``)."""
+
     devices: tuple[str, ...]
-    cuda: str
+    toolkit: str
     driver: str
     fact: Fact
 
@@ -168,14 +182,15 @@ class Matrix:
     cann_hdk: list[HdkRow] = field(default_factory=list)
     cann_internal: list[CannInternalRow] = field(default_factory=list)
     same_release: list[SameReleaseRow] = field(default_factory=list)
-    cuda_driver: list[CudaDriverRow] = field(default_factory=list)
-    cuda_family: list[CudaDriverRow] = field(default_factory=list)
-    torch_cuda: list[TorchCudaRow] = field(default_factory=list)
-    nccl: list[NcclRow] = field(default_factory=list)
-    device_cuda: list[DeviceCudaRow] = field(default_factory=list)
+    # The toolkit rules' tables, by name (``cuda_driver``, ``torch_cuda``, ...: see accelstack.vendors.ToolkitRules).
+    tables: dict[str, list[Any]] = field(default_factory=dict)
     symptoms: dict[str, Symptom] = field(default_factory=dict)
     sources: dict[str, Fact] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+
+    def table(self, name: str) -> list[Any]:
+        """A toolkit table's rows (empty when no file has it)."""
+        return self.tables.get(name, [])
 
     def cann_release(self, text: str) -> str:
         """The CANN release for an internal version (``7.7.0.1.238`` -> ``8.1.RC1``); other text unchanged."""
@@ -231,9 +246,27 @@ class Violation:
 # --------------------------------------------------------------------------------------------------- loading
 
 _ROW_META = ("source", "confidence", "disputed", "note")
-_TABLES = ("torch_npu", "python", "cann_hdk", "cann_internal", "same_release", "cuda_driver", "cuda_family",
-           "torch_cuda", "nccl", "device_cuda")
-_TOP = ("sources", "symptoms") + _TABLES
+_TABLES = ("torch_npu", "python", "cann_hdk", "cann_internal", "same_release")
+
+
+def toolkit_tables() -> dict[str, tuple[str, ToolkitRules]]:
+    """Every toolkit table a vendor's rules read, by name: (its kind, the vendor's ToolkitRules)."""
+    out: dict[str, tuple[str, ToolkitRules]] = {}
+    for vendor in vendors():
+        t = vendor.toolkit
+        if t is None:
+            continue
+        out[f"{t.toolkit}_driver"] = ("driver", t)
+        out[f"{t.toolkit}_family"] = ("driver", t)
+        out[f"torch_{t.toolkit}"] = ("variant", t)
+        if t.library:
+            out[t.library] = ("library", t)
+        out[f"device_{t.toolkit}"] = ("device", t)
+    return out
+
+
+def _top() -> tuple[str, ...]:
+    return ("sources", "symptoms", *_TABLES, *toolkit_tables())
 
 
 class _Reader:
@@ -310,10 +343,11 @@ def _load_file(path: Path, matrix: Matrix) -> None:
     data = load_marked_file(path, error=StackError)
     if not isinstance(data, MarkedDict):
         raise StackError("a compat file must be a mapping of tables", where=f"{path}:1")
+    top = _top()
     for key in data:
-        if key not in _TOP:
+        if key not in top:
             raise StackError(f"unknown table {key!r}", where=f"{path}:{data.line_of(key)}",
-                             hint=f"tables: {', '.join(_TOP)}")
+                             hint=f"tables: {', '.join(top)}")
     raw_sources = data.get("sources") or MarkedDict()
     sources: dict[str, str] = {}
     for source_id, text in raw_sources.items():
@@ -344,7 +378,7 @@ def _load_file(path: Path, matrix: Matrix) -> None:
         for row in reader.rows(*table("python"), "python", ("torch", "python", "vendors")):
             low, high = reader.texts(row, "python", version=True, size=2)
             vendors = reader.texts(row, "vendors")
-            bad = [v for v in vendors if v not in VENDORS]
+            bad = [v for v in vendors if not is_vendor(v)]
             if bad:
                 raise reader.error(row.line_of("vendors"), f"python: unknown vendor {bad[0]!r}")
             matrix.python.append(PythonRow(reader.texts(row, "torch", version=True), low, high, vendors,
@@ -364,52 +398,68 @@ def _load_file(path: Path, matrix: Matrix) -> None:
         for row in reader.rows(*table("same_release"), "same_release", ("component", "with")):
             matrix.same_release.append(SameReleaseRow(
                 reader.text(row, "component"), reader.text(row, "with"), reader.fact(row)))
-    for name, target in (("cuda_driver", matrix.cuda_driver), ("cuda_family", matrix.cuda_family)):
+    for name, (kind, t) in toolkit_tables().items():
         if name in data:
-            for row in reader.rows(*table(name), name, ("cuda", "driver")):
-                target.append(CudaDriverRow(reader.text(row, "cuda", version=True),
-                                            reader.text(row, "driver", version=True), reader.fact(row)))
-    if "torch_cuda" in data:
-        for row in reader.rows(*table("torch_cuda"), "torch_cuda", ("torch", "cuda")):
-            matrix.torch_cuda.append(TorchCudaRow(
-                reader.text(row, "torch", version=True), reader.texts(row, "cuda", version=True), reader.fact(row)))
-    if "nccl" in data:
-        for row in reader.rows(*table("nccl"), "nccl", ("torch", "cuda", "nccl")):
-            matrix.nccl.append(NcclRow(
-                reader.text(row, "torch", version=True), reader.texts(row, "cuda", version=True),
-                reader.text(row, "nccl", version=True), reader.fact(row)))
-    if "device_cuda" in data:
-        for row in reader.rows(*table("device_cuda"), "device_cuda", ("devices", "cuda", "driver")):
-            matrix.device_cuda.append(DeviceCudaRow(
-                reader.texts(row, "devices"), reader.text(row, "cuda", version=True),
-                reader.text(row, "driver", version=True), reader.fact(row)))
+            matrix.tables.setdefault(name, []).extend(_toolkit_rows(reader, table(name), name, kind, t))
     matrix.files.append(path)
 
 
+def _toolkit_rows(reader: _Reader, table: tuple[Any, int], name: str, kind: str, t: ToolkitRules) -> list[Any]:
+    """One toolkit table's rows, each keyed by the vendor's own component names (``cuda:``, ``nccl:``)."""
+    key = t.toolkit
+    if kind == "driver":
+        return [ToolkitDriverRow(reader.text(row, key, version=True), reader.text(row, "driver", version=True),
+                                 reader.fact(row)) for row in reader.rows(*table, name, (key, "driver"))]
+    if kind == "variant":
+        return [TorchVariantRow(reader.text(row, "torch", version=True), reader.texts(row, key, version=True),
+                                reader.fact(row)) for row in reader.rows(*table, name, ("torch", key))]
+    if kind == "library":
+        library = str(t.library)
+        return [TorchLibraryRow(reader.text(row, "torch", version=True), reader.texts(row, key, version=True),
+                                reader.text(row, library, version=True), reader.fact(row))
+                for row in reader.rows(*table, name, ("torch", key, library))]
+    return [DeviceToolkitRow(reader.texts(row, "devices"), reader.text(row, key, version=True),
+                             reader.text(row, "driver", version=True), reader.fact(row))
+            for row in reader.rows(*table, name, ("devices", key, "driver"))]
+
+
 @functools.lru_cache(maxsize=8)
-def _load_cached(folder: str, stamp: tuple[tuple[str, float], ...]) -> Matrix:
+def _load_cached(stamp: tuple[tuple[str, float], ...]) -> Matrix:
     matrix = Matrix()
-    for name, _ in stamp:
-        _load_file(Path(folder) / name, matrix)
+    for path, _ in stamp:
+        _load_file(Path(path), matrix)
     return matrix
 
 
-def load_matrix(root: Path | None = None) -> Matrix:
-    """Every ``compat/*.yml`` under the project root, merged; cached until a file changes."""
-    folder = (root or project_paths.project_root()) / "compat"
+def matrix_files(root: Path | None = None) -> list[Path]:
+    """Every ``compat/*.yml`` under the project root, and each vendor's rows it has no file for (the ones the
+    vendor ships: Vendor.compat_file)."""
+    root = root or project_paths.project_root()
+    folder = root / "compat"
     files = sorted(folder.glob("*.yml")) if folder.is_dir() else []
+    for vendor in vendors():
+        path = vendor.compat_file(root)
+        if path is not None and path not in files:
+            files.append(path)
+    return files
+
+
+def load_matrix(root: Path | None = None) -> Matrix:
+    """Every file of :func:`matrix_files`, merged; cached until a file changes."""
+    files = matrix_files(root)
     if not files:
+        folder = (root or project_paths.project_root()) / "compat"
         raise StackError("no compatibility matrices found", where=str(folder),
                          hint="compat/ascend.yml and compat/nvidia.yml ship with accelstack")
-    stamp = tuple((path.name, path.stat().st_mtime) for path in files)
-    return _load_cached(str(folder), stamp)
+    stamp = tuple((str(path), path.stat().st_mtime) for path in files)
+    return _load_cached(stamp)
 
 
 # --------------------------------------------------------------------------------------------------- checks
 
 # For the one rule that follows from version syntax alone (a cu124 build is a CUDA 12.4 build).
-_UNSOURCED = Fact("version-tag", "torch's local version tag names the CUDA it was built with (cuXYZ = CUDA X.Y)",
-                  "accelstack.stacks.versions")
+_UNSOURCED = Fact("version-tag", "torch's local version tag names the toolkit it was built with (cuXYZ = CUDA X.Y, "
+                  "rocmX.Y = ROCm X.Y)", "accelstack.stacks.versions")
 
 
 def _readable(value: str | None) -> bool:
@@ -619,129 +669,191 @@ def _check_same_release(c: Mapping[str, str], matrix: Matrix) -> list[Violation]
     return out
 
 
-def _cuda_rows(matrix: Matrix, cuda: str) -> tuple[CudaDriverRow | None, CudaDriverRow | None]:
-    row = next((r for r in matrix.cuda_driver if release_prefix(cuda, r.cuda)), None)
-    family = next((r for r in matrix.cuda_family if release_prefix(cuda, r.cuda)), None)
+def _driver_rows(matrix: Matrix, t: ToolkitRules,
+                 version: str) -> tuple[ToolkitDriverRow | None, ToolkitDriverRow | None]:
+    row = next((r for r in matrix.table(f"{t.toolkit}_driver") if release_prefix(version, r.toolkit)), None)
+    family = next((r for r in matrix.table(f"{t.toolkit}_family") if release_prefix(version, r.toolkit)), None)
     return row, family
 
 
-def _check_cuda_driver(c: Mapping[str, str], matrix: Matrix) -> list[Violation]:
-    driver = c.get("nvidia_driver")
+def _check_toolkit_driver(c: Mapping[str, str], matrix: Matrix, t: ToolkitRules) -> list[Violation]:
+    """The toolkit, and the toolkit torch was built with, against the driver each needs (``cuda-driver``,
+    ``torch_cuda-driver``); below the family's floor nothing of the release runs at all."""
+    driver = c.get(t.driver)
     if not driver:
         return []
     out: list[Violation] = []
     have = parse_version(driver)
-    for component in ("cuda", "torch_cuda"):
-        cuda = c.get(component)
-        if not cuda:
+    for component in (t.toolkit, t.torch_build):
+        version = c.get(component)
+        if not version:
             continue
-        row, family = _cuda_rows(matrix, cuda)
+        row, family = _driver_rows(matrix, t, version)
         below_family = family is not None and have < parse_version(family.driver)
         below_row = row is not None and have < parse_version(row.driver)
         if not (below_family or below_row):
             continue
-        fully = [r.cuda for r in matrix.cuda_driver if have >= parse_version(r.driver)]
-        rule = "cuda-driver" if component == "cuda" else "torch_cuda-driver"
-        what = f"CUDA {cuda}" if component == "cuda" else f"the torch wheel's CUDA {cuda}"
+        fully = [r.toolkit for r in matrix.table(f"{t.toolkit}_driver") if have >= parse_version(r.driver)]
+        rule = f"{component}-driver"
+        what = f"{t.label} {version}" if component == t.toolkit else f"the torch wheel's {t.label} {version}"
         if below_family:
             assert family is not None
             needed, fact = (row.driver, row.fact) if row else (family.driver, family.fact)
             message = (f"{what} needs driver >= {needed}; driver {driver} is below even the minor-version-"
-                       f"compatibility floor {family.driver} of CUDA {family.cuda}.x, so nothing CUDA {cuda} runs")
+                       f"compatibility floor {family.driver} of {t.label} {family.toolkit}.x, so nothing {t.label} "
+                       f"{version} runs")
             severity: Severity = "error"
         else:
             assert row is not None
             needed, fact = row.driver, row.fact
-            floor = f" (>= {family.driver} for {family.cuda}.x)" if family else ""
+            floor = f" (>= {family.driver} for {family.toolkit}.x)" if family else ""
             message = (f"{what} ships with driver {row.driver}; driver {driver} is older and runs it only through "
                        f"minor-version compatibility{floor}, without PTX JIT of newer PTX")
             # A torch wheel carries SASS for the GPUs it targets, so it usually runs under MVC; a toolkit used to
             # build kernels does not get that grace.
-            severity = "warning" if component == "torch_cuda" else "error"
-        nearest = [f"driver for CUDA {cuda}: {needed} or newer"]
-        nearest.append(f"CUDA releases driver {driver} runs fully: {', '.join(_sorted_unique(fully))}" if fully
-                       else f"no listed CUDA release runs fully on driver {driver}")
-        out.append(_violation(rule, message, fact, components=(component, "nvidia_driver"), nearest=nearest,
-                              symptom=matrix.symptoms.get("cuda-driver"), severity=severity))
+            severity = "warning" if component == t.torch_build else "error"
+        nearest = [f"driver for {t.label} {version}: {needed} or newer"]
+        nearest.append(f"{t.label} releases driver {driver} runs fully: {', '.join(_sorted_unique(fully))}" if fully
+                       else f"no listed {t.label} release runs fully on driver {driver}")
+        out.append(_violation(rule, message, fact, components=(component, t.driver), nearest=nearest,
+                              symptom=matrix.symptoms.get(f"{t.toolkit}-driver"), severity=severity))
     return out
 
 
-def _cuda_of_tag(tag: str) -> str | None:
-    digits = tag[2:] if tag.startswith("cu") else ""
-    if not digits.isdigit() or len(digits) < 2:
+def _toolkit_of_tag(tag: str, prefix: str) -> str | None:
+    """torch's local version tag -> the toolkit release it names: ``cu124`` -> 12.4, ``rocm6.2`` -> 6.2."""
+    rest = tag[len(prefix):] if tag.startswith(prefix) else ""
+    if "." in rest:
+        return rest if _readable(rest) else None
+    if not rest.isdigit() or len(rest) < 2:
         return None
-    return f"{int(digits[:-1])}.{digits[-1]}"
+    return f"{int(rest[:-1])}.{rest[-1]}"
 
 
-def _check_torch_cuda(c: Mapping[str, str], matrix: Matrix) -> list[Violation]:
-    torch, torch_cuda, cuda = c.get("torch"), c.get("torch_cuda"), c.get("cuda")
+def _check_torch_variant(c: Mapping[str, str], matrix: Matrix, t: ToolkitRules, label: str) -> list[Violation]:
+    """torch's build tag, the toolkit torch says it was built with and the builds published for its series
+    (``torch-cuda-variant``), and a toolkit of another major release than torch's (``torch_cuda-cuda``)."""
+    torch, built, toolkit = c.get("torch"), c.get(t.torch_build), c.get(t.toolkit)
     if not torch:
         return []
     out: list[Violation] = []
+    rule = f"torch-{t.toolkit}-variant"
     tag = local_tag(torch)
-    row = next((r for r in matrix.torch_cuda if release_prefix(torch, r.torch)), None)
-    symptom_cpu = matrix.symptoms.get("torch-cuda-variant/cpu")
-    if tag == "cpu" or not torch_cuda:
+    row = next((r for r in matrix.table(f"torch_{t.toolkit}") if release_prefix(torch, r.torch)), None)
+    symptom_cpu = matrix.symptoms.get(f"{rule}/cpu")
+    if tag == "cpu" or not built:
         fact = symptom_cpu.fact if symptom_cpu else (row.fact if row else None)
         if fact is None:
             return out
-        builds = ", ".join(f"{public(torch)}+cu{v.replace('.', '')}" for v in row.cuda) if row else "none listed"
-        how = "+cpu tag" if tag == "cpu" else "torch.version.cuda is empty"
+        builds = ", ".join(f"{public(torch)}+{t.tag_prefix}{_tag_of(v, t)}" for v in row.toolkit) if row else \
+            "none listed"
+        how = "+cpu tag" if tag == "cpu" else f"torch.version.{t.torch_attr} is empty"
         out.append(_violation(
-            "torch-cuda-variant", f"torch {torch} is a CPU build ({how}) on an NVIDIA stack", fact,
-            components=("torch", "torch_cuda"), nearest=(f"torch {public(torch)} CUDA builds: {builds}",),
+            rule, f"torch {torch} is a CPU build ({how}) on an {label} stack", fact,
+            components=("torch", t.torch_build), nearest=(f"torch {public(torch)} {t.label} builds: {builds}",),
             symptom=symptom_cpu))
         return out
-    tagged = _cuda_of_tag(tag) if tag else None
-    if tagged and parse_version(tagged) != parse_version(torch_cuda):
+    tagged = _toolkit_of_tag(tag, t.tag_prefix) if tag else None
+    if tagged and parse_version(tagged) != parse_version(built):
         out.append(_violation(
-            "torch-cuda-variant", f"torch {torch} is the CUDA {tagged} build, but torch_cuda says {torch_cuda}",
-            _UNSOURCED, components=("torch", "torch_cuda"),
-            nearest=(f"torch {public(torch)}+cu{torch_cuda.replace('.', '')} for CUDA {torch_cuda}",
-                     f"or torch_cuda {tagged} for torch {torch}")))
-    if row and not any(release_prefix(torch_cuda, v) for v in row.cuda):
-        others = [r.torch for r in matrix.torch_cuda if any(release_prefix(torch_cuda, v) for v in r.cuda)]
-        nearest = [f"CUDA variants of torch {row.torch}: {', '.join(row.cuda)}"]
+            rule, f"torch {torch} is the {t.label} {tagged} build, but {t.torch_build} says {built}",
+            _UNSOURCED, components=("torch", t.torch_build),
+            nearest=(f"torch {public(torch)}+{t.tag_prefix}{_tag_of(built, t)} for {t.label} {built}",
+                     f"or {t.torch_build} {tagged} for torch {torch}")))
+    if row and not any(release_prefix(built, v) for v in row.toolkit):
+        others = [r.torch for r in matrix.table(f"torch_{t.toolkit}") if any(release_prefix(built, v) for v in r.toolkit)]
+        nearest = [f"{t.label} variants of torch {row.torch}: {', '.join(row.toolkit)}"]
         if others:
-            nearest.append(f"torch series with a CUDA {torch_cuda} wheel: {', '.join(_sorted_unique(others))}")
+            nearest.append(f"torch series with a {t.label} {built} wheel: {', '.join(_sorted_unique(others))}")
         out.append(_violation(
-            "torch-cuda-variant", f"no torch {row.torch} wheel is published for CUDA {torch_cuda}",
-            row.fact, components=("torch", "torch_cuda"), nearest=nearest))
-    if cuda and parse_version(cuda).release[:1] != parse_version(torch_cuda).release[:1]:
-        background = matrix.sources.get("nvidia-background")
+            rule, f"no torch {row.torch} wheel is published for {t.label} {built}",
+            row.fact, components=("torch", t.torch_build), nearest=nearest))
+    if toolkit and parse_version(toolkit).release[:1] != parse_version(built).release[:1]:
+        background = matrix.sources.get(t.background_source or "")
         if background is not None:
             fact = Fact(background.source_id, background.source, background.where, "background")
             out.append(_violation(
-                "torch_cuda-cuda",
-                f"torch is built with CUDA {torch_cuda} but the toolkit is CUDA {cuda}: building CUDA extensions "
-                f"against this torch fails on the major-version mismatch",
-                fact, components=("torch_cuda", "cuda"), severity="warning",
-                nearest=(f"cuda {_series(torch_cuda)} toolkit, or a torch wheel for CUDA {_series(cuda)}",)))
+                f"{t.torch_build}-{t.toolkit}",
+                f"torch is built with {t.label} {built} but the toolkit is {t.label} {toolkit}: building {t.label} "
+                f"extensions against this torch fails on the major-version mismatch",
+                fact, components=(t.torch_build, t.toolkit), severity="warning",
+                nearest=(f"{t.toolkit} {_series(built)} toolkit, or a torch wheel for {t.label} {_series(toolkit)}",)))
     return out
 
 
-def _check_nccl(c: Mapping[str, str], matrix: Matrix) -> list[Violation]:
-    torch, nccl, torch_cuda = c.get("torch"), c.get("nccl"), c.get("torch_cuda")
-    if not torch or not nccl:
+def _tag_of(version: str, t: ToolkitRules) -> str:
+    """How torch's tag writes a toolkit release: ``12.4`` -> ``124`` after ``cu``; ``6.2`` stays after ``rocm``."""
+    return version.replace(".", "") if t.tag_prefix == "cu" else version
+
+
+def _check_torch_library(c: Mapping[str, str], matrix: Matrix, t: ToolkitRules) -> list[Violation]:
+    """The collective library torch loads against the one its wheel pins for its series and toolkit
+    (``torch-nccl``)."""
+    library = t.library
+    if library is None:
         return []
-    rows = [r for r in matrix.nccl if release_prefix(torch, r.torch)
-            and (not torch_cuda or any(release_prefix(torch_cuda, s) for s in r.cuda))]
-    if not rows or len({parse_version(r.nccl) for r in rows}) > 1:
+    torch, have_text, built = c.get("torch"), c.get(library), c.get(t.torch_build)
+    if not torch or not have_text:
+        return []
+    rows = [r for r in matrix.table(library) if release_prefix(torch, r.torch)
+            and (not built or any(release_prefix(built, s) for s in r.toolkit))]
+    if not rows or len({parse_version(r.library) for r in rows}) > 1:
         return []
     row = rows[0]
-    have, want = public(nccl), parse_version(row.nccl)
+    have, want = public(have_text), parse_version(row.library)
     if have == want:
         return []
     older = have < want
-    pinning = [r.torch for r in matrix.nccl if parse_version(r.nccl) == have]
-    nearest = [f"NCCL for torch {_series(torch)}" + (f" on CUDA {torch_cuda}" if torch_cuda else "") + f": {row.nccl}"]
+    name = library.upper()
+    pinning = [r.torch for r in matrix.table(library) if parse_version(r.library) == have]
+    nearest = [f"{name} for torch {_series(torch)}" + (f" on {t.label} {built}" if built else "") + f": {row.library}"]
     if pinning:
-        nearest.append(f"torch series whose wheel pins NCCL {public(nccl)}: {', '.join(_sorted_unique(pinning))}")
+        nearest.append(f"torch series whose wheel pins {name} {public(have_text)}: {', '.join(_sorted_unique(pinning))}")
+    rule = f"torch-{library}"
     return [_violation(
-        "torch-nccl",
-        f"torch {torch} is built and tested with NCCL {row.nccl}; NCCL {nccl} is {'older' if older else 'newer'}",
-        row.fact, components=("nccl", "torch"), nearest=nearest, symptom=matrix.symptoms.get("torch-nccl"),
+        rule,
+        f"torch {torch} is built and tested with {name} {row.library}; {name} {have_text} is "
+        f"{'older' if older else 'newer'}",
+        row.fact, components=(library, "torch"), nearest=nearest, symptom=matrix.symptoms.get(rule),
         severity="error" if older else "warning")]
+
+
+def _check_branch(stack: Stack, matrix: Matrix, t: ToolkitRules) -> list[Violation]:
+    """A stack's driver branch (``nvidia_driver_branch: R580``) against its driver's major version."""
+    if t.branch_field is None:
+        return []
+    driver, branch = stack.components.get(t.driver), stack.fields.get(t.branch_field)
+    if not driver or not branch:
+        return []
+    digits = branch.upper().lstrip("R")
+    if digits.isdigit() and parse_version(driver).release[0] == int(digits):
+        return []
+    fact = Fact("driver-branches-doc", t.branch_source, stack.where(t.branch_field))
+    return [_violation(
+        "driver-branch", f"{t.driver} {driver} is not on branch {branch}", fact,
+        components=(t.driver,),
+        nearest=(f"{t.branch_field}: R{parse_version(driver).release[0]}",))]
+
+
+def _check_devices(stack: Stack, matrix: Matrix, t: ToolkitRules) -> list[Violation]:
+    """The stack's device types against the toolkit and driver they need (``device-cuda``)."""
+    out: list[Violation] = []
+    toolkit, driver = stack.components.get(t.toolkit), stack.components.get(t.driver)
+    for row in matrix.table(f"device_{t.toolkit}"):
+        hit = [d for d in stack.devices if d.upper() in {r.upper() for r in row.devices}]
+        if not hit:
+            continue
+        rule = f"device-{t.toolkit}"
+        if toolkit and parse_version(toolkit) < parse_version(row.toolkit):
+            out.append(_violation(
+                rule, f"{', '.join(hit)} need {t.label} {row.toolkit} or newer; the stack pins {t.label} {toolkit}",
+                row.fact, components=(t.toolkit,),
+                nearest=(f"{t.toolkit} {row.toolkit} or newer, or drop {', '.join(hit)}",)))
+        if driver and parse_version(driver) < parse_version(row.driver):
+            out.append(_violation(
+                rule, f"{', '.join(hit)} need driver {row.driver} or newer; the stack pins {driver}",
+                row.fact, components=(t.driver,), nearest=(f"{t.driver} {row.driver} or newer",)))
+    return out
 
 
 def _usable(components: Mapping[str, str | None]) -> tuple[dict[str, str], list[str]]:
@@ -763,53 +875,19 @@ def check_components(components: Mapping[str, str | None], vendor: str, *,
 
     Used with a stack's pins (preflight) and with a host's installed versions (drift).
     """
-    if vendor not in VENDORS:
-        raise StackError(f"vendor {vendor!r} is not one of {', '.join(VENDORS)}")
+    if not is_vendor(vendor):
+        raise StackError(f"vendor {vendor!r} is not one of {', '.join(vendor_names())}")
     matrix = matrix or load_matrix()
     usable, _unreadable = _usable(components)
-    checks: list[Callable[[], list[Violation]]] = [lambda: _check_python(usable, vendor, matrix)]
-    if vendor == "ascend":
-        checks += [lambda: _check_torch_npu(usable, matrix), lambda: _check_hdk(usable, matrix, devices),
-                   lambda: _check_same_release(usable, matrix)]
-    elif vendor == "nvidia":
-        checks += [lambda: _check_cuda_driver(usable, matrix), lambda: _check_torch_cuda(usable, matrix),
-                   lambda: _check_nccl(usable, matrix)]
-    out: list[Violation] = []
-    for check in checks:
-        out.extend(check())
-    return out
-
-
-def _check_branch(stack: Stack) -> list[Violation]:
-    driver, branch = stack.components.get("nvidia_driver"), stack.nvidia_driver_branch
-    if not driver or not branch:
-        return []
-    digits = branch.upper().lstrip("R")
-    if digits.isdigit() and parse_version(driver).release[0] == int(digits):
-        return []
-    fact = Fact("driver-branches-doc", "NVIDIA data-center driver branches: branch Rnnn is driver major nnn",
-                stack.where("nvidia_driver_branch"))
-    return [_violation(
-        "driver-branch", f"nvidia_driver {driver} is not on branch {branch}", fact,
-        components=("nvidia_driver",),
-        nearest=(f"nvidia_driver_branch: R{parse_version(driver).release[0]}",))]
-
-
-def _check_devices(stack: Stack, matrix: Matrix) -> list[Violation]:
-    out: list[Violation] = []
-    cuda, driver = stack.components.get("cuda"), stack.components.get("nvidia_driver")
-    for row in matrix.device_cuda:
-        hit = [d for d in stack.devices if d.upper() in {r.upper() for r in row.devices}]
-        if not hit:
-            continue
-        if cuda and parse_version(cuda) < parse_version(row.cuda):
-            out.append(_violation(
-                "device-cuda", f"{', '.join(hit)} need CUDA {row.cuda} or newer; the stack pins CUDA {cuda}",
-                row.fact, components=("cuda",), nearest=(f"cuda {row.cuda} or newer, or drop {', '.join(hit)}",)))
-        if driver and parse_version(driver) < parse_version(row.driver):
-            out.append(_violation(
-                "device-cuda", f"{', '.join(hit)} need driver {row.driver} or newer; the stack pins {driver}",
-                row.fact, components=("nvidia_driver",), nearest=(f"nvidia_driver {row.driver} or newer",)))
+    plugin = get_vendor(vendor)
+    out = _check_python(usable, vendor, matrix)
+    for rule in plugin.compat_rules:
+        if rule in COMPONENT_RULES:
+            out.extend(COMPONENT_RULES[rule](usable, matrix, devices))
+    t = plugin.toolkit
+    if t is not None:
+        out += (_check_toolkit_driver(usable, matrix, t) + _check_torch_variant(usable, matrix, t, plugin.label)
+                + _check_torch_library(usable, matrix, t))
     return out
 
 
@@ -817,6 +895,18 @@ def check_stack(stack: Stack, matrix: Matrix | None = None) -> list[Violation]:
     """Every rule a stack's pins break, including the stack-level ones (driver branch, device generation)."""
     matrix = matrix or load_matrix()
     out = check_components(stack.components, stack.vendor, devices=stack.devices, matrix=matrix)
-    if stack.vendor == "nvidia":
-        out += _check_branch(stack) + _check_devices(stack, matrix)
+    t = get_vendor(stack.vendor).toolkit
+    if t is not None:
+        out += _check_branch(stack, matrix, t) + _check_devices(stack, matrix, t)
     return out
+
+
+# The rule sets a vendor names (accelstack.vendors: Vendor.compat_rules), over component versions (a stack's pins,
+# a host's installed versions): a torch plugin's (torch_npu) release pairs, a toolkit's hardware floor per device
+# family (Ascend's HDK), components that must be one release. The toolkit rules above come with Vendor.toolkit.
+ComponentRule = Callable[[Mapping[str, str], Matrix, "Sequence[str] | None"], list[Violation]]
+COMPONENT_RULES: dict[str, ComponentRule] = {
+    "torch_npu": lambda c, matrix, devices: _check_torch_npu(c, matrix),
+    "cann_hdk": _check_hdk,
+    "same_release": lambda c, matrix, devices: _check_same_release(c, matrix),
+}

@@ -9,27 +9,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from .. import paths as project_paths
 from ..errors import StackError
+from ..vendors import get_vendor, is_vendor, vendor_names, vendors
 from ..yamlfile import MarkedDict, MarkedList, load_marked_file
 from .components import COMPONENTS, DEFAULT_MATCH, REQUIRED_COMPONENTS, VENDOR_COMPONENTS
 from .versions import MATCH_MODES, MatchMode, VersionError, parse_version
 
-Vendor = Literal["ascend", "nvidia", "cpu"]
-Backend = Literal["hccl", "nccl", "gloo"]
-
-VENDORS: tuple[Vendor, ...] = ("ascend", "nvidia", "cpu")
-BACKEND_OF: dict[str, Backend] = {"ascend": "hccl", "nvidia": "nccl", "cpu": "gloo"}
-
 # The vocabulary (which components a vendor may pin and which it must, and how a pin matches by default: python
 # and the CUDA toolkit as a series, NCCL without its +cudaX.Y build suffix) lives in one table with how each is
-# read from a host: accelstack.stacks.components.
+# read from a host: accelstack.stacks.components. A vendor's own stack fields (NVIDIA's driver branch) come from
+# the vendor (accelstack.vendors: Vendor.stack_fields).
 
 REQUIRED_FIELDS = ("name", "vendor", "backend", "description", "components", "paths", "devices")
-OPTIONAL_FIELDS = ("env", "nvidia_driver_branch")
+OPTIONAL_FIELDS = ("env",)
 REQUIRED_PATHS = ("venv", "python")
+
+
+def vendor_fields() -> tuple[str, ...]:
+    """Every vendor's own stack fields, in the vendors' order."""
+    return tuple(name for vendor in vendors() for name in vendor.stack_fields())
 
 
 @dataclass(frozen=True)
@@ -44,14 +45,14 @@ class Pin:
 @dataclass
 class Stack:
     name: str
-    vendor: Vendor
-    backend: Backend
+    vendor: str  # a vendor's name (accelstack.vendors)
+    backend: str  # the vendor's torch.distributed backend
     description: str
     pins: dict[str, Pin]
     paths: dict[str, str]
     devices: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    nvidia_driver_branch: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)  # the vendor's own stack fields (nvidia_driver_branch)
     source: Path | None = None
     lines: dict[str, int] = field(default_factory=dict)
     # Set only when loaded with check_name=False: `stack.check PATH` reports it, then still gives the verdict.
@@ -141,11 +142,11 @@ def parse_stack(data: Any, path: Path, *, check_name: bool = True) -> Stack:
         raise _fail(path, getattr(data, "line", 1), "a stack file must be a mapping of fields",
                     hint=f"required fields: {', '.join(REQUIRED_FIELDS)}")
     lines: dict[str, int] = {}
-    unknown = [key for key in data if key not in REQUIRED_FIELDS + OPTIONAL_FIELDS]
+    known = REQUIRED_FIELDS + OPTIONAL_FIELDS + vendor_fields()
+    unknown = [key for key in data if key not in known]
     if unknown:
         key = unknown[0]
-        raise _fail(path, data.line_of(key), f"unknown field {key!r}",
-                    hint=f"fields: {', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}")
+        raise _fail(path, data.line_of(key), f"unknown field {key!r}", hint=f"fields: {', '.join(known)}")
     missing = [key for key in REQUIRED_FIELDS if key not in data]
     if missing:
         raise _fail(path, data.line, f"missing required field(s): {', '.join(missing)}")
@@ -161,12 +162,13 @@ def parse_stack(data: Any, path: Path, *, check_name: bool = True) -> Stack:
         if check_name:
             raise naming_error
     vendor = data["vendor"]
-    if vendor not in VENDORS:
-        raise _fail(path, data.line_of("vendor"), f"vendor {vendor!r} is not one of {', '.join(VENDORS)}")
+    if not is_vendor(vendor):
+        raise _fail(path, data.line_of("vendor"), f"vendor {vendor!r} is not one of {', '.join(vendor_names())}")
+    plugin = get_vendor(vendor)
     backend = data["backend"]
-    if backend != BACKEND_OF[vendor]:
+    if backend != plugin.backend:
         raise _fail(path, data.line_of("backend"),
-                    f"backend {backend!r} does not fit vendor {vendor!r}; it must be {BACKEND_OF[vendor]!r}")
+                    f"backend {backend!r} does not fit vendor {vendor!r}; it must be {plugin.backend!r}")
     description = _require_str(path, data.line_of("description"), "description", data["description"])
 
     components = data["components"]
@@ -202,17 +204,20 @@ def parse_stack(data: Any, path: Path, *, check_name: bool = True) -> Stack:
 
     env = _string_map(path, data, "env", numbers_ok=True) if "env" in data else {}
 
-    branch = data.get("nvidia_driver_branch")
-    if vendor == "nvidia":
-        if branch is None:
-            raise _fail(path, data.line_of("components"), "an nvidia stack must name nvidia_driver_branch (e.g. R580)")
-        branch = _require_str(path, data.line_of("nvidia_driver_branch"), "nvidia_driver_branch", branch)
-    elif branch is not None:
-        raise _fail(path, data.line_of("nvidia_driver_branch"), f"nvidia_driver_branch does not apply to {vendor}")
+    own = plugin.stack_fields()
+    fields: dict[str, str] = {}
+    for key in vendor_fields():
+        if key not in own:
+            if key in data:
+                raise _fail(path, data.line_of(key), f"{key} does not apply to {vendor}")
+        elif key not in data:
+            raise _fail(path, data.line_of("components"), f"a {vendor} stack must name {key}: {own[key]}")
+        else:
+            fields[key] = _require_str(path, data.line_of(key), key, data[key])
 
     return Stack(
         name=name, vendor=vendor, backend=backend, description=description.strip(), pins=pins,
-        paths=stack_paths, devices=list(devices), env=env, nvidia_driver_branch=branch, source=path, lines=lines,
+        paths=stack_paths, devices=list(devices), env=env, fields=fields, source=path, lines=lines,
         naming_error=naming_error,
     )
 

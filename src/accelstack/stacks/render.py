@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..results.output import STATUS_STYLE
 from ..results.records import Record
+from ..vendors import get_vendor
 from .compat import Violation
 from .drift import drift_rows
 from .model import Stack
@@ -26,13 +27,11 @@ def drift_table(records: list[Record], *, title: str = "drift") -> Table:
     return table
 
 
-# The pins `inv stack.list` shows for each stack, in this order, where the stack has them.
-KEY_COMPONENTS = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "cuda", "nvidia_driver", "nccl", "python")
-
-
 def key_pins(stack: Stack) -> str:
+    """The pins `inv stack.list` shows for a stack: its vendor's (Vendor.listed_pins), in that order, where the stack
+    has them."""
     pins = stack.components
-    return ", ".join(f"{key} {pins[key]}" for key in KEY_COMPONENTS if key in pins)
+    return ", ".join(f"{key} {pins[key]}" for key in get_vendor(stack.vendor).listed_pins if key in pins)
 
 
 def stacks_table(verdicts: Sequence[tuple[Stack, Sequence[Violation]]]) -> Table:

@@ -25,6 +25,7 @@ from ..errors import AccelstackError
 from ..results.records import Record, Status
 from ..transport.connection import CommandResult, Transport
 from ..transport.context import HostContext
+from ..vendors import get_vendor
 from .isolate import Blame, Group, Isolation, bisect, blame_records
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 from .results import MULTINODE_ROWS, Judge, judge_multinode_bandwidth, log_lines, parse_document, tail
@@ -125,7 +126,7 @@ def kill_command(tag: str) -> str:
 
 
 def cluster_sweep(config: dict[str, Any], pair: bool = False) -> dict[str, Any]:
-    cpu = config.get("vendor") == "cpu"
+    cpu = not get_vendor(config.get("vendor") or "cpu").has_devices
     if pair:
         sweep = dict(PAIR_SWEEP_CPU if cpu else PAIR_SWEEP_ACCEL)
     else:
@@ -460,11 +461,8 @@ def judge_clock(samples: Sequence[tuple[str, float | None, float, str]], thresho
 # ----- ports -----
 
 def port_list(config: dict[str, Any], rendezvous_port: int) -> list[int]:
-    ports = [rendezvous_port]
-    if config.get("vendor") == "ascend":
-        base = int(config.get("hccl_if_base_port") or 60000)
-        ports += list(range(base, base + 32))  # HCCL_IF_BASE_PORT: 32 ports (reference ascend.md 5.1)
-    return ports
+    # The vendor's collective library's own ports too (HCCL_IF_BASE_PORT's 32 on Ascend).
+    return [rendezvous_port, *get_vendor(config.get("vendor") or "cpu").collective_ports(config)]
 
 
 def ports_records(members: Sequence[Member], *, rendezvous_port: int, listen_s: float = 30.0) -> list[Record]:

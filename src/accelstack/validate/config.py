@@ -1,7 +1,7 @@
 """The per-host config JSON each validator receives as its one argument, built from the host's context.
 
 Keys (all optional for a script; each reads what it needs, and its declaration in validate/checks/ names them):
-  host, inventory, stack, vendor (ascend|nvidia|cpu), backend (hccl|nccl|gloo), accelerator, expect_devices, tier,
+  host, inventory, stack, vendor (accelstack.vendors), backend (the vendor's), accelerator, expect_devices, tier,
   env_file, socket_ifnames {NAME: value}, socket_ifname_sources {NAME: where it was set},
   required_symbols {library: [symbols]}, library_dirs [globs where the stack's library lives], remedy,
   checkpoint_dir, checkpoint_fs, checkpoint_size_gb, collective_timeout_s, storage_probe_mb, min_shm_gb,
@@ -16,55 +16,25 @@ from typing import Any
 
 from ..inventory.vartypes import check_vars
 from ..stacks import load_matrix
-from ..stacks.versions import parse_version
 from ..transport.context import HostContext
+from ..vendors import get_vendor, vendors
 from .device_floors import load_device_floors
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"
-SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
-# What torch_npu / torch dlsym at the first communicator (reference ascend.md 6; nvidia.md 3.2). NCCL's
-# ncclCommInitRankConfig arrived in 2.14 and ncclCommSplit in 2.18, both used by torch >= 2.2.
-REQUIRED_SYMBOLS = {
-    "ascend": {"libhccl.so": ["HcclCommInitRootInfo", "HcclCommInitRootInfoConfig"]},
-    "nvidia": {"libnccl.so.2": ["ncclCommInitRankConfig", "ncclCommSplit"]},
-}
-SWEEPS = {
-    "quick": {"sizes": [1 << 20], "iters": 5},
-    "standard": {"sizes": [1 << 16, 1 << 20, 1 << 24], "iters": 20},
-    "full": {"sizes": [1 << 16, 1 << 20, 1 << 24, 1 << 27, 1 << 30], "iters": 50},
-}
-# Accelerators get bigger messages: busbw thresholds are quoted at GB sizes.
-ACCEL_SWEEPS = {
-    "quick": {"sizes": [1 << 26], "iters": 10},
-    "standard": {"sizes": [1 << 20, 1 << 26, 1 << 30], "iters": 20},
-    "full": {"sizes": [1 << 20, 1 << 26, 1 << 30, 1 << 33], "iters": 50},
-}
+
+
+def socket_vars() -> tuple[str, ...]:
+    """The socket-interface variables of every vendor's backend (NCCL_SOCKET_IFNAME, ...)."""
+    return tuple(dict.fromkeys(v.socket_ifname_env for v in vendors() if v.socket_ifname_env))
 
 
 def libraries_remedy(ctx: HostContext) -> str:
-    """Name the CANN that the stack's torch_npu is released against (compat matrix), or the NCCL pin."""
-    stack = ctx.stack
+    """The vendor's remedy for a collective library that lacks what torch needs (the CANN the stack's torch_npu is
+    released against, the NCCL the torch wheel pins), else provisioning."""
     host = ctx.host.name
-    if stack.vendor == "ascend":
-        pin = stack.pins.get("torch_npu")
-        if pin is not None:
-            try:
-                want = parse_version(pin.version)
-                rows = [r for r in load_matrix().torch_npu if parse_version(r.torch_npu).release[:3] ==
-                        want.release[:3]]
-            except Exception:
-                rows = []
-            pairs = ", ".join(sorted({f"torch_npu {r.torch_npu} + CANN {r.cann}" for r in rows})[:4])
-            return (f"the libhccl.so loaded is older than torch_npu {pin.version} expects: install the CANN the "
-                    f"compat matrix pairs with it ({pairs or 'see compat/ascend.yml'}), or pin a torch_npu built "
-                    f"for the installed CANN; then check LD_LIBRARY_PATH in {ENV_FILE} points at that CANN "
-                    f"(inv provision --limit {host})")
-    if stack.vendor == "nvidia":
-        pin = stack.pins.get("nccl")
-        return (f"the libnccl loaded lacks symbols torch needs: use the NCCL the torch wheel pins "
-                f"({pin.version if pin else 'see compat/nvidia.yml'}), and keep an older system libnccl off "
-                f"LD_LIBRARY_PATH (inv provision --limit {host})")
-    return f"inv provision --limit {host}"
+    vendor = get_vendor(ctx.stack.vendor)
+    matrix = load_matrix() if vendor.compat_rules else None
+    return vendor.libraries_remedy(ctx.stack.pins, host, matrix) or f"inv provision --limit {host}"
 
 
 def inventory_of(source: str | None) -> str | None:
@@ -86,53 +56,46 @@ def checked_vars(ctx: HostContext) -> dict[str, Any]:
 def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     stack = ctx.stack
     v = checked_vars(ctx)
-    vendor = stack.vendor
+    vendor = get_vendor(stack.vendor)
     env = dict(v.get("env") or {})
     socket_ifnames = {}
     socket_ifname_sources = {}  # where each intended value was set, so the env check can name it
-    for name in SOCKET_VARS:
+    for name in socket_vars():
         if v.get(name.lower()):
             socket_ifnames[name] = str(v[name.lower()])
             socket_ifname_sources[name] = f"inventory var {name.lower()}"
         elif env.get(name):
             socket_ifnames[name] = str(env[name])
             socket_ifname_sources[name] = f"env.{name} of the stack or inventory"
-    venv = stack.paths.get("venv")
-    library_dirs = []
-    if vendor == "nvidia" and venv:
-        library_dirs.append(f"{venv}/lib/python3*/site-packages/nvidia/nccl/lib")
-    if vendor == "ascend":
-        home = str(v.get("ascend_install_path") or stack.paths.get("ascend_home") or "/usr/local/Ascend")
-        library_dirs += [f"{home}/ascend-toolkit/latest/lib64", f"{home}/cann/lib64"]
-    sweep = dict((SWEEPS if vendor == "cpu" else ACCEL_SWEEPS)[tier])
+    sweep = vendor.sweep(tier)
     for key in ("sizes", "iters", "warmup", "size_budget_s"):
         if v.get(f"validate_{key}") is not None:
             sweep[key] = v[f"validate_{key}"]
-    default_timeout = 1800 if vendor == "ascend" else 600
+    defaults = vendor.host_defaults()
     config: dict[str, Any] = {
         "host": ctx.host.name,
         "stack": stack.name,
-        "vendor": vendor,
+        "vendor": vendor.name,
         "backend": ctx.backend,
-        "accelerator": str(v.get("accelerator") or ("cpu" if vendor == "cpu" else "")),
+        "accelerator": str(v.get("accelerator") or defaults["accelerator"]),
         "expect_devices": v.get("expect_devices"),
         "tier": tier,
         "env_file": str(v.get("env_file") or ENV_FILE),
         "socket_ifnames": socket_ifnames,
         "socket_ifname_sources": socket_ifname_sources,
-        "required_symbols": REQUIRED_SYMBOLS.get(vendor, {}),
-        "library_dirs": library_dirs,
+        "required_symbols": {lib: list(symbols) for lib, symbols in vendor.required_symbols.items()},
+        "library_dirs": vendor.library_dirs(stack.paths, v),
         "remedy": libraries_remedy(ctx),
         "checkpoint_dir": v.get("checkpoint_dir"),
         "checkpoint_fs": v.get("checkpoint_fs"),
         "inventory": inventory_of(ctx.host.source),
         "checkpoint_size_gb": v.get("checkpoint_size_gb"),
-        "collective_timeout_s": float(v.get("collective_timeout_s") or default_timeout),
-        "storage_probe_mb": v.get("storage_probe_mb") or (32 if vendor == "cpu" else 1024),
-        "min_shm_gb": v.get("min_shm_gb") or (1 if vendor == "cpu" else 16),
-        "nproc": v.get("nproc_per_node") or (2 if vendor == "cpu" else None),
+        "collective_timeout_s": float(v.get("collective_timeout_s") or vendor.collective_timeout_s),
+        "storage_probe_mb": v.get("storage_probe_mb") or defaults["storage_probe_mb"],
+        "min_shm_gb": v.get("min_shm_gb") or defaults["min_shm_gb"],
+        "nproc": v.get("nproc_per_node") or defaults["nproc"],
         **sweep,
-        **load_device_floors(overrides=v.get("device_thresholds"), vendor=vendor),
+        **load_device_floors(overrides=v.get("device_thresholds"), vendor=vendor.name),
     }
     for key in ("sizes", "iters", "warmup", "size_budget_s", "nproc"):
         if v.get(f"cluster_{key}") is not None:

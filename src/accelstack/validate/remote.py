@@ -1,6 +1,7 @@
 """Getting validators onto a host once per run, and the one command that runs each.
 
-The scripts are uploaded to ``/var/tmp/accelstack/validators/<content-hash>/`` only when that folder lacks its
+The scripts (and each vendor's host-side module, ``vendors/<name>/hostside.py``, as ``vendor_<name>.py`` beside
+them) are uploaded to ``/var/tmp/accelstack/validators/<content-hash>/`` only when that folder lacks its
 ``.complete`` marker: one ``test`` round trip on a host that already has this version, a handful of sftp puts
 otherwise. The hash covers every script, so an edited validator lands in a new folder and an old run's folder
 is never half-overwritten.
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..transport.connection import Transport
+from ..vendors import vendors
 from .registry import Validator
 
 REMOTE_BASE = "/var/tmp/accelstack/validators"
@@ -22,13 +24,17 @@ ENV_FILE = "/etc/profile.d/accelstack.sh"
 SYSTEM_PYTHON = "python3"
 
 
-def validator_scripts(folder: Path) -> tuple[str, list[Path]]:
-    """The validator scripts in a folder and one hash over their names and contents (the remote folder's name)."""
-    scripts = sorted(folder.glob("*.py"))
+def validator_scripts(folder: Path) -> tuple[str, list[tuple[Path, str]]]:
+    """The validator scripts in a folder, with each vendor's host-side module beside them (``vendor_<name>.py``,
+    where ``_common.vendor_module`` finds it), as (local path, remote name); and one hash over their names and
+    contents (the remote folder's name)."""
+    files = [(script, script.name) for script in sorted(folder.glob("*.py"))]
+    files += [(module, f"vendor_{vendor.name}.py") for vendor in vendors()
+              if (module := vendor.hostside_module()) is not None]
     digest = hashlib.sha256()
-    for script in scripts:
-        digest.update(script.name.encode() + b"\0" + script.read_bytes() + b"\0")
-    return digest.hexdigest()[:16], scripts
+    for path, name in files:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16], files
 
 
 def remote_dir(content_hash: str) -> str:
@@ -43,8 +49,8 @@ def ensure_uploaded(transport: Transport, folder: Path) -> tuple[str, bool]:
     if transport.run(f"test -f {shlex.quote(marker)}", timeout=30).ok:
         return target, False
     transport.run(f"mkdir -p {shlex.quote(target)}", timeout=30, check=True)
-    for script in scripts:
-        transport.put(script, f"{target}/{script.name}", mode=0o755)
+    for path, name in scripts:
+        transport.put(path, f"{target}/{name}", mode=0o755)
     transport.run(f"touch {shlex.quote(marker)}", timeout=30, check=True)
     return target, True
 

@@ -3,7 +3,6 @@ judges (device count and health with the facts parsers, bandwidth against thresh
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import shlex
@@ -11,9 +10,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import HostUnreachable
-from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
 from ..inventory.model import Host
 from ..results.records import Record, Status, error_record
+from ..vendors import get_vendor
 from .config import inventory_of
 from .thresholds import Thresholds, judge
 
@@ -138,17 +137,7 @@ def _health_counts(vendor: str, output: str, evidence: Mapping[str, Any] | None 
     """Devices the vendor tool reports and the ones that are not healthy: the GPUs the script read from
     ``nvidia-smi -q -x`` (``evidence.gpus``), else the tool's own text (``npu-smi info``, or the ``--query-gpu`` CSV
     of older records)."""
-    gpus_seen = (evidence or {}).get("gpus")
-    if vendor == "nvidia" and isinstance(gpus_seen, list):
-        return len(gpus_seen), []
-    if vendor == "ascend":
-        info = parse_npu_smi_info(output)
-        ids = sorted({chip.npu_id for chip in info.chips})
-        bad = [f"npu {c.npu_id} chip {c.chip_id}: {c.health}" for c in info.chips
-               if c.health and c.health.upper() != "OK"]
-        return len(ids), bad
-    gpus = parse_nvidia_smi_csv(output)
-    return len(gpus), []
+    return get_vendor(vendor).device_counts(output, evidence or {})
 
 
 def tool_failure(tool: str, exit_status: Any, output: str) -> str | None:
@@ -180,12 +169,12 @@ def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresh
     missing, hangs, fails or prints what the parser cannot read is ``error``: nothing was counted. (A judge:
     ``thresholds`` is not used.)"""
     vendor = str(config.get("vendor") or "cpu")
-    if vendor == "cpu" or record.status == "skip" or "tool_exit" not in record.evidence:
+    if not get_vendor(vendor).has_devices or record.status == "skip" or "tool_exit" not in record.evidence:
         return record  # cpu: no vendor tool; no tool_exit: the script itself broke (its own error record)
     # A torch that does not import (no torch_npu on the host) still leaves the tool's count to judge.
     expect = config.get("expect_devices")
     output = str(record.evidence.get("tool_output") or "")
-    tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
+    tool = str(get_vendor(vendor).tool)
     failed = tool_failure(tool, record.evidence.get("tool_exit"), output)
     if failed:
         return _tool_error(record, tool, failed, config, "the devices were")
@@ -207,7 +196,7 @@ def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresh
         if torch_count == 0 and count:
             # The hardware answers and torch sees nothing: the python side, not the device, is what to fix.
             torch = record.evidence.get("torch") or {}
-            backend = "torch_npu (imported before torch's device API)" if vendor == "ascend" else "a CUDA build"
+            backend = get_vendor(vendor).torch_build
             record.remedy = record.remedy or (
                 f"torch {torch.get('torch') or '?'} in the stack's python has no {vendor} backend; it needs "
                 f"{backend}: inv provision --limit {config.get('host') or '<host>'} installs the stack's pins")
@@ -228,14 +217,6 @@ def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresh
     return record
 
 
-def _nvidia_apps(text: str) -> list[dict[str, str]]:
-    rows = []
-    for row in csv.reader((text or "").splitlines(), skipinitialspace=True):
-        if len(row) >= 3 and row[0].strip().isdigit():
-            rows.append({"pid": row[0].strip(), "name": row[1].strip(), "used_mib": row[2].strip()})
-    return rows
-
-
 def refine_memory(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
     """Device memory already in use, and the processes holding it (a foreign job, a stale rank). A tool that is
     missing, fails or prints nothing the parser reads is ``error``, never a pass. (A judge: ``thresholds`` is not
@@ -244,34 +225,14 @@ def refine_memory(record: Record, config: Mapping[str, Any], thresholds: Thresho
         return record
     vendor = str(config.get("vendor") or "cpu")
     output = str(record.evidence.get("tool_output") or "")
-    tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
+    tool = str(get_vendor(vendor).tool)
     failed = tool_failure(tool, record.evidence.get("tool_exit"), output) or tool_failure(
         f"{tool} --query-compute-apps", record.evidence.get("apps_exit"), str(record.evidence.get("apps_output")))
     if failed:
         return _tool_error(record, tool, failed, config, "device memory was", keep_summary=False)
     min_free = float(config.get("min_device_free_fraction") or 0.9)
-    busy: list[str] = []
-    procs: list[str] = []
-    devices = 0
-    if vendor == "nvidia":
-        gpus = parse_nvidia_smi_csv(output)
-        devices = len(gpus)
-        for gpu in gpus:
-            if gpu.memory_total_mib and gpu.memory_used_mib is not None:
-                free = 1 - gpu.memory_used_mib / gpu.memory_total_mib
-                if free < min_free:
-                    busy.append(f"gpu {gpu.index}: {gpu.memory_used_mib}/{gpu.memory_total_mib} MiB used")
-        procs = [f"pid {a['pid']} {a['name']} ({a['used_mib']} MiB)"
-                 for a in _nvidia_apps(str(record.evidence.get("apps_output") or ""))]
-    elif vendor == "ascend":
-        info = parse_npu_smi_info(output)
-        devices = len(info.chips)
-        for chip in info.chips:
-            used, total = chip.hbm_used_mb, chip.hbm_total_mb
-            if used is not None and total:
-                if 1 - used / total < min_free:
-                    busy.append(f"npu {chip.npu_id}: {used}/{total} MB HBM used")
-        procs = [f"pid {p.pid} {p.name} on npu {p.npu_id} ({p.memory_mb} MB)" for p in info.processes]
+    memory = get_vendor(vendor).device_memory(output, str(record.evidence.get("apps_output") or ""), min_free)
+    devices, busy, procs = memory.devices, memory.busy, memory.processes
     if not devices:
         return _tool_error(record, tool, f"{tool} lists no device whose memory can be read"
                            + (f" ({tail(output, 1)[0][:120]})" if output.strip() else ""), config,

@@ -1,11 +1,13 @@
-"""Bandwidth floors as data (``data/thresholds.yml``), the inventory's overrides, and the judgement. Pure
-apart from reading the shipped file."""
+"""Bandwidth floors as data (``data/thresholds.yml`` and each vendor's ``vendors/<name>/floors.yml``), the inventory's
+overrides, and the judgement. Pure apart from reading the shipped files."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -13,6 +15,7 @@ import yaml
 from ..errors import ConfigError
 from ..paths import package_data
 from ..results.records import Status
+from ..vendors import vendors
 
 SCOPES = ("single-node", "multi-node")
 
@@ -92,13 +95,46 @@ def _row(item: Any, origin: str) -> Threshold:
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+@dataclass(frozen=True)
+class ThresholdsFile:
+    """One shipped file of floors and limits: ``data/thresholds.yml`` (vendor None) or a vendor's ``floors.yml``."""
+
+    path: Path
+    doc: dict[str, Any]
+    vendor: str | None = None
+
+
+@lru_cache(maxsize=1)
+def shipped_files() -> tuple[ThresholdsFile, ...]:
+    """The vendor-neutral file first, then each vendor's (Vendor.floors_file), in the vendors' order."""
+    files = [ThresholdsFile(package_data("thresholds.yml"), _read(package_data("thresholds.yml")))]
+    for vendor in vendors():
+        path = vendor.floors_file()
+        if path is not None:
+            files.append(ThresholdsFile(path, _read(path), vendor.name))
+    return tuple(files)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
+    if not isinstance(doc, dict):
+        raise ConfigError("a thresholds file must be a mapping of sections", where=str(path))
+    return doc
+
+
 def load_thresholds(text: str | None = None) -> Thresholds:
-    path = package_data("thresholds.yml")
-    doc = yaml.load(text if text is not None else path.read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
+    """The shipped floors (every file of :func:`shipped_files`), or those of one document's ``text``."""
+    if text is not None:
+        files: tuple[ThresholdsFile, ...] = (ThresholdsFile(package_data("thresholds.yml"),
+                                                             yaml.load(text, Loader=SAFE_LOADER) or {}),)
+    else:
+        files = shipped_files()
+    doc = files[0].doc
     clock = doc.get("clock") or {}
-    rows = [_row(item, str(path)) for item in doc.get("rows") or []]
+    rows = [_row(item, str(f.path)) for f in files for item in f.doc.get("rows") or []]
+    sources = {str(k): v for f in files for k, v in (f.doc.get("sources") or {}).items()}
     return Thresholds(rows, float(doc.get("margin", 0.10)), float(clock.get("warn_s", 0.1)),
-                      float(clock.get("fail_s", 1.0)), dict(doc.get("sources") or {}))
+                      float(clock.get("fail_s", 1.0)), sources)
 
 
 NO_BUSBW = "not judged: busbw is not defined for one rank (algbw only)"

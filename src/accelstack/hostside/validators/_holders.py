@@ -12,9 +12,9 @@ that says so is the same finding: CUDA's "busy or unavailable" (exclusive mode, 
 the NPU's ``dcmi ... ret is -8005/-8020`` ("the device is used"), or out of memory while another process holds
 the memory (the H200 capture: ``CUDA error: out of memory`` at ``set_device`` with 385 MB free).
 
-The read is the one every check of this interpreter shares (``nvidia-smi -q -x``, ``npu-smi info``,
-:func:`_common.read_tool`); a tier's checks run in one interpreter, and the first read comes before any context of
-ours exists. Stdlib only, Python 3.6 syntax.
+The read is the vendor's (its host-side module's ``read_devices``), the one every check of this interpreter shares
+(``nvidia-smi -q -x``, ``npu-smi info``, :func:`_common.read_tool`); a tier's checks run in one interpreter, and the
+first read comes before any context of ours exists. Stdlib only, Python 3.6 syntax.
 """
 
 import os
@@ -22,14 +22,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from device_health import (
-    npu_smi_path,
-    nvidia_smi_path,
-    parse_npu_table,
-    parse_smi_xml,
-    read_npu_info,
-    read_smi_xml,
-)
+from _common import vendor_module
 
 EXCLUSIVE = ("exclusive_process", "exclusive_thread")
 # Memory in use with no process listed, past this share of a device: someone else's job in another container.
@@ -37,56 +30,25 @@ UNLISTED_FRACTION = 0.5
 # An out of memory on a device that had more than this share in use before the check began is someone else's doing
 # (an idle 910B shows about 5 % of its HBM in use by the driver, an idle H100 a few MiB).
 TAKEN_FRACTION = 0.1
-# NVIDIA: cudaErrorDevicesUnavailable's text ("CUDA-capable device(s) is/are busy or unavailable"); Ascend: dcmi's
-# -8005/-8020 (reference ascend.md 6, the npu-device-busy signature).
-BUSY = re.compile(r"busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE|"
-                  r"ret is -80(?:05|20)|device is used", re.IGNORECASE)
-OOM = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY",
-                 re.IGNORECASE)
+# What says a device is someone else's: the vendor's own texts (its module's BUSY_ERRORS: CUDA's "busy or
+# unavailable", dcmi's -8005/-8020), and out of memory in torch's words or the vendor's (OOM_ERRORS).
+OOM = r"out of memory|OutOfMemoryError"
 SHOWN = 4
+
+
+def _patterns(vendor):
+    module = vendor_module(vendor)
+    busy = getattr(module, "BUSY_ERRORS", None)
+    oom = "|".join(p for p in (OOM, getattr(module, "OOM_ERRORS", None)) if p)
+    return (re.compile(busy, re.IGNORECASE) if busy else None), re.compile(oom, re.IGNORECASE)
 
 
 def read_devices(vendor):
     """(devices, error): one dict per device, ``{device, index, uuid, compute_mode, memory_used_mib,
-    memory_total_mib, processes: [{pid, name, memory_mib}]}``, from the interpreter's one read of the vendor tool;
-    ``error`` says why the tool could not tell (devices is then None). No vendor tool on the cpu stack: ([], None)."""
-    if vendor == "nvidia":
-        smi = nvidia_smi_path()
-        if not smi:
-            return None, "nvidia-smi not found"
-        status, text = read_smi_xml(smi)
-        if status != 0:
-            return None, "nvidia-smi -q -x failed (exit %d): %s" % (status, _last(text))
-        try:
-            gpus = parse_smi_xml(text)
-        except ValueError as exc:
-            return None, str(exc)
-        return [{"device": "gpu %d" % g["index"], "index": g["index"], "uuid": g.get("uuid"),
-                 "compute_mode": g.get("compute_mode"), "memory_used_mib": g.get("memory_used_mib"),
-                 "memory_total_mib": g.get("memory_total_mib"), "processes": g.get("processes") or []}
-                for g in gpus], None
-    if vendor == "ascend":
-        npu_smi = npu_smi_path()
-        if not npu_smi:
-            return None, "npu-smi not found"
-        status, text = read_npu_info(npu_smi)
-        if status != 0:
-            return None, "npu-smi info failed (exit %d): %s" % (status, _last(text))
-        chips, processes = parse_npu_table(text)
-        devices = {}
-        for chip in chips:
-            entry = devices.setdefault(chip["npu_id"], {
-                "device": "npu %d" % chip["npu_id"], "index": chip["npu_id"], "uuid": None, "compute_mode": None,
-                "memory_used_mib": 0, "memory_total_mib": 0, "processes": []})
-            if chip.get("hbm_used") is not None and chip.get("hbm_total"):
-                entry["memory_used_mib"] += chip["hbm_used"]
-                entry["memory_total_mib"] += chip["hbm_total"]
-        for proc in processes:
-            if proc["npu_id"] in devices:
-                devices[proc["npu_id"]]["processes"].append(
-                    {"pid": proc["pid"], "name": proc.get("name") or "?", "memory_mib": proc.get("memory_mb")})
-        return [devices[k] for k in sorted(devices)], None
-    return [], None
+    memory_total_mib, processes: [{pid, name, memory_mib}]}``, from the interpreter's one read of the vendor tool
+    (its host-side module's ``read_devices``); ``error`` says why the tool could not tell (devices is then None).
+    No vendor tool on the cpu stack: ([], None)."""
+    return vendor_module(vendor).read_devices()
 
 
 def _last(text):
@@ -95,13 +57,14 @@ def _last(text):
 
 
 def visible_indices(vendor, count, environ=None):
-    """The vendor's device indices behind torch's devices 0..count-1. ``CUDA_VISIBLE_DEVICES`` /
-    ``ASCEND_RT_VISIBLE_DEVICES`` renumber them (entries are indices, or GPU UUIDs for CUDA, kept as strings);
-    without the variable torch's device i is the tool's device i."""
+    """The vendor's device indices behind torch's devices 0..count-1. Its visible-devices variable
+    (``CUDA_VISIBLE_DEVICES``, ``ASCEND_RT_VISIBLE_DEVICES``: the module's ``VISIBLE_DEVICES``, the first one set)
+    renumbers them (entries are indices, or GPU UUIDs for CUDA, kept as strings); without one torch's device i is
+    the tool's device i."""
     env = os.environ if environ is None else environ
-    name = "ASCEND_RT_VISIBLE_DEVICES" if vendor == "ascend" else "CUDA_VISIBLE_DEVICES"
-    value = env.get(name)
-    if value is None or not value.strip():
+    value = next((env.get(name) for name in vendor_module(vendor).VISIBLE_DEVICES
+                  if env.get(name) is not None and env.get(name).strip()), None)
+    if value is None:
         return list(range(count))
     entries = [item.strip() for item in value.split(",") if item.strip()]
     out = []
@@ -177,8 +140,9 @@ def held_after(vendor, error_text, wanted=None, own=None, devices=None):
     that only while another process holds memory on those devices (listed, or the memory used before we
     started), so an out of memory on a free device stays the failure it is."""
     text = error_text or ""
-    busy = BUSY.search(text)
-    oom = OOM.search(text)
+    busy_re, oom_re = _patterns(vendor)
+    busy = busy_re.search(text) if busy_re else None
+    oom = oom_re.search(text)
     if not (busy or oom):
         return None
     if devices is None:
@@ -199,8 +163,8 @@ def held_after(vendor, error_text, wanted=None, own=None, devices=None):
         # Busy or unavailable with nothing listed: the driver itself says another process holds the device.
         found = {"summary": "the driver says the device is busy or unavailable (an exclusive compute mode with a "
                             "holder this namespace does not list)", "holders": [], "devices": []}
-    found["error"] = next((line.strip() for line in text.splitlines() if BUSY.search(line) or OOM.search(line)),
-                          _last(text))[:300]
+    found["error"] = next((line.strip() for line in text.splitlines()
+                           if (busy_re and busy_re.search(line)) or oom_re.search(line)), _last(text))[:300]
     return found
 
 

@@ -17,6 +17,7 @@ Every rank watches a deadline and its parent, so a hung collective or a killed l
 """
 
 import ctypes
+import importlib
 import json
 import os
 import re
@@ -31,7 +32,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry
+from _common import main_entry, vendor_module
 from _common import record as result
 from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
@@ -84,13 +85,14 @@ def guard(deadline_s):
 
 def device_kind(vendor):
     import torch
-    if vendor == "ascend":
-        import torch_npu  # noqa: F401 - registers the npu device type
+    plugin = vendor_module(vendor)
+    if plugin.TORCH_PLUGIN:
+        importlib.import_module(plugin.TORCH_PLUGIN)  # registers the vendor's device type (torch_npu: npu)
     accel = getattr(torch, "accelerator", None)
     if accel is not None and hasattr(accel, "is_available") and accel.is_available():
         return accel.current_accelerator().type, int(accel.device_count())
-    if vendor in ("ascend", "nvidia") and hasattr(torch, "get_device_module"):
-        kind = "npu" if vendor == "ascend" else "cuda"
+    if plugin.TORCH_DEVICE and hasattr(torch, "get_device_module"):
+        kind = plugin.TORCH_DEVICE
         module = torch.get_device_module(kind)
         if module.is_available():
             return kind, int(module.device_count())
@@ -419,8 +421,9 @@ def held_result(config, found, evidence=None):
 def single_node(config):
     mode = config.get("mode", "sweep")
     vendor = config.get("vendor", "cpu")
+    has_devices = vendor_module(vendor).HAS_DEVICES
     devices = None
-    if vendor in ("nvidia", "ascend"):
+    if has_devices:
         # Before torch is imported and a rank opens a device: is one of those the ranks would take someone else's
         # now (a job beside this check)? As many ranks as devices the tool lists, unless nproc says fewer.
         devices, _tool_error = read_devices(vendor)
@@ -443,7 +446,7 @@ def single_node(config):
             if kind == "cpu" else "device_id=%s" % first.get("device_id"))
     evidence = {"backend": first.get("backend"), "device_id": first.get("device_id"), "note": note,
                 "wall_s": wall}
-    if (errors or spawn_error) and vendor in ("nvidia", "ascend"):
+    if (errors or spawn_error) and has_devices:
         text = "\n".join(line for lines in errors.values() for line in lines) + "\n" + (spawn_error or "")
         found = held_after(vendor, text, visible_indices(vendor, world), devices=devices)
         if found:

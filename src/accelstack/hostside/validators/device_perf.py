@@ -6,25 +6,27 @@ and the NHC suites' GEMM and H2D/D2H checks, prove):
 - ``perf.matmul``: bf16 dense matmul TFLOP/s (n x n by n x n, 2 n^3 flops each);
 - ``perf.copy``: device-memory copy TB/s, read + write (2 x bytes per copy), as plain torch measures it;
 - ``perf.h2d`` / ``perf.d2h``: host-to-device and device-to-host GB/s from pinned memory;
-- ``perf.pcie``: the PCIe link's generation and width against its maximum, read from sysfs (and nvidia-smi,
-  which sees the device side of a passed-through GPU) while host-to-device copies are in flight: GPUs drop
-  their link generation when idle, so an idle reading below the maximum is only a warning, a loaded one a fail.
+- ``perf.pcie``: the PCIe link's generation and width against its maximum, read from sysfs (and from the vendor's
+  tool where it reads the link: nvidia-smi sees the device side of a passed-through GPU) while host-to-device copies
+  are in flight: GPUs drop their link generation when idle, so an idle reading below the maximum is only a
+  warning, a loaded one a fail.
 
 Timing as the plain-torch reference does: warm-up first, then the device's events (``Event(enable_timing=True)``
 from ``torch.get_device_module(kind)``) around N iterations; wall clock around a synchronize where a device module
-has no timing events. Floors per SKU come in the config (``device_rows`` from data/thresholds.yml): below a floor
+has no timing events. Floors per SKU come in the config (``device_rows`` from the vendor's floors.yml): below a floor
 fails, within ``device_margin`` above it warns, no floor is reported and not judged. The cpu stack: skip.
-Python 3.6 syntax; stdlib plus torch.
+The vendor's part (its torch plugin and device type, its tool's link read, who holds a device) comes from its
+host-side module (``vendors/<vendor>/hostside.py``). Python 3.6 syntax; stdlib plus torch.
 """
 
+import importlib
 import os
 import re
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, record
+from _common import main_entry, pick_row, record, vendor_module
 from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
 DEFAULTS = {"perf_matmul_n": 8192, "perf_copy_mb": 1024, "perf_transfer_mb": 256, "perf_iters": 20,
@@ -64,27 +66,6 @@ def parse_sysfs_link(values):
             "max_width": _int(values.get("max_link_width"))}
 
 
-def parse_smi_link(text):
-    """``nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max
-    --format=csv,noheader,nounits`` for one GPU -> link dict (``None`` where it says N/A)."""
-    cells = [c.strip() for c in (text or "").strip().splitlines()[-1:][0].split(",")] if (text or "").strip() else []
-    if len(cells) != 4:
-        return None
-    current_gen, max_gen, current_width, max_width = [_int(c) for c in cells]
-    return {"current_gen": current_gen, "max_gen": max_gen, "current_width": current_width, "max_width": max_width}
-
-
-def pick_row(rows, names, accelerator=""):
-    """The first per-SKU row one of whose ``match`` strings occurs in the accelerator var or a device name
-    (the same rule as device_health.py)."""
-    haystack = [n.lower() for n in list(names) + [accelerator or ""] if n]
-    for row in rows or []:
-        for needle in row.get("match") or []:
-            if any(needle.lower() in hay for hay in haystack):
-                return row
-    return None
-
-
 def judge_floor(check, values, floor, margin, unit, what, sku=None, estimate=False):
     """One record for a per-device figure: ``values`` {device: number, or an error string}. The slowest device
     is judged: below ``floor`` fails, within ``margin`` above it warns; no floor passes unjudged, saying so."""
@@ -102,7 +83,7 @@ def judge_floor(check, values, floor, margin, unit, what, sku=None, estimate=Fal
         return record(check, "error", summary + "; not measured on " + "; ".join(
             "%s: %s" % (d, e) for d, e in sorted(errors.items()))[:300], metrics)
     if floor is None:
-        why = "no floor for %s in data/thresholds.yml" % sku if sku else "unknown SKU: no per-SKU row matched"
+        why = "no floor for %s in its vendor's floors.yml" % sku if sku else "unknown SKU: no per-SKU row matched"
         return record(check, "pass", "%s; not judged: %s" % (summary, why), metrics)
     basis = " (an estimate)" if estimate else ""
     worst_device = min(figures, key=figures.get)
@@ -242,23 +223,14 @@ def read_sysfs_link(address, base=None):
     return parse_sysfs_link(values)
 
 
-def read_smi_link(address):
-    try:
-        proc = subprocess.run(["nvidia-smi", "--query-gpu=pcie.link.gen.current,pcie.link.gen.max,"
-                               "pcie.link.width.current,pcie.link.width.max", "--format=csv,noheader,nounits",
-                               "-i", ("0000" + address if len(address) == 12 else address).upper()],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return parse_smi_link(proc.stdout.decode("utf-8", "replace")) if proc.returncode == 0 else None
-
-
 def link_reader(vendor, address):
-    """A function reading the link now: nvidia-smi for a GPU (the device side; sysfs in a VM shows the emulated
-    port), sysfs otherwise or where nvidia-smi does not answer."""
+    """A function reading the link now: the vendor's tool where it reads one (nvidia-smi for a GPU: the device side;
+    sysfs in a VM shows the emulated port), sysfs otherwise or where the tool does not answer."""
+    module = vendor_module(vendor)
+
     def read():
-        link = read_smi_link(address) if vendor == "nvidia" else None
-        source = "nvidia-smi"
+        link = module.pcie_link(address)
+        source = module.TOOL
         if link is None or None in link.values():
             link, source = read_sysfs_link(address), "sysfs"
         link["under_load"], link["source"], link["address"] = True, source, address
@@ -268,8 +240,9 @@ def link_reader(vendor, address):
 
 def main(config):
     vendor = config.get("vendor") or "cpu"
-    if vendor == "cpu":
-        return [record("perf", "skip", "cpu stack: no device to measure")]
+    module = vendor_module(vendor)
+    if not module.HAS_DEVICES:
+        return [record("perf", "skip", "%s stack: no device to measure" % module.NAME)]
     settings = dict(DEFAULTS)
     settings.update(dict((k, config[k]) for k in DEFAULTS if config.get(k) is not None))
     # Before torch opens a device: a device another process holds (a job beside this check) is left alone.
@@ -280,13 +253,13 @@ def main(config):
         return [record("perf", "skip", skip_summary("every perf figure", found), evidence=skip_evidence(found))]
     try:
         import torch
-        if vendor == "ascend":
-            import torch_npu  # noqa: F401 - registers the npu device type
+        if module.TORCH_PLUGIN:
+            importlib.import_module(module.TORCH_PLUGIN)  # registers the vendor's device type (torch_npu: npu)
     except Exception as exc:  # a broken install raises more than ImportError
         return [record("perf", "error", "torch does not import in the stack's python: %s: %s"
                        % (type(exc).__name__, exc), remedy="inv provision --limit <host> installs the stack's pins")]
     # ``device_kind`` (default from the vendor) lets the tests drive this loop on torch's cpu device.
-    kind = config.get("device_kind") or ("npu" if vendor == "ascend" else "cuda")
+    kind = config.get("device_kind") or module.TORCH_DEVICE
     mod = device_module(torch, kind)
     count = mod.device_count() if mod.is_available() else 0
     if not count:

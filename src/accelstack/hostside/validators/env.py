@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for
+from _common import main_entry, results_for, vendor_module, vendor_modules
 
 SIOCGIFADDR = 0x8915
 IFF_UP = 0x1
@@ -139,16 +139,19 @@ def check_ifnames(env, config, ifaces):
 
 
 def check_visible(env, config):
+    """Every vendor's visible-devices variables (its host-side module's VISIBLE_DEVICES) that the env file sets:
+    device ids, each once, below the count; a vendor's UUID forms (VISIBLE_UUIDS) pass as they are, and a vendor
+    whose runtime stops at an id out of order (VISIBLE_ASCENDING) needs them ascending."""
     checks = []
     count = config.get("expect_devices")
-    for key in ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+    for module, key in [(m, k) for m in vendor_modules() for k in m.VISIBLE_DEVICES]:
         value = env.get(key)
         if value is None:
             continue
         name = "env.%s" % key.lower()
         items = value.split(",")
         evidence = {"variable": key, "value": value, "expect_devices": count}
-        if key == "CUDA_VISIBLE_DEVICES" and any(i.startswith(("GPU-", "MIG-")) for i in items):
+        if module.VISIBLE_UUIDS and any(i.startswith(module.VISIBLE_UUIDS) for i in items):
             checks.append(result("pass", "%s lists UUIDs: %s" % (key, value), evidence=evidence, check=name))
             continue
         if not all(re.match(r"^\d+$", i) for i in items):
@@ -160,8 +163,8 @@ def check_visible(env, config):
         problems = []
         if len(set(ids)) != len(ids):
             problems.append("duplicates")
-        if key == "ASCEND_RT_VISIBLE_DEVICES" and ids != sorted(ids):
-            problems.append("not ascending (torch_npu then counts 0 devices)")
+        if module.VISIBLE_ASCENDING and ids != sorted(ids):
+            problems.append("not ascending (%s then counts 0 devices)" % module.TORCH_PLUGIN)
         if count and any(i >= int(count) for i in ids):
             problems.append("ids beyond the %s device(s) the host has" % count)
         if problems:
@@ -197,7 +200,7 @@ def main(config):
         else:
             checks.append(result("pass", "%s is sourced by a login shell (%d exports)" % (env_file, len(exported)),
                                  {"exports": len(exported)}, evidence))
-    elif config.get("vendor", "cpu") == "cpu":
+    elif not vendor_module(config.get("vendor", "cpu")).HAS_DEVICES:
         checks.append(result("warn", "no env file at %s: the cpu stack runs without one, but nothing pins its "
                              "environment" % env_file, evidence={"env_file": env_file},
                              remedy="inv provision renders it; harmless on the cpu stack"))

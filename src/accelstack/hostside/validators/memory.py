@@ -2,8 +2,9 @@
 # Declared in accelstack/validate/checks/memory.py (tier, python, timeout, config keys, judge, help).
 """Memory: /dev/shm (DataLoader workers and NCCL/HCCL shared buffers live there), the memlock limit (RDMA
 registers memory: "ibv_reg_mr ... Cannot allocate memory"), and device memory held by processes that are not
-ours. The vendor tool's output is judged on the control side with the facts parsers; a vendor tool that is
-missing or fails makes ``memory.devices`` an ``error`` here already (nothing was measured).
+ours. The vendor tool's output (its host-side module's ``memory_evidence``) is judged on the control side with the
+vendor's parsers; a vendor tool that is missing or fails makes ``memory.devices`` an ``error`` here already (nothing
+was measured).
 
 ``ACCELSTACK_SIM_ROOT`` (unset on real hosts) prefixes ``/dev/shm``, as in network.py, for the unit tests.
 Stdlib only, Python 3.6 syntax.
@@ -15,28 +16,15 @@ import resource
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for, run_tool
+from _common import main_entry, results_for, vendor_module
 
 GIB = 1 << 30
 result = results_for("memory")
 SHM = "/dev/shm"
 
 
-def tool_failure(name, exit_status, output):
-    """The summary of a vendor tool that did not answer, or None when it did (exit 0)."""
-    if exit_status == 0:
-        return None
-    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
-    last = lines[-1] if lines else "no output"
-    if exit_status == 127:
-        return "%s is not installed (%s): device memory was not measured" % (name, last)
-    if exit_status == 124:
-        return "%s did not answer (%s): device memory was not measured" % (name, last)
-    return "%s failed (exit %d: %s): device memory was not measured" % (name, exit_status, last)
-
-
 def main(config):
-    vendor = config.get("vendor", "cpu")
+    vendor = vendor_module(config.get("vendor", "cpu"))
     checks = []
     min_shm = float(config.get("min_shm_gb") or 1.0)
     shm_path = os.environ.get("ACCELSTACK_SIM_ROOT", "").rstrip("/") + SHM
@@ -68,40 +56,26 @@ def main(config):
     lock_metrics = {"memlock_bytes": None if unlimited else soft}
     if unlimited:
         checks.append(result("pass", "memlock unlimited", lock_metrics, check="memory.memlock"))
-    elif vendor == "cpu":
-        checks.append(result("pass", "memlock %d KiB (no RDMA on the cpu stack)" % (soft // 1024), lock_metrics,
-                             check="memory.memlock"))
+    elif not vendor.HAS_DEVICES:
+        checks.append(result("pass", "memlock %d KiB (no RDMA on the %s stack)" % (soft // 1024, vendor.NAME),
+                             lock_metrics, check="memory.memlock"))
     else:
         checks.append(result("warn", "memlock is %d KiB: RDMA memory registration fails ('ibv_reg_mr ... Cannot "
                              "allocate memory', 'ibv_create_qp failed')" % (soft // 1024), lock_metrics,
                              remedy="set memlock unlimited in /etc/security/limits.d and the service or container "
                              "that starts training (ulimit -l unlimited)", check="memory.memlock"))
-    evidence = {}
-    if vendor == "nvidia":
-        evidence["command"] = "nvidia-smi --query-gpu=... ; nvidia-smi --query-compute-apps=..."
-        evidence["tool_exit"], evidence["tool_output"] = run_tool(
-            ["nvidia-smi", "--query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,"
-             "temperature.gpu,utilization.gpu", "--format=csv,noheader,nounits"])
-        evidence["apps_exit"], evidence["apps_output"] = run_tool(
-            ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader,"
-             "nounits"])
-    elif vendor == "ascend":
-        evidence["command"] = "npu-smi info"
-        evidence["tool_exit"], evidence["tool_output"] = run_tool(["npu-smi", "info"])
-    if evidence:
-        tool = "nvidia-smi" if vendor == "nvidia" else "npu-smi"
-        failed = tool_failure(tool, evidence["tool_exit"], evidence["tool_output"])
-        if failed is None and "apps_exit" in evidence:
-            failed = tool_failure(tool + " --query-compute-apps", evidence["apps_exit"], evidence["apps_output"])
-        if failed:
-            checks.append(result("error", failed, {}, evidence, "install or repair the driver so that %s answers "
-                                 "(inv provision %s--limit %s); a hung tool points at a wedged device"
-                                 % (tool, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
-                                    config.get("host") or "<host>"), check="memory.devices"))
-        else:
-            # Judged on the control side (accelstack.validate.results.refine_memory); provisional until then.
-            checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
-                                 check="memory.devices"))
+    # The vendor's tool reads (its host-side module's memory_evidence), judged on the control side
+    # (accelstack.validate.results.refine_memory, Vendor.device_memory); a read that failed measured nothing.
+    evidence, failed = vendor.memory_evidence()
+    if failed:
+        checks.append(result("error", failed, {}, evidence, "install or repair the driver so that %s answers "
+                             "(inv provision %s--limit %s); a hung tool points at a wedged device"
+                             % (vendor.TOOL, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
+                                config.get("host") or "<host>"), check="memory.devices"))
+    elif evidence:
+        # Judged on the control side (accelstack.validate.results.refine_memory); provisional until then.
+        checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
+                             check="memory.devices"))
     return checks
 
 

@@ -24,7 +24,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for, run_tool
+from _common import main_entry, results_for, run_tool, vendor_module
 
 CHECK = "hccn"
 HCCN_CONF = "/etc/hccn.conf"
@@ -188,14 +188,16 @@ def shown(parts):
 def main(config):
     vendor = config.get("vendor")
     host = config.get("host") or "<host>"
-    if vendor in ("cpu", "nvidia"):
+    # The vendor whose devices have RoCE device IPs (its host-side module's DEVICE_IPS: Ascend's hccn.conf); a config
+    # without a vendor looks for hccn_tool.
+    if vendor is not None and not vendor_module(vendor).DEVICE_IPS:
         return [result("skip", "not an Ascend host (%s stack): no NPU device IPs to check" % vendor)]
     conf_path = rooted(HCCN_CONF)
     candidates = hccn_tool_candidates()
     tool = find_tool(candidates, "hccn_tool")
     evidence = {"hccn_conf": conf_path, "hccn_tool": tool}
     if tool is None:
-        if vendor != "ascend":
+        if vendor is None:
             return [result("skip", "no Ascend driver here (no hccn_tool): no NPU device IPs to check",
                            evidence=evidence)]
         evidence["looked_in"] = candidates + ["$PATH"]

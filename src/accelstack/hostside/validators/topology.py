@@ -16,10 +16,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for
+from _common import main_entry, results_for, vendor_modules
 
-# PCI vendor:class prefixes: NVIDIA 3D/VGA controllers, Huawei processing accelerators (Ascend).
-ACCELERATORS = {("0x10de", "0x0302"), ("0x10de", "0x0300"), ("0x19e5", "0x1200")}
+
+def accelerators():
+    """PCI vendor:class prefixes of every vendor's accelerators (their host-side modules' PCI_ACCELERATORS: NVIDIA
+    3D/VGA controllers, Huawei processing accelerators)."""
+    return set(pair for module in vendor_modules() for pair in module.PCI_ACCELERATORS)
+
+
 result = results_for("topology")
 
 
@@ -43,9 +48,10 @@ def main(config):
                        "the validator runs in (-v /sys:/sys:ro)")]
     nodes = sorted(int(p.rsplit("node", 1)[1]) for p in glob.glob(sysfs("/sys/devices/system/node/node[0-9]*")))
     devices = {}
+    wanted_pci = accelerators()
     for dev in sorted(glob.glob(pci + "/*")):
         vendor, klass = read(dev + "/vendor"), read(dev + "/class")[:6]
-        if (vendor, klass) in ACCELERATORS:
+        if (vendor, klass) in wanted_pci:
             devices[os.path.basename(dev)] = int(read(dev + "/numa_node") or -1)
     nics = {}
     for net in sorted(glob.glob(sysfs("/sys/class/net/*"))):

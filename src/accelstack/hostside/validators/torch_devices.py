@@ -10,11 +10,12 @@ holder (``_holders.py``), never a fail. A torch (or torch_npu) that is not insta
 ``error``: the stack is not provisioned, nothing was measured. Stdlib only (plus torch), Python 3.6 syntax.
 """
 
+import importlib
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _common.py lies beside this script
-from _common import main_entry, results_for
+from _common import main_entry, results_for, vendor_module
 from _holders import held, held_after, read_devices, skip_evidence, skip_summary, visible_indices
 
 CHECK = "torch_devices"
@@ -24,16 +25,18 @@ result = results_for(CHECK)
 def torch_view(vendor):
     """Device type, count and a tiny op on device 0, through torch.accelerator where it exists.
 
-    On Ascend torch_npu must be imported first: it registers the npu device type that the generic API reports.
-    torch.cuda is never named here, so an NPU host is never asked about CUDA.
+    The vendor's torch plugin (its module's ``TORCH_PLUGIN``: torch_npu on Ascend) is imported first: it registers
+    the device type that the generic API reports. torch.cuda is never named here, so an NPU host is never asked
+    about CUDA.
     """
+    module = vendor_module(vendor)
     view = {"imported": False}
     try:
         import torch
         view["torch"] = torch.__version__
-        if vendor == "ascend":
-            import torch_npu
-            view["torch_npu"] = getattr(torch_npu, "__version__", None)
+        if module.TORCH_PLUGIN:
+            plugin = importlib.import_module(module.TORCH_PLUGIN)
+            view[module.TORCH_PLUGIN] = getattr(plugin, "__version__", None)
         view["imported"] = True
     except Exception as exc:  # an import failure is the finding
         view["import_error"] = "%s: %s" % (type(exc).__name__, exc)
@@ -49,7 +52,7 @@ def torch_view(vendor):
         view["count"] = int(accel.device_count()) if available else 0
     else:
         # torch before 2.6: the module behind the build's accelerator type.
-        kind = "npu" if vendor == "ascend" else ("cuda" if vendor == "nvidia" else None)
+        kind = module.TORCH_DEVICE
         module = torch.get_device_module(kind) if kind and hasattr(torch, "get_device_module") else None
         view["api"] = "torch.get_device_module(%r)" % kind
         view["type"] = kind if module is not None and module.is_available() else None
@@ -75,11 +78,12 @@ def provision_remedy(config):
 
 def main(config):
     vendor = config.get("vendor", "cpu")
+    module = vendor_module(vendor)
     expect = config.get("expect_devices")
     evidence = {}
     metrics = {}
     devices = None
-    if vendor in ("ascend", "nvidia"):
+    if module.HAS_DEVICES:
         # Before torch touches device 0: is it someone else's now? (The devices check reports a failing tool.)
         devices, tool_error = read_devices(vendor)
         if devices is not None:
@@ -93,25 +97,24 @@ def main(config):
     view = torch_view(vendor)
     evidence["torch"] = view
     metrics["torch_devices"] = view.get("count")
-    env_lists = {k: os.environ.get(k) for k in ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
-                 if os.environ.get(k) is not None}
+    env_lists = {k: os.environ.get(k) for k in module.VISIBLE_DEVICES if os.environ.get(k) is not None}
     if env_lists:
         evidence["visible_devices"] = env_lists
     if not view["imported"]:
-        if view.get("missing_module") in ("torch", "torch_npu"):
+        if view.get("missing_module") in ("torch", module.TORCH_PLUGIN):
             return [result("error", "%s is not installed in the stack's python (%s): the stack is not provisioned, "
                            "devices were not checked through torch" % (view["missing_module"], sys.executable),
                            metrics, evidence, provision_remedy(config))]
         return [result("fail", "torch does not import: %s" % view.get("import_error"), metrics, evidence,
                        provision_remedy(config))]
-    if vendor == "cpu":
+    if not module.HAS_DEVICES:
         if expect:
-            return [result("fail", "the cpu stack sees no accelerator but %s are expected" % expect, metrics,
-                           evidence, "set expect_devices: 0 for this host, or give it an accelerator stack")]
-        return [result("pass", "cpu stack: torch %s imports; no accelerator expected" % view.get("torch"),
+            return [result("fail", "the %s stack sees no accelerator but %s are expected" % (module.NAME, expect),
+                           metrics, evidence, "set expect_devices: 0 for this host, or give it an accelerator stack")]
+        return [result("pass", "%s stack: torch %s imports; no accelerator expected" % (module.NAME, view.get("torch")),
                        metrics, evidence)]
     count = view.get("count") or 0
-    tool = "npu-smi" if vendor == "ascend" else "nvidia-smi"
+    tool = module.TOOL
     tool_count = metrics.get("tool_devices")
     if count:
         tiny_op(view)
@@ -130,7 +133,7 @@ def main(config):
     if tool_count is not None and count != tool_count and not env_lists:
         if count == 0:
             # The hardware answers and torch sees nothing: the python side, not the device, is what to fix.
-            backend = "torch_npu (imported before torch's device API)" if vendor == "ascend" else "a CUDA build"
+            backend = module.TORCH_BUILD
             remedy = ("torch %s in the stack's python has no %s backend; it needs %s: inv provision --limit %s "
                       "installs the stack's pins" % (view.get("torch") or "?", vendor, backend,
                                                       config.get("host") or "<host>"))

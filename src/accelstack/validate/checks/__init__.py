@@ -36,7 +36,7 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # What the run adds to the host config for every script it runs (accelstack.validate.host.run_script): a script
 # may declare these beside the host config's keys.
 RUN_KEYS = ("mode", "collectives", "deadline_s")
-# The ``full`` tier runs the standard checks with bigger sweeps (validate.config.SWEEPS): no check is full-only yet.
+# The ``full`` tier runs the standard checks with bigger sweeps (each vendor's Vendor.sweep): no check is full-only yet.
 FULL_TIER = "the standard checks with bigger collective sweeps"
 
 
