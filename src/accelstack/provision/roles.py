@@ -7,6 +7,8 @@ name, so a site edits a copy there.
 
     vendors: [ascend]          # stacks this role applies to (a vendor's name: accelstack.vendors; "any" for all)
     after: [ascend_driver]     # ordering: run after these roles when they are selected too
+    before: [python_env]       # ... and before these: a vendor's roles order themselves around the shared ones
+                               # without editing them
     depends: [python_env]      # these roles must be selected too, else the configuration is refused
 
 ``tasks.yml`` is a list of steps; every string in a step is a jinja2 template over the host's variables and
@@ -68,6 +70,7 @@ class Role:
     path: Path
     vendors: tuple[str, ...] = (ANY,)
     after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
     depends: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     steps: list[StepSpec] = field(default_factory=list)
@@ -113,6 +116,7 @@ def load_role(path: Path) -> Role:
             raise ConfigError(f"vendors: {unknown[0]!r} is not one of {', '.join((*vendor_names(), ANY))}",
                               where=where)
         role.after = _names(meta.get("after"), where, "after")
+        role.before = _names(meta.get("before"), where, "before")
         role.depends = _names(meta.get("depends"), where, "depends")
     defaults = _load_optional(path / "defaults.yml")
     if defaults is not None:
@@ -228,6 +232,12 @@ def select_roles(roles: dict[str, Role], vendor: str, wanted: list[str] | None =
 def _toposort(chosen: dict[str, Role]) -> list[Role]:
     order: list[Role] = []
     state: dict[str, str] = {}
+    # A role's `before` is the other role's `after`: a vendor's roles come ahead of the shared ones they name.
+    ahead: dict[str, list[str]] = {name: [] for name in chosen}
+    for role in chosen.values():
+        for later in role.before:
+            if later in ahead:
+                ahead[later].append(role.name)
 
     def visit(name: str, trail: list[str]) -> None:
         if state.get(name) == "done":
@@ -237,7 +247,7 @@ def _toposort(chosen: dict[str, Role]) -> list[Role]:
                               where=str(chosen[name].path / "meta.yml"))
         state[name] = "visiting"
         role = chosen[name]
-        for before in (*role.depends, *role.after):
+        for before in (*role.depends, *role.after, *sorted(ahead[name])):
             if before in chosen:
                 visit(before, trail + [name])
         state[name] = "done"

@@ -754,14 +754,14 @@ def _check_torch_variant(c: Mapping[str, str], matrix: Matrix, t: ToolkitRules, 
             symptom=symptom_cpu))
         return out
     tagged = _toolkit_of_tag(tag, t.tag_prefix) if tag else None
-    if tagged and parse_version(tagged) != parse_version(built):
+    if tagged and not _same_release(tagged, built):
         out.append(_violation(
             rule, f"torch {torch} is the {t.label} {tagged} build, but {t.torch_build} says {built}",
             _UNSOURCED, components=("torch", t.torch_build),
             nearest=(f"torch {public(torch)}+{t.tag_prefix}{_tag_of(built, t)} for {t.label} {built}",
                      f"or {t.torch_build} {tagged} for torch {torch}")))
-    if row and not any(release_prefix(built, v) for v in row.toolkit):
-        others = [r.torch for r in matrix.table(f"torch_{t.toolkit}") if any(release_prefix(built, v) for v in r.toolkit)]
+    if row and not any(_same_release(built, v) for v in row.toolkit):
+        others = [r.torch for r in matrix.table(f"torch_{t.toolkit}") if any(_same_release(built, v) for v in r.toolkit)]
         nearest = [f"{t.label} variants of torch {row.torch}: {', '.join(row.toolkit)}"]
         if others:
             nearest.append(f"torch series with a {t.label} {built} wheel: {', '.join(_sorted_unique(others))}")
@@ -779,6 +779,13 @@ def _check_torch_variant(c: Mapping[str, str], matrix: Matrix, t: ToolkitRules, 
                 fact, components=(t.torch_build, t.toolkit), severity="warning",
                 nearest=(f"{t.toolkit} {_series(built)} toolkit, or a torch wheel for {t.label} {_series(toolkit)}",)))
     return out
+
+
+def _same_release(a: str, b: str) -> bool:
+    """Whether two readings of a toolkit release agree at the precision of the less precise one: torch's
+    ``torch.version.hip`` says ``6.2`` for the wheel tagged ``+rocm6.2.4`` (CUDA's readings have one precision, so
+    for them this is equality)."""
+    return release_prefix(a, b) or release_prefix(b, a)
 
 
 def _tag_of(version: str, t: ToolkitRules) -> str:
