@@ -150,6 +150,15 @@ def own_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
         lab.down()
 
 
+def bin_dir(tmp_path: Path) -> Path:
+    """``tmp_path/bin``, with ``python3`` in it: the PATH of a validator run against simulated vendor tools."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    if not (folder / "python3").exists():
+        (folder / "python3").symlink_to(sys.executable)
+    return folder
+
+
 def load_validator(name: str) -> ModuleType:
     """``hostside/validators/<name>.py`` imported as a module, so its pure parsers and judgements are testable
     (the scripts are files the hosts run, not modules of the package)."""

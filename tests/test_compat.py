@@ -47,12 +47,14 @@ def _restack(name: str, **pins: str):  # type: ignore[no-untyped-def]
 def test_every_row_has_a_source_and_known_confidence() -> None:
     matrix = load_matrix()
     tables = [matrix.torch_npu, matrix.python, matrix.cann_hdk, matrix.cann_internal, matrix.same_release,
-              *(matrix.table(name) for name in ("cuda_driver", "cuda_family", "torch_cuda", "nccl", "device_cuda"))]
+              *(matrix.table(name) for name in ("cuda_driver", "cuda_family", "torch_cuda", "nccl", "device_cuda",
+                                                "torch_rocm", "device_rocm"))]
     assert all(tables)
     for table in tables:
         for row in table:
             assert row.fact.source and row.fact.source_id in matrix.sources
-            assert row.fact.where.startswith(("ascend.yml:", "nvidia.yml:"))
+            # the project's compat/<vendor>.yml, or the compat.yml a vendor ships in its folder (AMD's)
+            assert row.fact.where.startswith(("ascend.yml:", "nvidia.yml:", "compat.yml:"))
 
 
 def test_uncertain_rows_are_marked() -> None:

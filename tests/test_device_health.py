@@ -20,7 +20,7 @@ from accelstack.validate.device_floors import load_device_floors
 from accelstack.vendors.ascend.parsers import parse_npu_smi_info
 from accelstack.vendors.nvidia.parsers import parse_nvidia_smi_xml
 
-from .labtools import load_validator, load_vendor_hostside
+from .labtools import bin_dir, load_validator, load_vendor_hostside
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -279,14 +279,6 @@ def test_registered_health_with_the_system_python_and_3_6_grammar() -> None:
 
 # ----- the script, run for real against the simulated tools -----
 
-def bin_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "bin"
-    folder.mkdir(exist_ok=True)
-    if not (folder / "python3").exists():
-        (folder / "python3").symlink_to(sys.executable)
-    return folder
-
-
 def put_tool(folder: Path, name: str, source: str, **tokens: str) -> None:
     text = (HOSTSIDE / source).read_text()
     for key, value in tokens.items():
@@ -409,7 +401,8 @@ def test_script_skips_hosts_without_accelerators(tmp_path: Path) -> None:
     checks = run_health(tmp_path, {"host": "n1", "vendor": "cpu"})
     assert checks["health"]["status"] == "skip" and "cpu stack" in checks["health"]["summary"]
     checks = run_health(tmp_path, {"host": "n1"})  # no stack named and no vendor tool on the host
-    assert checks["health"]["status"] == "skip" and "no npu-smi or nvidia-smi" in checks["health"]["summary"]
+    assert checks["health"]["status"] == "skip" and "on this host: no accelerator" in checks["health"]["summary"]
+    assert all(tool in checks["health"]["summary"] for tool in ("amd-smi", "npu-smi", "nvidia-smi"))
 
 
 @pytest.fixture()

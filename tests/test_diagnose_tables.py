@@ -20,6 +20,9 @@ TABLE_IDS = sorted({row.table for row in TABLES.rows})
 # The first finding each family's excerpt gives: (row id, cause, actor). ascend-cann's codes are findings of their
 # own (ascend-<code>); every other table names the cause of the failure the log's structure shows.
 EXPECTED = {
+    "amdgpu-kernel": ("amdgpu-kernel:uncorrectable hardware errors detected", "device-hardware", "node"),
+    "hip-runtime": ("hip-runtime:hipErrorInvalidDeviceFunction", "torch-build-mismatch", "config"),
+    "rccl": ("rccl:HIP failure", "nccl-internal", "node"),
     "ascend-acl": ("ascend-acl:ACL_ERROR_RT_AICORE_EXCEPTION", "device-assert", "job"),
     "ascend-cann": ("ascend-EJ0001", "device-busy", "node"),
     "compilers": ("compilers:BackendCompilerFailed", "compile-error", "job"),

@@ -110,8 +110,10 @@ def test_no_accelerators_here_is_data_not_a_crash(local_facts: Facts) -> None:
     assert set(components) == {
         "python", "torch", "torch_npu", "torch_cuda", "ascend_driver", "ascend_firmware",
         "cann_toolkit", "cann_kernels", "nnal", "nvidia_driver", "cuda", "nccl", "system_nccl",
+        "torch_rocm", "amdgpu_driver", "rocm",
     }  # fmt: skip
     assert components["ascend_driver"] is None and components["nvidia_driver"] is None
+    assert components["amdgpu_driver"] is None and facts.section("amd") is None  # no AMD GPU, no ROCm here
     summary = facts.summary()
     assert f"{facts.cpus} CPUs" in summary and "0 accelerators" in summary and "torch 2.13.0" in summary
 

@@ -12,7 +12,7 @@ from accelstack.stacks import COMPONENTS, list_stacks, load_stack, preflight_sta
 
 SHIPPED = [
     "ascend-910b-cann8.0.rc2", "ascend-910b-cann8.0.0", "ascend-910b-cann8.1.rc1", "ascend-910b-cann8.2.rc1",
-    "nvidia-cuda12.4", "nvidia-cuda12.8", "nvidia-cuda13.0", "cpu",
+    "nvidia-cuda12.4", "nvidia-cuda12.8", "nvidia-cuda13.0", "amd-mi300x-rocm6.2", "cpu",
 ]
 
 

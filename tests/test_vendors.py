@@ -127,7 +127,7 @@ def test_every_vendor_folder_is_a_vendor_found_by_its_name() -> None:
 def test_an_unknown_vendor_is_one_clear_error_naming_the_known_ones() -> None:
     from accelstack.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="vendor 'huawei' is not one of ascend, nvidia, cpu"):
+    with pytest.raises(ConfigError, match=f"vendor 'huawei' is not one of {', '.join(vendor_names())}$"):
         get_vendor("huawei")
     with pytest.raises(ConfigError):
         get_vendor(None)
@@ -169,10 +169,15 @@ def test_a_vendors_own_compat_rows_count_unless_the_project_has_its_file(tmp_pat
     root = tmp_path / "project"
     (root / "compat").mkdir(parents=True)
     shutil.copy(project_root() / "compat" / "ascend.yml", root / "compat" / "ascend.yml")
-    assert matrix_files(root) == [root / "compat" / "ascend.yml"] and not load_matrix(root).table("cuda_driver")
+    # Every other vendor's own rows (AMD ships its compat.yml in its folder) come after the project's files.
+    others = [path for v in vendors() if v.name != "nvidia" and (path := v.compat_file(root)) is not None
+              and path.parent != root / "compat"]
+    assert matrix_files(root) == [root / "compat" / "ascend.yml", *others]
+    assert not load_matrix(root).table("cuda_driver")
     shipped = (project_root() / "compat" / "nvidia.yml").read_text()
     (nvidia_folder / "compat.yml").write_text(shipped)
-    assert matrix_files(root) == [root / "compat" / "ascend.yml", nvidia_folder / "compat.yml"]
+    assert sorted(matrix_files(root)) == sorted([root / "compat" / "ascend.yml", nvidia_folder / "compat.yml",
+                                                 *others])
     assert load_matrix(root).table("cuda_driver")  # the vendor's rows are read
     # A site's compat/nvidia.yml replaces the vendor's rows: an operator adds rows there.
     (root / "compat" / "nvidia.yml").write_text(shipped.replace('{cuda: "12.0", driver: 525.60.13,',
@@ -199,7 +204,7 @@ def test_a_vendors_own_roles_are_found_unless_the_project_has_one_of_that_name(t
     (root / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [nvidia]\n")
     assert load_roles(root)["gpu_driver"].path == root / "roles" / "gpu_driver"  # the site's copy wins
     (root / "roles" / "gpu_driver" / "meta.yml").write_text("vendors: [huawei]\n")
-    with pytest.raises(ConfigError, match="vendors: 'huawei' is not one of ascend, nvidia, cpu, any"):
+    with pytest.raises(ConfigError, match=f"vendors: 'huawei' is not one of {', '.join(vendor_names())}, any"):
         load_roles(root)
 
 

@@ -36,11 +36,12 @@
 set -f
 M=@@accelstack-probe@@
 ON_PATH=
+AMD_SEEN=
 TO=$1 STACK_TO=$2 ROOT=$3 PY=$4 STACK_SNIPPET=$5 NET_SNIPPET=$6 SCOPE=$7
 shift 7
 LC_ALL=C LANG=C
 export LC_ALL LANG
-EXTRA_DIRS=/usr/local/bin:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/cuda/bin:/usr/local/nvidia/bin
+EXTRA_DIRS=/usr/local/bin:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/cuda/bin:/usr/local/nvidia/bin:/opt/rocm/bin
 NL='
 '
 
@@ -460,6 +461,7 @@ probe() {
             read -r vendor <"$dev/vendor"
             case $vendor in
             0x10de | 0x10DE | 0x19e5 | 0x19E5) ;;
+            0x1002) AMD_SEEN=yes ;;
             *) continue ;;
             esac
             device= class= numa=
@@ -578,6 +580,21 @@ CACHE
     done
     set -f
     [ "$SCOPE" = components ] || tool npu_smi "$TO" npu-smi info
+
+    # AMD: the DKMS amdgpu module's version and ROCm's release file; amd-smi (a python program: about a second) only
+    # for "host", where it is installed or an AMD GPU is on the bus (its absence is then worth reporting), and
+    # rocm-smi where amd-smi is not there (ROCm before 6.0).
+    for path in /sys/module/amdgpu/version /opt/rocm/.info/version; do put_file "$path" small; done
+    if [ "$SCOPE" != components ]; then
+        find_tool amd-smi
+        if [ -n "$T" ] || [ -n "$AMD_SEEN" ]; then
+            tool amd_smi_static "$TO" amd-smi static --json
+            if [ "$rc" = missing ]; then
+                find_tool rocm-smi
+                [ -z "$T" ] || tool rocm_smi "$TO" rocm-smi --showproductname --showdriverversion --json
+            fi
+        fi
+    fi
 
     # The python3 on PATH, which the validators run on, without starting an interpreter; then the stack's python.
     ON_PATH=path
