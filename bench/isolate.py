@@ -29,7 +29,6 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.lab import Lab, salted  # noqa: E402
 from accelstack.transport.context import resolve_contexts  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
 from accelstack.validate import validate_inventory  # noqa: E402
@@ -37,6 +36,7 @@ from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
+from accelstack_lab import Lab, salted  # noqa: E402
 from tests.labtools import install_venv  # noqa: E402
 
 TAG, SUBNET = salted("aci", "10.227")

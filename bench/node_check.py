@@ -1,7 +1,7 @@
 """What ``accelstack node-check`` costs a node, per tier: wall time and CPU seconds (the command and everything it
 starts), beside what a node would run instead, and where the health tier's CPU goes.
 
-The node is a SIMULATED 8-GPU H100 node (``accelstack.lab.simulated.gpu_node``: the lab's simulated ``nvidia-smi``,
+The node is a SIMULATED 8-GPU H100 node (``accelstack_lab.simulated.gpu_node``: the lab's simulated ``nvidia-smi``,
 which is a python script, so each call costs a python start that the real tool does not; a kernel log without
 Xids), with the node file provisioning renders for an NVIDIA stack. What a node has that this machine does not, it
 is given: the loaded driver's ``/proc/driver/nvidia/version`` (a tmpfs over ``/proc/driver`` in a mount namespace of
@@ -46,10 +46,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 
 from _node_cpu import SPLIT, split_parts  # noqa: E402
 
-from accelstack.lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
+from accelstack_lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
 
 # The health tier's checks each in an interpreter of its own: the run as it was before they shared one.
 ONE_BY_ONE = ("import sys; import accelstack.validate.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "

@@ -52,8 +52,8 @@ def main() -> int:
     if args.tiny:
         return tiny()
 
-    from accelstack.lab import Lab, salted
-    from accelstack.lab.simulated import build_lab_repository
+    from accelstack_lab import Lab, salted
+    from accelstack_lab.simulated import build_lab_repository
 
     root = Path(tempfile.mkdtemp(prefix="acq-"))
     (root / "inventories").mkdir()

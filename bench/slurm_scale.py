@@ -65,12 +65,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 sys.path.insert(0, str(HERE))
 
 from fanout import compile_bytecode, hosts_cpu_s  # noqa: E402
 
-from accelstack.lab import Lab  # noqa: E402
-from accelstack.lab.slurm import WRAPPER, SlurmLab  # noqa: E402
+from accelstack_lab import Lab  # noqa: E402
+from accelstack_lab.slurm import WRAPPER, SlurmLab  # noqa: E402
 
 TAG, SUBNET = "acm", "10.225"
 PROJECT_NODES = 1000

@@ -13,10 +13,10 @@ import pytest
 
 from accelstack.errors import ConfigError
 from accelstack.facts.parsers import parse_npu_smi_info, parse_nvidia_smi_xml
-from accelstack.lab.simulated import drop_device_command
-from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
+from accelstack_lab.simulated import drop_device_command
+from accelstack_lab.simulated.hostside import install
 
 from .labtools import load_validator
 
@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parent / "data"
 H100_XML = (DATA / "h100" / "nvidia_smi_q_x_h100_580.159.04.xml").read_text()
 A100_XML = (DATA / "captures" / "derived_nvidia_smi_q_x_a100_535.54.03.xml").read_text()
 NPU_TABLE = (DATA / "captures" / "npu_smi_info_910b3_a2_25.2.0.txt").read_text()
-HOSTSIDE = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
+HOSTSIDE = REPO / "accelstack_lab" / "simulated" / "hostside"
 NVIDIA_FLOORS = load_device_floors(vendor="nvidia")
 
 

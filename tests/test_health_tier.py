@@ -1,5 +1,5 @@
 """The health tier (node-check's default, what Slurm's HealthCheckProgram runs beside jobs) and a device that another
-process holds, on a simulated GPU node (``accelstack.lab.simulated.gpu_node``: the lab's simulated nvidia-smi on a
+process holds, on a simulated GPU node (``accelstack_lab.simulated.gpu_node``: the lab's simulated nvidia-smi on a
 PATH of its own): no torch is imported and no device is opened; the checks of one python run in one interpreter
 reading each vendor tool once, with the records each gives alone; a device held by someone else (a listed process,
 an exclusive compute mode, memory in use by an unlisted one; after the fact "busy or unavailable" or out of memory
@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from accelstack.inventory import Host
-from accelstack.lab.simulated.gpu_node import SimulatedGpuNode, make_gpu_node
 from accelstack.nodecheck import load_node_file, node_context
 from accelstack.transport.connection import LocalTransport
 from accelstack.validate.host import host_groups, run_host, tier_config
 from accelstack.validate.registry import load_registry, select, validators_dir
 from accelstack.validate.thresholds import load_thresholds
+from accelstack_lab.simulated.gpu_node import SimulatedGpuNode, make_gpu_node
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"

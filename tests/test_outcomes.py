@@ -153,7 +153,7 @@ def write_tools(bin_dir: Path, tools: dict[str, list[dict[str, Any]]]) -> None:
 
 @pytest.fixture(scope="session")
 def ascend_driver_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from accelstack.lab.simulated import packages
+    from accelstack_lab.simulated import packages
 
     path = tmp_path_factory.mktemp("outcome-driver") / "driver.run"
     path.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
@@ -421,8 +421,8 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
     naming the tmpfs); lab3's folder does not exist (fail, and still does not exist after the check); lab4's
     sshd is stopped (one connect error, no per-check records)."""
     from accelstack.inventory import load_inventory
-    from accelstack.lab import Lab
     from accelstack.validate import validate_inventory
+    from accelstack_lab import Lab
 
     lab: Lab = healthy_lab
     path = lab_inventory(lab, tmp_path, {"lab2": {"checkpoint_fs": "lustre"},

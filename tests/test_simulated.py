@@ -1,4 +1,4 @@
-"""The lab's SIMULATED vendor packages and artifact repository (accelstack.lab.simulated).
+"""The lab's SIMULATED vendor packages and artifact repository (accelstack_lab.simulated).
 
 Every installer runs for real (sh + the payload's python) under ACCELSTACK_SIM_ROOT, a temporary root, so no
 test touches this machine's /usr/local or /etc.
@@ -20,7 +20,7 @@ import yaml
 
 from accelstack.facts import parsers
 from accelstack.facts.parsers import parse_hccn_conf
-from accelstack.lab.simulated import (
+from accelstack_lab.simulated import (
     COMPONENTS,
     FAULT_FIXTURE_CANN,
     build_lab_repository,

@@ -334,8 +334,8 @@ def test_storage_warns_when_a_save_outlasts_the_collective_timeout(tmp_path: Pat
 
 
 def test_libraries_fails_with_the_remedy_on_a_library_lacking_the_symbol(tmp_path: Path) -> None:
-    pytest.importorskip("accelstack.lab.simulated.native")
-    from accelstack.lab.simulated import native, versions
+    pytest.importorskip("accelstack_lab.simulated.native")
+    from accelstack_lab.simulated import native, versions
 
     try:
         data = native.compile_shared(native.hccl_source(versions.FAULT_FIXTURE_CANN), "libhccl.so")
@@ -361,7 +361,7 @@ HCCN_TOOL = "usr/local/Ascend/driver/tools/hccn_tool"
 
 @pytest.fixture(scope="module")
 def ascend_driver_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from accelstack.lab.simulated import packages
+    from accelstack_lab.simulated import packages
 
     path = tmp_path_factory.mktemp("simdriver") / "driver.run"
     path.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
@@ -473,7 +473,7 @@ def test_hccn_fails_on_a_device_missing_from_hccn_conf(ascend_root: Path, tmp_pa
 
 
 def test_hccn_fails_on_a_device_hccn_tool_no_longer_knows(ascend_root: Path, tmp_path: Path) -> None:
-    from accelstack.lab.simulated import drop_device_command
+    from accelstack_lab.simulated import drop_device_command
 
     subprocess.run(["sh", "-c", drop_device_command(1, root=str(ascend_root), python=sys.executable)], check=True)
     check = run_hccn(ascend_root, tmp_path)

@@ -35,7 +35,8 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
 
 
 def _add_module(root: Collection, name: str) -> None:
-    module: Any = importlib.import_module(f"{__name__}.{name}")
+    # The lab left the package (accelstack_lab, in a checkout): its tasks come from there.
+    module: Any = importlib.import_module("accelstack_lab.tasks" if name == "lab" else f"{__name__}.{name}")
     if name == "facts":
         root.add_task(module.facts)
     elif name == "diagnose":

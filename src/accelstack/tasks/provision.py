@@ -84,7 +84,8 @@ def set_of(names: list[str]) -> frozenset[str]:
 def build(c: Any, dest: str | None = None, stack: list[str] | None = None, torch_wheel: str | None = None,
           with_deps: bool = True) -> int:
     """Build the lab's artifact repository: SIMULATED vendor packages, the real torch CPU wheel, manifest.yml."""
-    from ..lab.simulated import build_lab_repository
+    from accelstack_lab.simulated import build_lab_repository
+
     from ..paths import project_root
     from ..provision.artifacts import add_dependency_wheels
 

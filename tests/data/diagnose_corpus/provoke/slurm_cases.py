@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from accelstack.lab import Lab
-from accelstack.lab.slurm import SlurmLab, _read_pid, _session_members
+from accelstack_lab import Lab
+from accelstack_lab.slurm import SlurmLab, _read_pid, _session_members
 
 SHORT = ("for i in 1 2 3 4 5; do echo \"[$(hostname)] step $i loss 2.$((RANDOM % 1000)) lr 3.0e-04\"; sleep 1; done; "
          "echo \"[$(hostname)] training finished, checkpoint saved\"")

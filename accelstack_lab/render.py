@@ -1,4 +1,4 @@
-"""A person's view of the lab: one row per host of :meth:`accelstack.lab.Lab.status`."""
+"""A person's view of the lab: one row per host of :meth:`accelstack_lab.Lab.status`."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ...errors import ConfigError
+from accelstack.errors import ConfigError
+
 from . import versions
 
 HCCL_E_NOT_SUPPORT = 5
@@ -28,7 +29,7 @@ def hccl_source(cann_version: str) -> str:
     lines = [
         f"/* Simulated libhccl.so for the accelstack lab, CANN {cann_version} (simulated): NOT Huawei HCCL. */",
         f"/* HcclCommInitRootInfoConfig exported: {versions.cann_exports_rootinfo_config(cann_version)} "
-        f"(rule: accelstack.lab.simulated.versions.ROOTINFO_CONFIG_FIRST_CANN). */",
+        f"(rule: accelstack_lab.simulated.versions.ROOTINFO_CONFIG_FIRST_CANN). */",
         "typedef int HcclResult;",
         "const char accelstack_simulated_cann_version[] = " + _c_string(f"{cann_version} (simulated)") + ";",
         "const char *HcclGetErrorString(int code) { (void)code; "

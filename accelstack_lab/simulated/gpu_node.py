@@ -88,9 +88,9 @@ def render_node_file(path: Path, *, stack: str, node: str, values: dict[str, Any
                      runs_dir: Path) -> Path:
     """The node file ``inv provision`` renders (``templates/node.yml.j2``) for ``node`` on ``stack``, with the
     inventory vars ``values`` (``stack_python``, ``expect_devices``, ``accelerator``, ...)."""
-    from ...paths import project_root
-    from ...provision.templating import render_template, template_environment
-    from ...stacks import load_stack
+    from accelstack.paths import project_root
+    from accelstack.provision.templating import render_template, template_environment
+    from accelstack.stacks import load_stack
 
     the_stack = load_stack(stack)
     context = {**values, "inventory_hostname": node, "stack": the_stack, "paths": the_stack.paths,

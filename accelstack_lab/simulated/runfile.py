@@ -17,7 +17,7 @@ FIXED_MTIME = 1_700_000_000  # any fixed instant: only determinism matters
 HEADER_TEMPLATE = """#!/bin/sh
 # {label}
 # SIMULATED package for the accelstack lab: not a vendor installer. It installs simulated files at the
-# vendor's paths; see accelstack.lab.simulated. Version: {version} (simulated).
+# vendor's paths; see accelstack_lab.simulated. Version: {version} (simulated).
 ACCELSTACK_SIM_LABEL='{label}'
 ACCELSTACK_SIM_SHA256='{sha256}'
 ACCELSTACK_SIM_OFFSET={offset:010d}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import formats, native, runfile, versions
 
-HOSTSIDE = "accelstack.lab.simulated.hostside"
+HOSTSIDE = "accelstack_lab.simulated.hostside"
 CHIP_FAMILY = "910b"
 
 
@@ -64,7 +64,7 @@ def _hostside(name: str) -> bytes:
 
 
 def _readme(what: str) -> str:
-    return (f"SIMULATED {what} installed by the accelstack lab (accelstack.lab.simulated).\n"
+    return (f"SIMULATED {what} installed by the accelstack lab (accelstack_lab.simulated).\n"
             "Nothing here drives hardware; the version files follow the vendor's formats.\n")
 
 

@@ -9,9 +9,10 @@ from typing import Any
 from invoke import Collection
 from rich.console import Console
 
-from ..lab import FAULT_KINDS, Lab
-from ..lab.render import status_table
-from .common import boundary, task
+from accelstack.tasks.common import boundary, task
+
+from . import FAULT_KINDS, Lab
+from .render import status_table
 
 
 @task(help={"hosts": "how many hosts, 1-256 (default 4)", "stack": "stack the lab inventory names (default cpu)",
@@ -25,8 +26,9 @@ def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = 
 
     The inventory names the lab's artifact repository, so `inv provision --inventory lab` works next.
     """
-    from ..lab.simulated.repository import ensure_lab_repository
-    from ..paths import project_root
+    from accelstack.paths import project_root
+
+    from .simulated.repository import ensure_lab_repository
 
     count = 4 if hosts is None else int(hosts)
     lab = Lab()
@@ -41,7 +43,7 @@ def up(c: Any, hosts: int | None = None, stack: str = "cpu", repo: str | None = 
     made = lab.up(count, stack=stack, artifact_repo=location)
     Console().print(f"lab: {len(made)} host(s) up; inventory {lab.inventory} (artifact_repo {location})")
     if slurm:
-        from ..lab.slurm import SlurmLab
+        from .slurm import SlurmLab
 
         slurm_lab = SlurmLab(lab)
         nodes = slurm_lab.up(stack=stack)

@@ -24,9 +24,10 @@ from typing import Any
 
 import yaml
 
-from ...errors import ConfigError
-from ...paths import project_root
-from ...provision.artifacts import sha256_file
+from accelstack.errors import ConfigError
+from accelstack.paths import project_root
+from accelstack.provision.artifacts import sha256_file
+
 from . import packages, versions, wheel
 
 MANIFEST = "manifest.yml"
@@ -244,7 +245,7 @@ def write_manifest(dest: Path, entries: list[Entry]) -> Path:
     path = dest / MANIFEST
     body = yaml.safe_dump({"artifacts": [e.as_dict() for e in sorted(entries, key=lambda e: e.file)]},
                           sort_keys=False)
-    text = ("# The accelstack lab's artifact repository (accelstack.lab.simulated.build_lab_repository).\n"
+    text = ("# The accelstack lab's artifact repository (accelstack_lab.simulated.build_lab_repository).\n"
             "# simulated: true marks a SIMULATED lab-only package; never part of a production stack.\n" + body)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return path
@@ -292,8 +293,8 @@ _PACKAGED = frozenset({"ascend_driver", "ascend_firmware", "cann_toolkit", "cann
 
 def repository_covers(dest: Path, stacks: list[str], stacks_dir: Path | None = None) -> bool:
     """Whether the repository in ``dest`` already holds every lab package the stacks pin, torch included."""
-    from ...errors import AccelstackError
-    from ...provision.artifacts import parse_manifest
+    from accelstack.errors import AccelstackError
+    from accelstack.provision.artifacts import parse_manifest
 
     manifest = Path(dest) / "manifest.yml"
     if not manifest.is_file():
@@ -315,7 +316,7 @@ def repository_covers(dest: Path, stacks: list[str], stacks_dir: Path | None = N
 def ensure_lab_repository(dest: Path, stack: str) -> tuple[Path, bool]:
     """The lab's repository in ``dest``, built for ``stack`` (with torch's dependency wheels) only when it does
     not hold that stack's packages yet. Returns the folder and whether it was built now."""
-    from ...provision.artifacts import add_dependency_wheels
+    from accelstack.provision.artifacts import add_dependency_wheels
 
     if repository_covers(dest, [stack]):
         return Path(dest), False

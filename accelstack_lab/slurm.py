@@ -29,8 +29,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..validate.slurm import parse_scontrol_node
+from accelstack.errors import ConfigError
+from accelstack.validate.slurm import parse_scontrol_node
+
 from . import DEFAULT_TAG, Lab, LabHost, _alive, _kill_all
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
@@ -180,9 +181,9 @@ class SlurmLab:
     def write_node_file(self, name: str, *, stack: str = "cpu", overrides: dict[str, Any] | None = None) -> Path:
         """The host's node file, rendered from the template provisioning uses, with the lab's vars (this
         machine's python has torch; the host's own network interface carries gloo)."""
-        from ..paths import project_root
-        from ..provision.templating import render_template, template_environment
-        from ..stacks import load_stack
+        from accelstack.paths import project_root
+        from accelstack.provision.templating import render_template, template_environment
+        from accelstack.stacks import load_stack
 
         the_stack = load_stack(stack)
         values: dict[str, Any] = {"expect_devices": 0, "accelerator": "cpu", "gloo_socket_ifname": "eth0",

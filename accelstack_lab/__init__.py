@@ -10,7 +10,7 @@ inside those with ``nsenter``. So stopping sshd (a fault) leaves the host itself
 
 Faults are injected with real means: ``sshd-stop`` kills sshd, ``link-down`` takes the host's link down,
 ``link-slow`` adds ``tc netem`` delay and a rate limit on both ends of the link, ``disk-full`` fills ``/data``.
-Nothing here simulates an accelerator; the simulated vendor packages live in :mod:`accelstack.lab.simulated`.
+Nothing here simulates an accelerator; the simulated vendor packages live in :mod:`accelstack_lab.simulated`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, PrivilegeError
-from ..paths import project_root
+from accelstack.errors import ConfigError, PrivilegeError
+from accelstack.paths import project_root
 
 DEFAULT_TAG = "acs"
 DEFAULT_SUBNET = "10.213"

@@ -52,7 +52,7 @@ def torch_npu_wheel(version: str, cann: str, *, python_tag: str = "cp311", arch:
         ).encode(),
         f"{dist_info}/WHEEL": (
             "Wheel-Version: 1.0\n"
-            "Generator: accelstack.lab.simulated\n"
+            "Generator: accelstack_lab.simulated\n"
             "Root-Is-Purelib: true\n"
             f"Tag: {python_tag}-{python_tag}-manylinux_2_17_{arch}\n"
             f"Tag: {python_tag}-{python_tag}-manylinux2014_{arch}\n"
