@@ -15,8 +15,10 @@ Nothing here simulates an accelerator; the simulated vendor packages live in :mo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -55,19 +57,53 @@ class LabHost:
     faults: list[str] = field(default_factory=list)
 
 
-def salted(tag: str, subnet: str) -> tuple[str, str]:
-    """A lab's tag and /16 moved apart when ``ACCELSTACK_TEST_LAB_SALT`` is a digit 1-6, so two test or benchmark
-    runs on one machine (two checkouts or worktrees) never share a bridge's addresses or replace each other's
-    hosts. Unsalted labs use 10.2xx; salt N maps 10.2xx to 10.(30 N + xx - 200), below them all. Unset: as given."""
-    salt = os.environ.get("ACCELSTACK_TEST_LAB_SALT", "")
-    if not salt:
+# The checkout this lab code runs from: a lab belongs to it (two checkouts on one machine get two labs).
+CHECKOUT = Path(__file__).resolve().parent.parent
+SALTS = "0123456"
+SALT_ENV = "ACCELSTACK_TEST_LAB_SALT"
+
+
+def checkout_salt(checkout: Path | None = None) -> str:
+    """The digit that moves this checkout's labs apart from another checkout's: ``ACCELSTACK_TEST_LAB_SALT`` when
+    set (1-6: what a person or CI chose), else one derived from the checkout's path (0-6; 0 leaves tags and
+    subnets as given). Two checkouts whose paths give the same digit are told so by :meth:`Lab.up`, never
+    replaced: the lab records which checkout made it."""
+    salt = os.environ.get(SALT_ENV, "")
+    if salt:
+        if len(salt) != 1 or salt not in SALTS[1:]:
+            raise ConfigError(f"{SALT_ENV}={salt!r}: a digit 1-6")
+        return salt
+    digest = hashlib.sha256(str((checkout or CHECKOUT).resolve()).encode()).digest()
+    return SALTS[digest[0] % len(SALTS)]
+
+
+def lab_ids(tag: str, subnet: str, checkout: Path | None = None) -> tuple[str, str]:
+    """A lab's tag and /16 for this checkout (:func:`checkout_salt`): salt N appends N to the tag and maps
+    10.2xx to 10.(30 N + xx - 200), below every unsalted one; salt 0 leaves them as given. Every lab of the
+    project takes its ids from here: ``inv lab.up`` (``acs``, 10.213), the tests' and the benchmarks' labs."""
+    salt = checkout_salt(checkout)
+    if salt == "0":
         return tag, subnet
-    if len(salt) != 1 or salt not in "123456":
-        raise ConfigError(f"ACCELSTACK_TEST_LAB_SALT={salt!r}: a digit 1-6")
     head, octet = subnet.rsplit(".", 1)
     if not 200 <= int(octet) <= 229:
         raise ConfigError(f"{subnet}: a salted lab's subnet must be 10.200-10.229")
     return f"{tag}{salt}", f"{head}.{30 * int(salt) + int(octet) - 200}"
+
+
+def check_tag(tag: str) -> str:
+    """A tag names kernel objects (``TAGbr0``, ``TAGv256``: at most 15 characters) and a state folder."""
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,10}", tag or ""):
+        raise ConfigError(f"--tag {tag!r}: 1-11 lower-case letters and digits, starting with a letter "
+                          "(it prefixes the lab's bridge, namespaces and links)")
+    return tag
+
+
+def check_subnet(subnet: str) -> str:
+    """A lab's /16, written ``10.N``."""
+    match = re.fullmatch(r"10\.(\d{1,3})", subnet or "")
+    if not match or int(match.group(1)) > 255:
+        raise ConfigError(f"--subnet {subnet!r}: a /16 of 10/8, written 10.N (e.g. 10.213)")
+    return subnet
 
 
 def host_address(index: int, subnet: str = DEFAULT_SUBNET) -> str:
@@ -83,17 +119,19 @@ class Lab:
     suite's lab (another tag and subnet) never touches a lab a developer has up.
     """
 
-    def __init__(self, root: Path | None = None, *, tag: str = DEFAULT_TAG, subnet: str = DEFAULT_SUBNET,
+    def __init__(self, root: Path | None = None, *, tag: str | None = None, subnet: str | None = None,
                  state_dir: Path | None = None) -> None:
         self.project = root or project_root()
-        self.tag = tag
-        self.subnet = subnet
-        self.bridge = f"{tag}br0"
-        self.bridge_address = f"{subnet}.0.1"
+        default_tag, default_subnet = lab_ids(DEFAULT_TAG, DEFAULT_SUBNET)
+        self.tag = check_tag(tag or default_tag)
+        self.subnet = check_subnet(subnet or default_subnet)
+        self.bridge = f"{self.tag}br0"
+        self.bridge_address = f"{self.subnet}.0.1"
         # Outside every folder a lab host shadows (/tmp, /root, ...): sshd inside the host must still see its
         # config and keys after the private mounts are in place.
-        self.dir = state_dir or Path("/var/lib/accelstack-lab") / tag
+        self.dir = state_dir or Path("/var/lib/accelstack-lab") / self.tag
         self.state_file = self.dir / "state.json"
+        self.owner_file = self.dir / "checkout"  # the checkout that made this lab
         self.key = self.dir / "id_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.inventory = self.project / "inventories" / "lab.yml"
@@ -124,12 +162,36 @@ class Lab:
                 raise ConfigError(f"the lab needs {tool!r}, which is not installed",
                                   hint="apt-get install openssh-server openssh-client iproute2 util-linux")
 
+    def _claim(self) -> None:
+        """Refuse to touch a lab another checkout made (two checkouts whose paths give one salt, or one tag given
+        twice): its hosts, keys and inventory are that checkout's, and replacing them would break its runs."""
+        try:
+            owner = self.owner_file.read_text().strip()
+        except OSError:
+            return  # no lab yet, or one made before labs recorded their checkout
+        if owner and owner != str(CHECKOUT):
+            raise ConfigError(f"lab {self.tag} belongs to the checkout {owner}, not this one ({CHECKOUT})",
+                              hint="give this checkout a lab of its own: --tag and --subnet, or "
+                                   f"{SALT_ENV}=1..6 for its tests")
+
+    def _check_subnet_free(self) -> None:
+        """A new bridge's /16 must not be another interface's: two routes for one subnet break both labs."""
+        if Path(f"/sys/class/net/{self.bridge}").exists():
+            return
+        for line in _run(["ip", "-4", "-o", "addr", "show"], check=False).splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and fields[2] == "inet" and fields[3].startswith(f"{self.subnet}."):
+                raise ConfigError(f"subnet {self.subnet}.0.0/16 is already on {fields[1]} ({fields[3]}): another "
+                                  "lab, or this machine's own network", hint="choose another with --subnet 10.N")
+
     # ----- up -----
     def up(self, count: int, *, stack: str = "cpu", artifact_repo: Path | None = None) -> dict[str, LabHost]:
         """Bring up ``count`` hosts and write the lab inventory (with ``artifact_repo`` when given)."""
         if not 1 <= count <= MAX_HOSTS:
             raise ConfigError(f"--hosts must be between 1 and {MAX_HOSTS}, not {count}")
         self.require_root()
+        self._claim()
+        self._check_subnet_free()
         shadowed = [t for t in PRIVATE_DIRS.values() if self.dir.resolve().is_relative_to(t)]
         if shadowed:
             raise ConfigError(f"the lab's state folder {self.dir} lies under {shadowed[0]}, which every lab host "
@@ -138,6 +200,7 @@ class Lab:
         for name in [n for n, h in hosts.items() if h.index > count]:
             self._remove_host(hosts.pop(name))
         self._ensure_keys()
+        self.owner_file.write_text(f"{CHECKOUT}\n")
         self._ensure_bridge()
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
         Path("/data").mkdir(exist_ok=True)  # mount point for each host's private /data
@@ -326,6 +389,7 @@ class Lab:
     def down(self) -> int:
         """Remove every lab host, the bridge, the state and the inventory. Returns how many hosts went."""
         self.require_root()
+        self._claim()
         from .slurm import SlurmLab
         SlurmLab(self).down()  # before the hosts: their slurmds would otherwise die as namespace processes
         hosts = self.load()
@@ -376,6 +440,7 @@ class Lab:
 
     def fault(self, name: str, kind: str, *, delay: str = "40ms", rate: str = "20mbit") -> LabHost:
         self.require_root()
+        self._claim()
         kind_note = kind
         if kind not in FAULT_KINDS:
             raise ConfigError(f"unknown fault {kind!r}; kinds: {', '.join(FAULT_KINDS)}")
@@ -416,6 +481,7 @@ class Lab:
 
     def heal(self, name: str) -> LabHost:
         self.require_root()
+        self._claim()
         hosts = self.load()
         host = self._get(hosts, name)
         _run(["ip", "link", "set", host.veth, "up"], check=False)

@@ -50,7 +50,7 @@ VENV = HERE / ".venv"
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 
-from accelstack_lab import Lab, salted  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
 
 GOAL_CPU_PER_HOST = 0.5  # accelstack / pyinfra, control CPU per host
 GOAL_WALL = 1.0  # accelstack / pyinfra, wall
@@ -229,7 +229,7 @@ def main() -> int:
         work = Path(tmp)
         (work / "inventories").mkdir()
         runs = work / "runs"
-        tag, subnet = salted("acb", "10.216")
+        tag, subnet = lab_ids("acb", "10.216")
         lab = Lab(work, tag=tag, subnet=subnet)
         try:
             lab.up(args.hosts)

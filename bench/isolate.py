@@ -36,10 +36,10 @@ from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
-from accelstack_lab import Lab, salted  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
 from tests.labtools import install_venv  # noqa: E402
 
-TAG, SUBNET = salted("aci", "10.227")
+TAG, SUBNET = lab_ids("aci", "10.227")
 DEADLINE_S = 60  # what validate gives each isolation run
 FLEET_DEADLINE_S = 150  # the fleet run: every host starts torch on the same two cores
 RANKS = 1  # per host: 16 hosts x 2 ranks of gloo on two cores measure the CPU, not the slowed link

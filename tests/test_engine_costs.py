@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from paramiko.buffered_pipe import BufferedPipe
 
+from accelstack.cli import checkout_task_modules
 from accelstack.inventory import Host
 from accelstack.results.output import Reporter
 from accelstack.results.records import Record, RunWriter
@@ -30,14 +31,21 @@ def test_the_module_table_names_exactly_what_each_task_module_adds() -> None:
     for module, names in TASK_MODULES.items():
         assert _top_names(build_collection([module])) == set(names), module
     assert _top_names(ns) == {name for names in TASK_MODULES.values() for name in names}
+    # The checkout's own (the lab's), named by its tasks.py: what each adds, and never part of the product's.
+    extra = checkout_task_modules()
+    assert extra == {"accelstack_lab.tasks": ("lab", "repo")}
+    for module, names in extra.items():
+        assert _top_names(build_collection([module], extra)) == set(names), module
+    assert not _top_names(ns) & {name for names in extra.values() for name in names}
 
 
 @pytest.mark.parametrize(("argv", "wanted"), [
     (["accelstack", "facts", "--json"], {"facts"}),
-    (["accelstack", "lab.up", "--hosts", "2"], {"lab"}),
+    (["accelstack", "lab.up", "--hosts", "2"], {"accelstack_lab.tasks"}),
+    (["accelstack", "repo.build"], {"accelstack_lab.tasks"}),
     (["accelstack", "node_check", "--tier", "quick"], {"nodecheck"}),
     (["accelstack", "fleet-check", "--inventory", "npu8"], {"report"}),
-    (["accelstack", "facts", "--inventory", "lab"], {"facts", "lab"}),  # a value that names a task: harmless
+    (["accelstack", "facts", "--inventory", "lab"], {"facts", "accelstack_lab.tasks"}),  # a value naming a task
     (["accelstack", "facts", "--limit", "lab1", "validate"], {"facts", "validate"}),
     (["accelstack", "--list"], None),
     (["accelstack", "facts", "-l"], None),
@@ -46,7 +54,13 @@ def test_the_module_table_names_exactly_what_each_task_module_adds() -> None:
     (["accelstack", "factz"], None),  # invoke names the unknown task from the whole collection
 ])
 def test_the_command_line_picks_the_task_modules_to_import(argv: list[str], wanted: set[str] | None) -> None:
-    assert modules_for(argv) == wanted
+    assert modules_for(argv, checkout_task_modules()) == wanted
+
+
+def test_without_a_checkout_the_lab_is_no_task() -> None:
+    # An installed wheel has no checkout's modules: a lab word is an unknown name, which invoke reports.
+    assert modules_for(["accelstack", "lab.up"]) is None
+    assert modules_for(["accelstack", "facts", "--inventory", "lab"]) == {"facts"}
 
 
 def test_facts_imports_no_provisioning_report_diagnosis_or_lab_code() -> None:

@@ -1,7 +1,7 @@
 """Output is a layer: domain modules return values; only renderers and tasks show them to a person.
 
 A module may import rich or call print only if it is a task (``tasks/``), a command line (``cli.py``, any
-``__main__.py``), the record reporters (``results/output.py``), the reports (``report/``), the lab, or a package's renderer
+``__main__.py``), the record reporters (``results/output.py``), the reports (``report/``), or a package's renderer
 (``<package>/render.py``). Host-side scripts print their one JSON document by design and are not control-side
 code. Anything else that wants to show something returns it, and a renderer draws it.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import accelstack
 
 PACKAGE = Path(accelstack.__file__).parent
-ALLOWED_FOLDERS = ("tasks", "report", "lab", "hostside")
+ALLOWED_FOLDERS = ("tasks", "report", "hostside")
 ALLOWED_FILES = ("cli.py", "results/output.py")
 DRAWING_FOLDERS = ("report",)
 DRAWING_FILES = ("results/output.py",)
@@ -94,9 +94,28 @@ def test_the_check_sees_drawing_imports() -> None:
     assert drawing_imports(ast.parse(source)) == ["2: from rich.table import Table", "3: from rich.console import Group",
                                                   "4: import rich.panel", "5: from rich.text import Text"]
     assert draws(Path("history/render.py")) and draws(Path("report/console.py")) and draws(Path("results/output.py"))
-    assert not draws(Path("tasks/report.py")) and not draws(Path("lab/__init__.py")) and not draws(Path("cli.py"))
+    assert not draws(Path("tasks/report.py")) and not draws(Path("stacks/drift.py")) and not draws(Path("cli.py"))
 
 
 def test_only_renderers_reports_and_reporters_draw() -> None:
     found = offenders(draws, drawing_imports)
     assert found == {}, "build tables in <package>/render.py; a task prints what it returns: " + repr(found)
+
+
+def lab_imports(tree: ast.AST) -> list[str]:
+    """Where a module imports the lab (``accelstack_lab``), as ``line: what``."""
+    found = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        found += [f"{node.lineno}: {name}" for name in names if name.split(".")[0] == "accelstack_lab"]
+    return found
+
+
+def test_no_module_of_the_package_imports_the_lab() -> None:
+    """The lab is a checkout's test tooling, outside the package the wheel ships: nothing shipped may need it."""
+    assert lab_imports(ast.parse("import accelstack_lab.simulated\nfrom accelstack_lab import Lab\n")) == \
+        ["1: accelstack_lab.simulated", "2: accelstack_lab"]
+    assert not (PACKAGE / "lab").exists()
+    found = offenders(lambda relative: False, lab_imports)
+    assert found == {}, "the package must not import the lab (accelstack_lab): " + repr(found)

@@ -1,6 +1,6 @@
 """Provoke real Slurm job ends on the lab's real Slurm (Debian's slurmctld/slurmd) and keep srun's console output.
 
-    PYTHONPATH=src python tests/data/diagnose_corpus/provoke/slurm_cases.py OUTDIR   (root)
+    PYTHONPATH=src:. python tests/data/diagnose_corpus/provoke/slurm_cases.py OUTDIR   (root; the lab is in the checkout)
 
 Brings up a two-host lab of its own (tag ``crp6``), Slurm over it, runs each case, and takes it all down again:
 - time-limit: a training loop under ``srun --time=1`` that runs past its minute;
