@@ -29,8 +29,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from accelstack.engines.slurm.run import parse_scontrol_node
 from accelstack.errors import ConfigError
-from accelstack.validate.slurm import parse_scontrol_node
 
 from . import DEFAULT_TAG, Lab, LabHost, _alive, _kill_all
 

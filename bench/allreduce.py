@@ -25,10 +25,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
+from accelstack.engines.ssh.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
+from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
-from accelstack.validate import validate_inventory  # noqa: E402
-from accelstack.validate.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
 from accelstack_lab import Lab, lab_ids  # noqa: E402
 from tests.test_validate_lab import _install_venv  # noqa: E402
 

@@ -28,11 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
+from accelstack.engines.ssh.cluster import isolate, pairwise, prepare_members, ring_rounds  # noqa: E402
+from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.transport.context import resolve_contexts  # noqa: E402
+from accelstack.stacks.context import resolve_contexts  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
-from accelstack.validate import validate_inventory  # noqa: E402
-from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring_rounds  # noqa: E402
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402

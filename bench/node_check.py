@@ -53,7 +53,7 @@ from _node_cpu import SPLIT, split_parts  # noqa: E402
 from accelstack_lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
 
 # The health tier's checks each in an interpreter of its own: the run as it was before they shared one.
-ONE_BY_ONE = ("import sys; import accelstack.validate.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
+ONE_BY_ONE = ("import sys; import accelstack.engines.ssh.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
               "from accelstack.cli import entry; sys.argv = ['accelstack'] + sys.argv[1:]; entry()")
 NHC_STYLE = ("nvidia-smi -q -x | grep -c '<gpu id' >/dev/null; nvidia-smi -q -x | grep -q '<current_ecc>Enabled'; "
              "nvidia-smi nvlink -s | grep -c inactive >/dev/null; dmesg | grep -c 'NVRM: Xid' >/dev/null; "

@@ -539,7 +539,7 @@ def test_script_on_the_real_h100_capture_replayed(tmp_path: Path) -> None:
 
 def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     from accelstack.inventory import load_inventory
-    from accelstack.transport.context import resolve_contexts
+    from accelstack.stacks.context import resolve_contexts
     from accelstack.validate.config import host_config
 
     gpu = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "gpu8.yml")).select(None)).values()))

@@ -176,7 +176,7 @@ def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_withou
     """Two SIGINTs microseconds apart (``timeout`` forwards one to the child and then to its group; a wrapper
     that forwards Ctrl-C): the second can run inside the first handler, after the killer thread is recorded and
     before it has started. Joining a thread not started yet raised RuntimeError: a traceback instead of exit 130."""
-    from accelstack.validate import run
+    from accelstack.engines.ssh import run
 
     class Fleet:
         def cancel(self) -> None:

@@ -13,18 +13,7 @@ from typing import Any
 
 import pytest
 
-from accelstack.fleetcheck import drain_targets
-from accelstack.validate.slurm import (
-    common_gres,
-    decode_node_vars,
-    encode_node_vars,
-    gres_request,
-    map_node_names,
-    parse_gres_count,
-    short_name,
-    step_command,
-)
-from accelstack.validate.slurm_collective import (
+from accelstack.engines.slurm.collective import (
     SlurmCollective,
     StepResult,
     collective_command,
@@ -35,6 +24,17 @@ from accelstack.validate.slurm_collective import (
     parse_collective_output,
     step_time_limit,
 )
+from accelstack.engines.slurm.run import (
+    common_gres,
+    decode_node_vars,
+    encode_node_vars,
+    gres_request,
+    map_node_names,
+    parse_gres_count,
+    short_name,
+    step_command,
+)
+from accelstack.flows.fleetcheck.run import drain_targets
 from accelstack.validate.thresholds import load_thresholds
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
@@ -279,8 +279,8 @@ def test_node_vars_travel_once_per_distinct_set_and_each_node_reads_its_own() ->
 
 
 def test_node_vars_stay_small_at_any_fleet_size_and_too_many_sets_are_exit_3_before_srun() -> None:
+    from accelstack.engines.slurm.run import NODE_VARS_ENV, node_vars_env
     from accelstack.errors import ConfigError
-    from accelstack.validate.slurm import NODE_VARS_ENV, node_vars_env
 
     # Every node named made the variable grow with the fleet, past the 128 KiB Linux gives one (srun: E2BIG).
     fleet = {f"gpu{i:05d}": {"stack": "cpu", "gloo_socket_ifname": "eth0"} for i in range(20000)}
@@ -344,8 +344,8 @@ def test_gres_counts_set_the_ranks_per_node() -> None:
 
 
 def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Path) -> None:
-    from accelstack.nodecheck import load_node_file
-    from accelstack.validate.slurm import NODE_VARS_ENV, apply_control_vars
+    from accelstack.engines.slurm.run import NODE_VARS_ENV, apply_control_vars
+    from accelstack.flows.nodecheck.run import load_node_file
     from tests.test_nodecheck import rendered_node_file
 
     node = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
@@ -361,9 +361,9 @@ def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Pa
 
 
 def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> None:
+    from accelstack.engines.slurm.run import inventory_contexts
     from accelstack.errors import ConfigError
     from accelstack.inventory import load_inventory
-    from accelstack.validate.slurm import inventory_contexts
 
     path = tmp_path / "fleet.yml"
     path.write_text("vars: {stack: cpu}\nhosts:\n  rack1-a: {address: 10.0.0.1, slurm_node: lab1}\n"
@@ -424,7 +424,7 @@ def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_i
 
 
 def test_a_client_commands_stderr_becomes_one_line() -> None:
-    from accelstack.validate.slurm import last_line
+    from accelstack.engines.slurm.run import last_line
 
     assert last_line("sinfo: error: a\n\nsinfo: fatal:   no  config \n") == "sinfo: fatal: no config"
     assert last_line("") == "no output" and last_line("  \n", "it names no node") == "it names no node"
@@ -454,11 +454,11 @@ class _Reads(dict):
 def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> None:
     # A var the node's checks read but the step does not carry is silently the node file's, not the inventory's
     # (nproc_per_node was: single-node collectives under Slurm ignored the inventory's value).
+    from accelstack.engines.slurm.run import NODE_VARS
     from accelstack.inventory import Host
     from accelstack.stacks import load_stack
-    from accelstack.transport.context import HostContext
+    from accelstack.stacks.context import HostContext
     from accelstack.validate.config import host_config
-    from accelstack.validate.slurm import NODE_VARS
 
     reads = _Reads()
     ctx = HostContext(Host(name="node1", address="localhost", connection="local"), load_stack(stack), reads)
@@ -470,7 +470,8 @@ def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> N
 
 
 def test_both_steps_read_srun_label_output_with_one_parser_that_joins_a_tasks_chunks() -> None:
-    from accelstack.validate import slurm, slurm_collective
+    from accelstack.engines.slurm import collective as slurm_collective
+    from accelstack.engines.slurm import run as slurm
 
     record = json.dumps({"host": "lab2", "check": "devices", "status": "pass", "summary": "ok"})
     text = f"1: {record[:20]}\n0: srun: a note\n1: {record[20:]}\n0: {{\"accelstack_node\": {{\"name\": \"lab1\"}}}}\n"

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
 from accelstack.transport.fanout import Fleet
-from accelstack.validate import validate_inventory
 
 from .conftest import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines.ssh.run import validate_inventory
 from ..inventory import Host, Inventory
 from ..results.records import Record
 from ..validate.checks import Check
 from ..validate.registry import load_registry
-from ..validate.run import validate_inventory
-from .engine import Diagnosis
+from .diagnosis import Diagnosis
 from .findings import Finding
 
 CONFIRMED = "confirmed"  # a confirming check failed on the host

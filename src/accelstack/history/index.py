@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..results.metrics import scalar_metrics, size_points
 from ..results.records import Record, read_meta, read_run, runs_dir
-from .metrics import scalar_metrics, size_points
 from .queries import (
     DrainEntry,
     HistoryEntry,

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from ..history.metrics import number
 from ..paths import package_data
+from ..results.metrics import number
 from ..results.records import Record
 from .model import cells, family_of, headline
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
 from ..history import History
-from ..history.metrics import CLUSTER_HOST
 from ..results.baseline import (
     VALIDATION_KINDS,
     Regression,
@@ -22,6 +21,7 @@ from ..results.baseline import (
     needs_rerun,
 )
 from ..results.figures import BusbwPoint, busbw_history
+from ..results.metrics import CLUSTER_HOST
 from ..results.records import SEVERITY, STATUSES, Record, read_meta, read_run, runs_dir, utc_now
 
 

@@ -1,6 +1,6 @@
 """The figure that baselines, regressions, reports and plots follow: bus bandwidth, as the collectives write it.
 
-History keeps every metric by name and knows none of them (:mod:`accelstack.history.metrics`); this is where
+History keeps every metric by name and knows none of them (:mod:`accelstack.results.metrics`); this is where
 one of them is chosen. The collective validators (``validate/bandwidth.py``) write the peak as
 ``metrics.busbw_gbps`` and each size's ``busbw_gbps`` (with ``algbw_gbps`` and ``time_us``) in
 ``metrics.sizes``. One rank has no bus bandwidth: a record of one rank (``metrics.ranks == 1``) has no
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..history.metrics import number, peak, size_points
-from ..history.metrics import scalar_metrics as all_scalar_metrics
+from .metrics import number, peak, size_points
+from .metrics import scalar_metrics as all_scalar_metrics
 from .records import Record
 
 if TYPE_CHECKING:

@@ -1,25 +1,25 @@
 """The ``--engine slurm`` branches of ``inv validate`` and ``inv fleet-check``: their flags checked, the inventory
-loaded once, then :mod:`accelstack.validate.slurm` (which returns records) and the run's reporting."""
+loaded once, then :mod:`accelstack.engines.slurm.run` (which returns records) and the run's reporting."""
 
 from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from ..results.records import Record
-from ..transport.fanout import RunInterrupted
-from ..validate.slurm import (
+from ..engines.slurm.run import (
     Selection,
     scontrol_drain,
     select,
     slurm_validators,
     validate_slurm,
 )
+from ..errors import ConfigError
+from ..results.records import Record
+from ..transport.fanout import RunInterrupted
 from .common import inventory_hosts
 
 if TYPE_CHECKING:
-    from ..fleetcheck import FleetResult
+    from ..flows.fleetcheck.run import FleetResult
     from ..inventory import Host, Inventory
 
 
@@ -87,7 +87,7 @@ def fleet_check_slurm_task(engine: str, *, inventories: list[str], limit: str | 
     """The body of ``inv fleet-check --engine slurm``: validation through Slurm (host checks with one srun, the
     multi-node step), then the fleet check's own baseline, regression, report and drain steps. ``--drain`` drains
     through scontrol; the breaker (``--max-drain``) and ``drains.jsonl`` are the fleet check's."""
-    from ..fleetcheck import fleet_check
+    from ..flows.fleetcheck.run import fleet_check
 
     validators = slurm_validators(engine, tier, only)  # bad flags: exit 3 before anything runs
     check_engine_flags(engine, partition=partition, nodes=nodes, limit=limit)

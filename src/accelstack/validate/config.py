@@ -16,8 +16,8 @@ from typing import Any
 
 from ..inventory.vartypes import check_vars
 from ..stacks import load_matrix
+from ..stacks.context import HostContext
 from ..stacks.versions import parse_version
-from ..transport.context import HostContext
 from .device_floors import load_device_floors
 
 ENV_FILE = "/etc/profile.d/accelstack.sh"

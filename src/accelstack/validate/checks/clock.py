@@ -5,5 +5,5 @@ from . import Check
 
 CHECKS = (
     Check(("clock",), "quick", scope="cluster", help="clock skew between hosts", thresholds=("clock",),
-          runner="accelstack.validate.cluster:run_clock", engines=("ssh",)),
+          runner="accelstack.engines.ssh.cluster:run_clock", engines=("ssh",)),
 )

@@ -6,5 +6,5 @@ from . import Check
 CHECKS = (
     Check(("ports",), "standard", script="ports.py", python="system", timeout=60, scope="cluster",
           help="rendezvous and collective ports between nodes",
-          runner="accelstack.validate.cluster:run_ports", engines=("ssh",), needs_peers=True),
+          runner="accelstack.engines.ssh.cluster:run_ports", engines=("ssh",), needs_peers=True),
 )

@@ -5,6 +5,6 @@ from . import Check
 
 CHECKS = (
     Check(("versions",), "health", help="drift against the stack",
-          runner="accelstack.validate.host:versions_records",
+          runner="accelstack.engines.ssh.host:versions_records",
           confirms=("cann-mismatch", "driver-library-mismatch", "driver-too-old", "torch-build-mismatch")),
 )

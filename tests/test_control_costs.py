@@ -73,7 +73,7 @@ def test_facts_imports_no_provisioning_report_diagnosis_or_lab_code() -> None:
     modules = proc.stdout.strip().splitlines()[-1].split()
     assert "accelstack.tasks.facts" in modules and "accelstack.transport.connection" in modules
     heavy = ("accelstack.provision", "accelstack.report", "accelstack.diagnose", "accelstack_lab",
-             "accelstack.bundle", "accelstack.validate", "accelstack.fleetcheck", "accelstack.tasks.report")
+             "accelstack.flows.bundle.run", "accelstack.validate", "accelstack.flows.fleetcheck.run", "accelstack.tasks.report")
     assert not [m for m in modules if m.startswith(heavy)], modules
 
 

@@ -13,17 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import AccelstackError
-from ..facts.gather import probe, probe_options_for
-from ..results.records import Record, error_record
-from ..stacks import drift_records, load_matrix
-from ..transport.connection import Transport
-from ..transport.context import HostContext
-from .config import host_config
-from .registry import Validator
+from ...errors import AccelstackError
+from ...facts.gather import probe, probe_options_for
+from ...results.records import Record, error_record
+from ...stacks import drift_records, load_matrix
+from ...stacks.context import HostContext
+from ...transport.connection import Transport
+from ...validate.config import host_config
+from ...validate.judge import NOT_STARTED, dmesg_lines, parse_document, refine, to_record, unparsable_record
+from ...validate.registry import Validator
+from ...validate.thresholds import Thresholds
 from .remote import command_for, ensure_uploaded, python_for
-from .results import NOT_STARTED, dmesg_lines, parse_document, refine, to_record, unparsable_record
-from .thresholds import Thresholds
 
 DMESG_COMMAND = "dmesg -T 2>/dev/null | tail -n 3000 || dmesg 2>/dev/null | tail -n 3000"
 # The health tier runs no collective: its host config carries the quick tier's sweep settings, which no check of

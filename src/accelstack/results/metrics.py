@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.records import Record
+from .records import Record
 
 # The aggregate of a multi-node check; never a machine that can be drained.
 CLUSTER_HOST = "cluster"

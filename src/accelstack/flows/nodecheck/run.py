@@ -3,7 +3,7 @@
 The node's stack and settings come from the file provisioning renders on it (role env, ``templates/node.yml.j2``,
 ``/etc/accelstack/node.yml``): the stack's pins and paths as ``stacks/<name>.yml`` writes them, the stack's python
 and the inventory vars the validators read. The checks are the ones ``inv validate`` runs over SSH, through the
-same code (:func:`accelstack.validate.host.run_host` on a local transport), so the records and the exit codes are
+same code (:func:`accelstack.engines.ssh.host.run_host` on a local transport), so the records and the exit codes are
 the same. Its default tier, ``health``, is made to be Slurm's ``HealthCheckProgram`` (it reads vendor tools, sysfs
 and files, imports no torch and opens no device, so it runs beside jobs); ``quick`` is for a job prolog. With
 ``drain`` a ``fail`` drains the node through ``scontrol`` with the cause in the reason; an ``error`` (the check could
@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, StackError
-from .inventory import Host
-from .results.records import Record, RecordSink
-from .stacks import Stack, preflight_stack
-from .stacks.model import parse_stack
-from .transport.context import HostContext
-from .yamlfile import MarkedDict, kind_name, load_marked_file
+from ...errors import ConfigError, StackError
+from ...inventory import Host
+from ...results.records import Record, RecordSink
+from ...stacks import Stack, preflight_stack
+from ...stacks.context import HostContext
+from ...stacks.model import parse_stack
+from ...yamlfile import MarkedDict, kind_name, load_marked_file
 
 NODE_FILE = Path("/etc/accelstack/node.yml")
 # health (the default): vendor tools, sysfs, files and package metadata, no torch and no device context, safe beside
@@ -138,10 +138,10 @@ def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_l
     """``accelstack node-check``: check the flags and the node file (a problem is a ConfigError, exit 3, before
     anything runs), run the tier's checks here, write and show the records, keep the newest runs, drain on a
     fail when asked. Returns the records, the exit code (0 pass/warn/skip, 1 a fail, 2 an error) and the drain."""
-    from .results.output import Reporter
-    from .results.records import RunWriter, prune_runs, runs_dir
-    from .validate.registry import load_registry, select
-    from .values import only_checks
+    from ...results.output import Reporter
+    from ...results.records import RunWriter, prune_runs, runs_dir
+    from ...validate.registry import load_registry, select
+    from ...values import only_checks
 
     check_tier(tier)
     wanted = only_checks(only)
@@ -150,7 +150,7 @@ def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_l
     name = node or slurm_node_name()
     if os.environ.get(CONTROL_VARS_ENV):
         # Under `validate --engine slurm --inventory`: the inventory's vars for this node, over the node file's.
-        from .validate.slurm import apply_control_vars
+        from ...engines.slurm.run import apply_control_vars
 
         apply_control_vars(node_file, name)
     ctx = node_context(node_file, name)
@@ -191,13 +191,13 @@ def check_tier(tier: str) -> None:
 def run_node_check(ctx: HostContext, *, tier: str, only: set[str] | None = None,
                    reporter: RecordSink | None = None) -> list[Record]:
     """Every host-scope validator of the tier, here, through the code ``inv validate`` runs over SSH
-    (:func:`accelstack.validate.host.run_host` on a local transport): the scripts of one python in one interpreter,
+    (:func:`accelstack.engines.ssh.host.run_host` on a local transport): the scripts of one python in one interpreter,
     so the health tier is one system python start and one read of each vendor tool. Records go to ``reporter`` as
     each check's are judged, so a health check that slurmd kills at its own timeout keeps what finished."""
-    from .transport.connection import LocalTransport
-    from .validate.host import run_host, tier_config
-    from .validate.registry import load_registry, select, validators_dir
-    from .validate.thresholds import load_thresholds
+    from ...engines.ssh.host import run_host, tier_config
+    from ...transport.connection import LocalTransport
+    from ...validate.registry import load_registry, select, validators_dir
+    from ...validate.thresholds import load_thresholds
 
     validators = [v for v in select(load_registry(), tier, only) if v.scope == "host"]
     thresholds = load_thresholds().with_overrides(ctx.vars.get("thresholds"),

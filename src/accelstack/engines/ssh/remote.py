@@ -14,8 +14,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..transport.connection import Transport
-from .registry import Validator
+from ...transport.connection import Transport
+from ...validate.registry import Validator
 
 REMOTE_BASE = "/var/tmp/accelstack/validators"
 ENV_FILE = "/etc/profile.d/accelstack.sh"

@@ -2,8 +2,8 @@
 
 On a terminal a rich status line shows what is running; otherwise (cron, CI logs) a timestamped line is printed
 per inventory, per problem and, while a step runs longer, every ``heartbeat_s`` seconds. The fleet check
-itself (:mod:`accelstack.fleetcheck`) prints nothing: it calls this view and returns a
-:class:`~accelstack.fleetcheck.FleetResult`.
+itself (:mod:`accelstack.flows.fleetcheck.run`) prints nothing: it calls this view and returns a
+:class:`~accelstack.flows.fleetcheck.run.FleetResult`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from ..fleetcheck import DrainResult, FleetResult, FleetView
-from ..results.baseline import Regression
-from ..results.output import STATUS_STYLE
-from ..results.records import Record
+from ...results.baseline import Regression
+from ...results.output import STATUS_STYLE
+from ...results.records import Record
+from .run import DrainResult, FleetResult, FleetView
 
 HEARTBEAT_S = 60.0
 VERDICTS = {0: "healthy", 1: "failures or regressions", 2: "hosts could not be checked"}

@@ -29,13 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AccelstackError, ConfigError
-from ..results.records import Record, Status
-from .cluster import SLOW_PAIR_FRACTION, NodeChecks, cluster_sweep, new_tag
-from .isolate import Blame, Group, Isolation, bisect, blame_records
-from .results import judge_multinode_bandwidth, log_lines, tail
-from .slurm import LABEL, LabelledOutput
-from .thresholds import Thresholds, judge
+from ...errors import AccelstackError, ConfigError
+from ...results.records import Record, Status
+from ...validate.isolate import Blame, Group, Isolation, bisect, blame_records
+from ...validate.judge import judge_multinode_bandwidth, log_lines, tail
+from ...validate.thresholds import Thresholds, judge
+from ..ssh.cluster import SLOW_PAIR_FRACTION, NodeChecks, cluster_sweep, new_tag
+from .run import LABEL, LabelledOutput
 
 ALLOCATION_WAIT_S = 60
 # torch imports and the accelstack command's own start on every rank: the step's time limit allows for them.
@@ -429,10 +429,10 @@ def exec_node_collective(spec_text: str, *, node_file: str | None = None) -> Non
     import sys
     from pathlib import Path
 
-    from ..nodecheck import load_node_file, node_context, slurm_node_name
-    from .config import ENV_FILE, host_config
-    from .registry import validators_dir
-    from .slurm import apply_control_vars
+    from ...flows.nodecheck.run import load_node_file, node_context, slurm_node_name
+    from ...validate.config import ENV_FILE, host_config
+    from ...validate.registry import validators_dir
+    from .run import apply_control_vars
 
     spec = parse_collective_spec(spec_text)
     node = load_node_file(Path(node_file) if node_file else None)

@@ -21,17 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AccelstackError
-from ..results.records import Record, Status
-from ..transport.connection import CommandResult, Transport
-from ..transport.context import HostContext
-from .isolate import Blame, Group, Isolation, bisect, blame_records
+from ...errors import AccelstackError
+from ...results.records import Record, Status
+from ...stacks.context import HostContext
+from ...transport.connection import CommandResult, Transport
+from ...validate.isolate import Blame, Group, Isolation, bisect, blame_records
+from ...validate.judge import (
+    MULTINODE_ROWS,
+    Judge,
+    judge_multinode_bandwidth,
+    log_lines,
+    parse_document,
+    tail,
+)
+from ...validate.thresholds import Thresholds, judge
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
-from .results import MULTINODE_ROWS, Judge, judge_multinode_bandwidth, log_lines, parse_document, tail
-from .thresholds import Thresholds, judge
 
 if TYPE_CHECKING:
-    from .checks import Check
+    from ...validate.checks import Check
 
 CPU_CLUSTER_SWEEP = {"sizes": [1 << 16, 1 << 20, 1 << 22], "iters": 10, "warmup": 1, "size_budget_s": 3.0}
 ACCEL_CLUSTER_SWEEP = {"sizes": [1 << 20, 1 << 26, 1 << 30], "iters": 20, "warmup": 2, "size_budget_s": 10.0}

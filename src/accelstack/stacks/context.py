@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..inventory import Host, merge_layers
-from ..stacks import Stack, load_stack
+from . import Stack, load_stack
 
 DEFAULT_STACK_PYTHON = "/opt/accelstack/venv/bin/python"
 
@@ -50,7 +50,7 @@ def resolve_contexts(hosts: Iterable[Host], *, overrides: Mapping[str, Any] | No
         if name not in stacks:
             stack = load_stack(name)
             if run_preflight:
-                from ..stacks.preflight import preflight_stack  # the matrices: only for runs that preflight
+                from .preflight import preflight_stack  # the matrices: only for runs that preflight
 
                 preflight_stack(stack)
             stacks[name] = stack

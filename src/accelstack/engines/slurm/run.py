@@ -29,17 +29,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ConfigError
-from ..results.records import Record, RecordSink
-from ..transport.fanout import RunInterrupted
-from .cluster import new_tag
-from .registry import Validator
+from ...errors import ConfigError
+from ...results.records import Record, RecordSink
+from ...transport.fanout import RunInterrupted
+from ...validate.registry import Validator
+from ..ssh.cluster import new_tag
 
 if TYPE_CHECKING:
-    from ..inventory import Host, Inventory
-    from ..nodecheck import NodeFile
-    from ..transport.context import HostContext
-    from ..transport.fanout import Fleet
+    from ...flows.nodecheck.run import NodeFile
+    from ...inventory import Host, Inventory
+    from ...stacks.context import HostContext
+    from ...transport.fanout import Fleet
 
 # sinfo's long states a node can take a task in; anything else, or a trailing `*` (not responding), is not.
 USABLE_STATES = ("idle", "mixed", "allocated", "completing")
@@ -159,7 +159,7 @@ def inventory_contexts(inventory: Inventory, hosts: Sequence[Host], slurm_names:
                        overrides: dict[str, Any] | None = None) -> dict[str, HostContext]:
     """The context of the host (of ``hosts``, from the loaded ``inventory``) that each Slurm node is; a node no
     host matches is a ConfigError (exit 3), before any srun."""
-    from ..transport.context import resolve_contexts
+    from ...stacks.context import resolve_contexts
 
     mapping = map_node_names(slurm_names, {h.name: (h.address, str(h.vars["slurm_node"]) if h.vars.get("slurm_node")
                                                     else None) for h in hosts})
@@ -241,7 +241,7 @@ def decode_node_vars(text: str | None, name: str) -> dict[str, Any]:
 def apply_control_vars(node: NodeFile, name: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """The vars the control side sent for this node (its inventory host's), over the node file's: a node
     validated with an inventory is judged by the inventory. Returns what was applied."""
-    from ..stacks import load_stack
+    from ...stacks import load_stack
 
     extra = decode_node_vars((os.environ if environ is None else environ).get(NODE_VARS_ENV), name)
     if extra.get("stack") and extra["stack"] != node.stack.name:
@@ -330,7 +330,7 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
         if reporter is not None:
             reporter.add_all(batch)
 
-    from .run import interrupt_guard
+    from ..ssh.run import interrupt_guard
 
     try:
         # interrupt_guard only calls cancel() on the first Ctrl-C: here it scancels the step under way.
@@ -596,7 +596,7 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
 
 class _Steps:
     """The Slurm steps this run has under way, by job name: what the first Ctrl-C cancels (``cancel()``, called
-    by :func:`accelstack.validate.run.interrupt_guard` in a thread of its own, as it cancels the SSH fleet)."""
+    by :func:`accelstack.engines.ssh.run.interrupt_guard` in a thread of its own, as it cancels the SSH fleet)."""
 
     def __init__(self) -> None:
         self._names: set[str] = set()
@@ -657,9 +657,9 @@ def parse_gres_count(gres: str) -> int:
 def _multinode(members: list[str], contexts: dict[str, HostContext], overrides: dict[str, Any], *,
                partition: str | None, env: dict[str, str], command: str | None,
                deadline_s: float | None, info: dict[str, dict[str, str]]) -> list[Record]:
-    from .cluster import DEFAULT_DEADLINE
-    from .slurm_collective import SlurmCollective, multinode_slurm
-    from .thresholds import load_thresholds
+    from ...validate.thresholds import load_thresholds
+    from ..ssh.cluster import DEFAULT_DEADLINE
+    from .collective import SlurmCollective, multinode_slurm
 
     first: dict[str, Any] = dict(contexts[members[0]].vars) if members[0] in contexts else dict(overrides)
     nproc = first.get("cluster_nproc") or first.get("nproc_per_node")
@@ -738,8 +738,8 @@ def slurm_validators(engine: str, tier: str, only: set[str] | None) -> list[Vali
     """What ``--engine slurm`` runs of the selection: the checks declared for it (``engines``): the host checks
     (node-check's tiers) and the multi-node step. Asking by name for a check Slurm does not run (clock, ports) is
     exit 3."""
-    from ..nodecheck import check_tier
-    from .registry import load_registry, select
+    from ...flows.nodecheck.run import check_tier
+    from ...validate.registry import load_registry, select
 
     if engine != "slurm":
         raise ConfigError(f"--engine {engine!r} is not one of ssh, slurm")
@@ -758,9 +758,9 @@ def slurm_validators(engine: str, tier: str, only: set[str] | None) -> list[Vali
 
 def scontrol_drain(host: str, reason: str) -> Any:
     """A fleet-check drain through Slurm: ``scontrol update nodename=HOST state=drain reason=...``, no shell."""
-    from ..fleetcheck import DrainResult
-    from ..nodecheck import drain_node
-    from ..results.records import utc_now
+    from ...flows.fleetcheck.run import DrainResult
+    from ...flows.nodecheck.run import drain_node
+    from ...results.records import utc_now
 
     outcome = drain_node(host, reason)
     status = 0 if outcome.ok else (127 if "not on PATH" in outcome.message else 1)

@@ -15,16 +15,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..inventory import Host, Inventory
-from ..results.records import Record, RecordSink, RunWriter
-from ..transport.connection import Transport
-from ..transport.context import HostContext, resolve_contexts
-from ..transport.fanout import FanoutOptions, Fleet, RunInterrupted
+from ...inventory import Host, Inventory
+from ...results.records import Record, RecordSink, RunWriter
+from ...stacks.context import HostContext, resolve_contexts
+from ...transport.connection import Transport
+from ...transport.fanout import FanoutOptions, Fleet, RunInterrupted
+from ...validate.judge import host_error_record
+from ...validate.registry import Validator, load_registry, select, validators_dir
+from ...validate.thresholds import Thresholds, load_thresholds
 from .cluster import DEFAULT_RENDEZVOUS_PORT, ClusterRun, prepare_members
 from .host import run_host, tier_config
-from .registry import Validator, load_registry, select, validators_dir
-from .results import host_error_record
-from .thresholds import Thresholds, load_thresholds
 
 __all__ = ["DEFAULT_RENDEZVOUS_PORT", "interrupt_guard", "thresholds_for", "validate_hosts", "validate_inventory"]
 

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .diagnose import diagnose_lines
-from .errors import ConfigError, HostError
-from .facts import Facts, ProbeOptions, parse_probe_document
-from .facts.probe import embedded_script_command, probe_command, read_probe_output
-from .results.records import Record, Status, utc_now
-from .stacks import drift_records, load_matrix, load_stack
-from .transport.connection import Transport
+from ... import __version__
+from ...diagnose import diagnose_lines
+from ...errors import ConfigError, HostError
+from ...facts import Facts, ProbeOptions, parse_probe_document
+from ...facts.probe import embedded_script_command, probe_command, read_probe_output
+from ...results.records import Record, Status, utc_now
+from ...stacks import drift_records, load_matrix, load_stack
+from ...transport.connection import Transport
 
 COLLECT_SCRIPT = "collect_probe.py"
 SEPARATOR = "@@ACCELSTACK-COLLECT@@"

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import AccelstackError, ConfigError
-from .history import History
-from .history.metrics import CLUSTER_HOST
-from .report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
-from .report.model import RERUN_FILE, actionable, verdict
-from .results.baseline import (
+from ...errors import AccelstackError, ConfigError
+from ...history import History
+from ...report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
+from ...report.model import RERUN_FILE, actionable, verdict
+from ...results.baseline import (
     Regression,
     baseline_from_records,
     baseline_path,
@@ -42,8 +41,9 @@ from .results.baseline import (
     needs_rerun,
     save_baseline,
 )
-from .results.figures import busbw_history
-from .results.records import Record, RunWriter, error_record, read_meta, utc_now
+from ...results.figures import busbw_history
+from ...results.metrics import CLUSTER_HOST
+from ...results.records import Record, RunWriter, error_record, read_meta, utc_now
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}
@@ -97,7 +97,7 @@ def checked_hosts(records: Iterable[Record]) -> list[str]:
 class FleetView:
     """What a person is shown of a fleet check while it runs. The fleet check calls these and prints nothing
     itself; this one shows nothing (a library caller, a test that reads the result). The terminal's, a live
-    status line or timestamped log lines: :class:`accelstack.report.fleet.FleetConsole`.
+    status line or timestamped log lines: :class:`accelstack.flows.fleetcheck.render.FleetConsole`.
 
     Messages are plain text: a view escapes them for whatever it renders into."""
 
@@ -221,7 +221,7 @@ class FleetResult:
 
 def host_check_names() -> frozenset[str]:
     """The checks declared in ``validate/checks/``: the only records whose failure is evidence against a host."""
-    from .validate.registry import load_declarations
+    from ...validate.registry import load_declarations
 
     return frozenset(name for check in load_declarations() for name in check.checks)
 
