@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from accelstack.engines.slurm.run import parse_scontrol_node
+from accelstack.engines.slurm.parse import parse_scontrol_node
 from accelstack.errors import ConfigError
 
 from . import DEFAULT_TAG, Lab, LabHost, _alive, _kill_all

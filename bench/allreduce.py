@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from accelstack.engines.ssh.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
+from accelstack.engines.collective import CPU_CLUSTER_SWEEP  # noqa: E402
 from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402

@@ -480,15 +480,15 @@ class _Records:
 
 
 def test_what_the_slurm_engine_runs_is_declared() -> None:
-    from accelstack.engines.slurm.run import slurm_validators
+    from accelstack.engines.slurm.run import slurm_checks
 
     # Every host check, and the cluster checks declaring the slurm engine (multinode); clock and ports are SSH's.
-    ran = slurm_validators("slurm", "standard", None)
+    ran = slurm_checks("standard", None)
     assert [v for v in select(REGISTRY, "standard") if "slurm" in v.engines] == ran
     assert {c for v in ran if v.scope == "cluster" for c in v.checks} == {"multinode"}
     assert {v.name for v in select(REGISTRY, "standard") if v.scope == "host"} <= {v.name for v in ran}
     with pytest.raises(ConfigError, match="runs the host checks and multinode; clock, ports need --engine ssh"):
-        slurm_validators("slurm", "standard", {"ports", "clock", "env"})
+        slurm_checks("standard", {"ports", "clock", "env"})
 
 
 def test_the_check_confirming_an_unknown_ascend_code_is_the_declared_one() -> None:

@@ -13,15 +13,9 @@ import pytest
 import yaml
 from rich.console import Console
 
+from accelstack.engines.base import fill_drain_template
 from accelstack.flows.fleetcheck.render import FleetConsole
-from accelstack.flows.fleetcheck.run import (
-    FleetReporter,
-    Rerun,
-    Validate,
-    drain_command,
-    drain_targets,
-    fleet_check,
-)
+from accelstack.flows.fleetcheck.run import FleetReporter, Rerun, Validate, drain_targets, fleet_check
 from accelstack.history import History
 from accelstack.inventory import Host, Inventory
 from accelstack.results.baseline import (
@@ -135,7 +129,7 @@ def test_drain_values_are_quoted_so_host_names_cannot_inject(tmp_path: Path) -> 
     assert not pwned.exists()
     hosts = [line.removeprefix("host=") for line in log.read_text().splitlines() if line.startswith("host=")]
     assert sorted(hosts) == sorted(evil)
-    assert drain_command("drain {host} {reason} {other}", "a b", "c;d") == "drain 'a b' 'c;d' {other}"
+    assert fill_drain_template("drain {host} {reason} {other}", "a b", "c;d") == "drain 'a b' 'c;d' {other}"
 
 
 def test_drain_targets_skip_the_cluster_aggregate_and_new_error() -> None:

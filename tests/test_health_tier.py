@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from accelstack.engines.ssh.host import host_groups, run_host, tier_config
-from accelstack.flows.nodecheck.run import load_node_file, node_context
+from accelstack.engines.node import load_node_file, node_context
+from accelstack.engines.ssh.host import host_groups, run_host
 from accelstack.inventory import Host
 from accelstack.transport.connection import LocalTransport
+from accelstack.validate.config import tier_config
 from accelstack.validate.registry import load_registry, select, validators_dir
 from accelstack.validate.thresholds import load_thresholds
 from accelstack_lab.simulated.gpu_node import SimulatedGpuNode, make_gpu_node

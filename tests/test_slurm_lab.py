@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.engines.slurm.run import parse_scontrol_node
+from accelstack.engines.slurm.parse import parse_scontrol_node
 from accelstack_lab.slurm import SlurmLab
 
 from .conftest import run_cli
@@ -69,7 +69,7 @@ def test_up_waits_longer_for_more_nodes_only_when_each_runs_a_health_check_as_it
 def test_each_lab_node_keeps_its_runs_in_a_folder_of_its_own(tmp_path: Path) -> None:
     # One folder for every node made each node-check's pruning read all the other nodes' runs: node-side work
     # that grew with the lab, which a node with its own disk never does.
-    from accelstack.flows.nodecheck.run import load_node_file
+    from accelstack.engines.node import load_node_file
     from accelstack_lab import Lab
 
     slurm = SlurmLab(Lab(tmp_path, tag="acz", state_dir=tmp_path / "state"))

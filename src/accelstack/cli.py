@@ -145,10 +145,10 @@ def _direct_node_check(args: Sequence[str], environ: Mapping[str, str] | None = 
     node-check task's parameters, or None for any other line: another task, a core flag, help, a flag node-check
     does not have, a flag given twice or a value that is empty or begins with ``-`` (invoke then parses it, and
     says what is wrong as `inv` would), or when invoke has configuration to read (:func:`_invoke_configured`)."""
-    from .flows.nodecheck.run import NODE_CHECK_FLAGS
-
     if len(args) < 2 or args[1] != "node-check":
         return None
+    from .flows.nodecheck.run import NODE_CHECK_FLAGS  # node-check's own modules, only for a node-check line
+
     values: dict[str, Any] = {}
     words = list(args[2:])
     while words:

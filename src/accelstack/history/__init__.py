@@ -21,8 +21,8 @@ _SUBMODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    # Each name's submodule is imported when the name is first used (accelstack.lazy): results.baseline reads
-    # history.metrics, and should not bring sqlite3 and the index with it.
+    # Each name's submodule is imported when the name is first used (accelstack.lazy): a caller of the queries'
+    # types does not bring sqlite3 and the index with them.
     return lazy_name(__name__, _SUBMODULES, globals(), name)
 
 

@@ -38,8 +38,8 @@ def node_check_command(*, tier: str = "health", only: str | None = None, json: b
     outcome = result.drain
     if outcome is not None:
         if outcome.ok:
-            print(f"accelstack: drained {outcome.node}: {outcome.reason}", file=sys.stderr)
+            print(f"accelstack: drained {outcome.host}: {outcome.reason}", file=sys.stderr)
         else:
-            print(f"accelstack: could not drain {outcome.node} ({outcome.message}); reason was: {outcome.reason}",
+            print(f"accelstack: could not drain {outcome.host} ({outcome.output}); reason was: {outcome.reason}",
                   file=sys.stderr)
     return result.code

@@ -141,3 +141,15 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     if window is not None and "device_health" in config:  # one of the health script's limits
         config["device_health"] = {**config["device_health"], "xid_window_s": window}
     return config
+
+
+# The health tier runs no collective: its host config carries the quick tier's sweep settings, which no check of
+# it reads.
+SWEEP_TIER = {"health": "quick"}
+
+
+def tier_config(ctx: HostContext, tier: str) -> dict[str, Any]:
+    """The host config every script of a ``tier`` run gets (:func:`host_config`, with ``tier`` set)."""
+    config = host_config(ctx, tier=SWEEP_TIER.get(tier, tier))
+    config["tier"] = tier
+    return config

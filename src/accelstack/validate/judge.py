@@ -8,12 +8,12 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import HostUnreachable
 from ..facts.parsers import parse_npu_smi_info, parse_nvidia_smi_csv
 from ..inventory.model import Host
-from ..results.records import Record, Status, error_record
+from ..results.records import STATUSES, Record, Status, error_record
 from .config import inventory_of
 from .thresholds import Thresholds, judge
 
@@ -24,9 +24,18 @@ LOG_LINE = re.compile(r"NCCL (INFO|WARN)|NCCL error|HCCL|hccl|ERR\d{5}|E[IHJ]\d{
 # Words, not substrings: "npu" inside "input" once attached a keyboard line to a GPU failure.
 DMESG_LINE = re.compile(r"NVRM: Xid|Xid \(|fallen off the bus|Out of memory|oom-kill|oom_reaper|Killed process|"
                         r"(?<![a-z])(?:hccl|davinci|npu)(?![a-z])", re.IGNORECASE)
-STATUSES = ("pass", "warn", "fail", "error", "skip")
 # A check's control-side judgement of one of its records (its declaration's ``judge``, validate/checks/).
 Judge = Callable[[Record, Mapping[str, Any], Thresholds], Record]
+
+
+class Judged(Protocol):
+    """What judging a script's output needs of its check (a :class:`~accelstack.validate.checks.Check`): the
+    names of its records, and the judge of each."""
+
+    @property
+    def checks(self) -> tuple[str, ...]: ...
+
+    def judge_for(self, record_check: str) -> Judge | None: ...
 
 
 def parse_document(stdout: str) -> list[dict[str, Any]]:
@@ -328,6 +337,43 @@ def judge_multinode_bandwidth(record: Record, config: Mapping[str, Any], thresho
     scope, collective = MULTINODE_ROWS
     return judge_bandwidth(record, accelerator=config.get("accelerator"), scope=scope, thresholds=thresholds,
                            collective=collective)
+
+
+# A run this far below the best run so far (of as many nodes or more) is slow even when it clears the floor: one
+# bad node or link among good ones.
+SLOW_PAIR_FRACTION = 0.5
+
+
+def judge_isolation_run(busbw: float | None, *, failure: str | None, accelerator: str | None, ranks: int,
+                        thresholds: Thresholds, best: float, than: str = "run") -> tuple[str, str]:
+    """One run of a group of nodes while isolating a fault (a bisection group, a pair), as both engines judge it:
+    one that failed (``failure``: why), is under the multi-node floor for its ``ranks``, or is under half the best
+    run so far (``best``) is a fail. Returns the status and why. Pure."""
+    if failure is not None:
+        return "fail", failure
+    value = busbw or 0.0
+    row = thresholds.lookup(accelerator, *MULTINODE_ROWS, ranks)
+    status, why = judge(value, row, thresholds.margin)
+    if status == "fail":
+        return "fail", f"{value:.4f} GB/s, {why}"
+    if best and value < SLOW_PAIR_FRACTION * best:
+        return "fail", f"{value:.4f} GB/s, under half the best {than}'s {best:.4f} GB/s"
+    return "pass", f"{value:.4f} GB/s"
+
+
+def judge_output(host: str, check: Judged, config: Mapping[str, Any], thresholds: Thresholds, *, command: str,
+                 stdout: str, stderr: str, exit_status: int, duration: float) -> list[Record]:
+    """What one check's script printed on ``host``, as its judged records (or the one ``error`` record each of a
+    script that printed no document)."""
+    try:
+        items = parse_document(stdout)
+    except ValueError:
+        return [unparsable_record(host, name, command=command, stdout=stdout, stderr=stderr,
+                                  exit_status=exit_status, duration_s=duration, inventory=config.get("inventory"))
+                for name in check.checks]
+    records = [to_record(host, item, command=command, stdout=stdout, stderr=stderr, duration_s=duration)
+               for item in items]
+    return [refine(record, config, thresholds, check.judge_for(record.check)) for record in records]
 
 
 def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds, judge: Judge | None = None) -> Record:

@@ -1,7 +1,7 @@
 """The multi-node allreduce as one Slurm step: ``srun --nodes N --ntasks-per-node K accelstack node-collective``.
 
-Every task is one rank. On its node, ``accelstack node-collective`` reads the node file (and the vars the control
-side sent, :mod:`.slurm`), builds the same config the SSH engine gives the worker, and execs the stack's python on
+Every task is one rank. On its node, ``accelstack node-collective`` (:mod:`.node`) reads the node file (and the vars
+the control side sent), builds the same config the SSH engine gives the worker, and execs the stack's python on
 ``collectives.py``, which takes its rank and rendezvous from Slurm's environment (SLURM_PROCID, SLURM_NTASKS,
 SLURM_LOCALID; MASTER_ADDR is the step's first node, MASTER_PORT comes from the job and step ids). No SSH.
 
@@ -9,7 +9,7 @@ Local rank 0 of each node prints the node's result line, as under torchrun; ``sr
 task. The records are judged as over SSH (thresholds per accelerator and rank count, busbw per size, every rank's
 sums checked by the worker): wrong sums or a busbw under the floor are ``fail``; a step that timed out, a node that
 failed under Slurm, or a node that gave no result is ``error`` (nothing was measured there). On a fail the nodes
-are bisected (:mod:`.isolate`), each group run as a Slurm step of its own, the groups of a round at once.
+are bisected (:mod:`accelstack.validate.isolate`), each group run as a Slurm step of its own, the groups of a round at once.
 
 Nothing outlives the run: the step has a time limit (``srun --time``), every rank its own deadline, and a step
 still there at the control side's deadline is cancelled (``scancel --name``: the job name carries the run tag).
@@ -22,26 +22,25 @@ import math
 import os
 import re
 import shlex
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import AccelstackError, ConfigError
+from ...errors import AccelstackError
 from ...results.records import Record, Status
 from ...validate.isolate import Blame, Group, Isolation, bisect, blame_records
-from ...validate.judge import judge_multinode_bandwidth, log_lines, tail
-from ...validate.thresholds import Thresholds, judge
-from ..ssh.cluster import SLOW_PAIR_FRACTION, NodeChecks, cluster_sweep, new_tag
-from .run import LABEL, LabelledOutput
+from ...validate.judge import judge_isolation_run, judge_multinode_bandwidth, log_lines, tail
+from ...validate.thresholds import Thresholds
+from ..collective import NodeChecks, new_tag
+from .client import Client, SlurmClient
+from .parse import INFO_KEY, LABEL, labelled_documents
 
 ALLOCATION_WAIT_S = 60
 # torch imports and the accelstack command's own start on every rank: the step's time limit allows for them.
 STARTUP_ALLOWANCE_S = 30
 KILL_AFTER_S = 15
-INFO_KEY = "accelstack_node"
 # What srun prints when a node cannot run its tasks (reference slurm-lab.md 8).
 NODE_FAILURE = re.compile(r"(?:failed on node|Node failure on|on failed node|error on node) ([A-Za-z0-9._-]+?)[:\s,]")
 TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE)
@@ -88,14 +87,6 @@ class StepResult:
             if check.get("status") != "pass":
                 return str(check.get("summary"))
         return no_result_summary(self, name)
-
-
-def labelled_documents(text: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-    """``srun --label`` output as ``(task, JSON object)`` pairs, and every other line (the host step's parser,
-    :class:`.slurm.LabelledOutput`). Pure."""
-    parser = LabelledOutput()
-    found = [pair for line in text.splitlines() for pair in parser.feed(line)]
-    return found, parser.finish()
 
 
 def parse_collective_output(text: str, nodes: Sequence[str]) -> tuple[dict[str, NodeOutcome], list[str]]:
@@ -159,10 +150,10 @@ def collective_command(nodes: Sequence[str], *, ntasks_per_node: int, spec: dict
     return argv + [*shlex.split(command), "node-collective", "--spec", json.dumps(spec, sort_keys=True)]
 
 
-def run_step(nodes: Sequence[str], *, ntasks_per_node: int, deadline_s: float, partition: str | None,
-             node_addrs: dict[str, str], pair: bool = False, command: str | None = None,
+def run_step(client: Client, nodes: Sequence[str], *, ntasks_per_node: int, deadline_s: float,
+             partition: str | None, node_addrs: dict[str, str], pair: bool = False, command: str | None = None,
              env: dict[str, str] | None = None, gres: str | None = None) -> StepResult:
-    """One multi-node step over ``nodes``; a step still running at the deadline is cancelled."""
+    """One multi-node step over ``nodes`` through ``client``; a step still running at the deadline is cancelled."""
     tag = new_tag()
     spec = {"deadline_s": deadline_s, "run_tag": tag, "pair": pair,
             "node_addrs": {n: node_addrs[n] for n in nodes if n in node_addrs}}
@@ -170,45 +161,23 @@ def run_step(nodes: Sequence[str], *, ntasks_per_node: int, deadline_s: float, p
                               time_limit_s=deadline_s + STARTUP_ALLOWANCE_S, tag=tag,
                               command=command or os.environ.get("ACCELSTACK_NODE_COMMAND", "accelstack"),
                               gres=gres)
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("ACCELSTACK_RUNS", None)
     started = time.monotonic()
-    timed_out = False
     try:
-        proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=ALLOCATION_WAIT_S + deadline_s + STARTUP_ALLOWANCE_S + KILL_AFTER_S)
-        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as err:
-        timed_out = True
-        stdout = _text(err.stdout)
-        stderr = _text(err.stderr) + f"\naccelstack: the step gave no answer by its deadline: cancelled ({tag})"
-        code = 124
+        done = client.run(argv, env=env, timeout=ALLOCATION_WAIT_S + deadline_s + STARTUP_ALLOWANCE_S + KILL_AFTER_S)
     except KeyboardInterrupt:
-        cancel(tag, full_env)
+        client.cancel(tag)
         raise
-    finally:
-        wall = round(time.monotonic() - started, 3)
-    if timed_out or code != 0:
-        cancel(tag, full_env)  # a step srun left behind (srun killed, or lost its controller) ends here
-    outcomes, _other = parse_collective_output(stdout, nodes)
-    timed_out = timed_out or bool(TIME_LIMIT.search(stderr)) or any(
+    wall = round(time.monotonic() - started, 3)
+    stderr = done.stderr + (f"\naccelstack: the step gave no answer by its deadline: cancelled ({tag})"
+                            if done.timed_out else "")
+    if not done.ok:
+        client.cancel(tag)  # a step srun left behind (srun killed, or lost its controller) ends here
+    outcomes, _other = parse_collective_output(done.stdout, nodes)
+    timed_out = done.timed_out or bool(TIME_LIMIT.search(stderr)) or any(
         "reached its deadline" in line for o in outcomes.values() for line in o.lines) or \
         "reached its deadline" in stderr
-    return StepResult(list(nodes), outcomes, argv, code, stderr, wall, deadline_s, timed_out, tag, ntasks_per_node)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def cancel(tag: str, env: dict[str, str]) -> None:
-    try:
-        subprocess.run(["scancel", f"--name={tag}"], env=env, capture_output=True, timeout=15,
-                       stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        pass  # the step's own time limit and the ranks' deadlines end it
+    return StepResult(list(nodes), outcomes, argv, done.returncode, stderr, wall, deadline_s, timed_out, tag,
+                      ntasks_per_node)
 
 
 def no_result_summary(step: StepResult, name: str) -> str:
@@ -258,18 +227,13 @@ def node_record(step: StepResult, name: str, *, accelerator: str | None, thresho
 
 
 def judge_step(step: StepResult, *, accelerator: str | None, thresholds: Thresholds, best: float) -> tuple[str, str]:
-    """One isolation run: failed, under the floor for its ranks, or under half the best run so far is a fail."""
-    if not step.passed:
-        return "fail", next((step.reason(n) for n in step.nodes if not step.outcomes[n].passed), "failed")
-    value = step.busbw or 0.0
+    """One isolation run (:func:`accelstack.validate.judge.judge_isolation_run`); without an inventory, the
+    accelerator is the one the nodes' node files name."""
+    failure = None if step.passed else next((step.reason(n) for n in step.nodes if not step.outcomes[n].passed),
+                                            "failed")
     accelerator = accelerator or next((o.info.get("accelerator") for o in step.outcomes.values() if o.info), None)
-    row = thresholds.lookup(accelerator, "multi-node", "allreduce", len(step.nodes) * step.ntasks_per_node)
-    status, why = judge(value, row, thresholds.margin)
-    if status == "fail":
-        return "fail", f"{value:.4f} GB/s, {why}"
-    if best and value < SLOW_PAIR_FRACTION * best:
-        return "fail", f"{value:.4f} GB/s, under half the best run's {best:.4f} GB/s"
-    return "pass", f"{value:.4f} GB/s"
+    return judge_isolation_run(step.busbw, failure=failure, accelerator=accelerator,
+                               ranks=len(step.nodes) * step.ntasks_per_node, thresholds=thresholds, best=best)
 
 
 Step = Callable[..., StepResult]
@@ -309,10 +273,12 @@ class SlurmCollective:
     command: str | None = None
     usable: Callable[[Sequence[str]], set[str]] | None = None  # which of these nodes Slurm can still run on
     gres: str | None = None  # srun --gres: the devices every node gives the step (none: Slurm manages none)
+    client: Client = field(default_factory=SlurmClient)  # what runs srun and scancel
 
     def step(self, nodes: Sequence[str], *, deadline_s: float, pair: bool = False) -> StepResult:
-        return run_step(nodes, ntasks_per_node=self.ntasks_per_node, deadline_s=deadline_s, partition=self.partition,
-                        node_addrs=self.node_addrs, pair=pair, command=self.command, env=self.env, gres=self.gres)
+        return run_step(self.client, nodes, ntasks_per_node=self.ntasks_per_node, deadline_s=deadline_s,
+                        partition=self.partition, node_addrs=self.node_addrs, pair=pair, command=self.command,
+                        env=self.env, gres=self.gres)
 
 
 def bisect_steps(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: float,
@@ -388,68 +354,4 @@ def multinode_slurm(nodes: Sequence[str], run: SlurmCollective, *, deadline_s: f
 
 # ----- the node side: `accelstack node-collective` ----------------------------------------------------------
 
-def parse_collective_spec(text: str) -> dict[str, Any]:
-    """``node-collective --spec``: the step's JSON object as :func:`run_step` writes it, each field of the type it
-    has there; anything else is a ConfigError (one line, exit 3) before the node file is read. Pure."""
-    try:
-        spec = json.loads(text)
-    except ValueError as err:
-        raise ConfigError(f"--spec is not JSON: {err}") from None
-    if not isinstance(spec, dict):
-        raise ConfigError(f"--spec must be a JSON object (deadline_s, run_tag, pair, node_addrs), not "
-                          f"{type(spec).__name__}")
-    deadline = spec.get("deadline_s")
-    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int | float)
-                                 or not math.isfinite(deadline) or deadline <= 0):
-        raise ConfigError(f"--spec deadline_s must be a number of seconds above 0, not {deadline!r}")
-    if not isinstance(spec.get("run_tag", ""), str):
-        raise ConfigError(f"--spec run_tag must be a string, not {spec['run_tag']!r}")
-    if not isinstance(spec.get("pair", False), bool):
-        raise ConfigError(f"--spec pair must be true or false, not {spec['pair']!r}")
-    addrs = spec.get("node_addrs", {})
-    if not isinstance(addrs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in addrs.items()):
-        raise ConfigError(f"--spec node_addrs must map node names to addresses, not {addrs!r}"[:200])
-    return spec
 
-
-def node_collective_config(base: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """The worker's config on this node: the node's own config (as the SSH engine builds it) with the step's
-    deadline, sweep and rendezvous addresses. Pure."""
-    deadline_s = float(spec.get("deadline_s") or 120)
-    config = dict(base, mode="cluster", run_tag=str(spec.get("run_tag") or ""), deadline_s=max(5.0, deadline_s - 3),
-                  node_addrs=dict(spec.get("node_addrs") or {}))
-    config.update(cluster_sweep(base, bool(spec.get("pair"))))
-    config["collective_timeout_s"] = max(5.0, min(float(config.get("collective_timeout_s") or 600), deadline_s - 8))
-    return config
-
-
-def exec_node_collective(spec_text: str, *, node_file: str | None = None) -> None:
-    """Become this task's rank: print the node line (local rank 0), then exec the stack's python on the worker
-    with the node's socket interfaces exported and its env file sourced, as the SSH engine's command does."""
-    import sys
-    from pathlib import Path
-
-    from ...flows.nodecheck.run import load_node_file, node_context, slurm_node_name
-    from ...validate.config import ENV_FILE, host_config
-    from ...validate.registry import validators_dir
-    from .run import apply_control_vars
-
-    spec = parse_collective_spec(spec_text)
-    node = load_node_file(Path(node_file) if node_file else None)
-    name = slurm_node_name()
-    apply_control_vars(node, name)
-    ctx = node_context(node, name)
-    config = node_collective_config(host_config(ctx, tier="standard"), spec)
-    if os.environ.get("SLURM_LOCALID", "0") == "0":
-        info = {"name": name, "accelerator": config.get("accelerator"), "vendor": config.get("vendor"),
-                "stack": config.get("stack")}
-        sys.stdout.write(json.dumps({INFO_KEY: info}) + "\n")
-        sys.stdout.flush()
-    exports = {k: str(v) for k, v in (config.get("socket_ifnames") or {}).items()}
-    exports.update({"ACCELSTACK_RUN_TAG": config["run_tag"], "OMP_NUM_THREADS": "1"})
-    env_file = str(config.get("env_file") or ENV_FILE)
-    script = str(validators_dir() / "collectives.py")
-    # The env file first, then the node's own settings over it: the order of the SSH engine's command.
-    shell = (f"[ -r {shlex.quote(env_file)} ] && . {shlex.quote(env_file)} >/dev/null 2>&1; exec env "
-             + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(exports.items())) + ' "$@"')
-    os.execv("/bin/sh", ["/bin/sh", "-c", shell, "sh", ctx.python, script, json.dumps(config, sort_keys=True)])

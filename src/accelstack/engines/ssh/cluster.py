@@ -1,5 +1,6 @@
-"""Cluster validators: clock skew, port reachability, and the multi-node allreduce through torchrun started
-over SSH on every host, with bisection (:mod:`.isolate`) that names the node or link at fault.
+"""The SSH engine's cluster checks: clock skew, port reachability, and the multi-node allreduce through torchrun
+started over SSH on every host, with bisection (:mod:`accelstack.validate.isolate`) that names the node or link at
+fault. Each is a check's declared runner, called ``runner(check, run)`` with a :class:`ClusterRun`.
 
 Nothing started here may outlive the run. Every remote command runs under ``timeout -k`` (its process group is
 killed at the deadline even if this machine loses the host), every rank has its own deadline and dies with its
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import secrets
 import shlex
 import statistics
 import time
@@ -19,36 +19,28 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import AccelstackError
 from ...results.records import Record, Status
 from ...stacks.context import HostContext
 from ...transport.connection import CommandResult, Transport
+from ...validate.checks import Check
 from ...validate.isolate import Blame, Group, Isolation, bisect, blame_records
 from ...validate.judge import (
-    MULTINODE_ROWS,
     Judge,
+    judge_isolation_run,
     judge_multinode_bandwidth,
     log_lines,
     parse_document,
     tail,
 )
-from ...validate.thresholds import Thresholds, judge
+from ...validate.thresholds import Thresholds
+from ..collective import DEFAULT_DEADLINE, NodeChecks, cluster_sweep, new_tag
 from .remote import ENV_FILE, SYSTEM_PYTHON, ensure_uploaded
 
-if TYPE_CHECKING:
-    from ...validate.checks import Check
-
-CPU_CLUSTER_SWEEP = {"sizes": [1 << 16, 1 << 20, 1 << 22], "iters": 10, "warmup": 1, "size_budget_s": 3.0}
-ACCEL_CLUSTER_SWEEP = {"sizes": [1 << 20, 1 << 26, 1 << 30], "iters": 20, "warmup": 2, "size_budget_s": 10.0}
-PAIR_SWEEP_CPU = {"sizes": [1 << 22], "iters": 5, "warmup": 1, "size_budget_s": 3.0}
-PAIR_SWEEP_ACCEL = {"sizes": [1 << 28], "iters": 10, "warmup": 2, "size_budget_s": 10.0}
-DEFAULT_DEADLINE = 120.0
 DEFAULT_RENDEZVOUS_PORT = 29500
 KILL_GRACE = 3.0
-# A pair this far below the best pair is slow even when it clears the floor: one bad link among good ones.
-SLOW_PAIR_FRACTION = 0.5
 
 Connect = Callable[[HostContext], Transport]
 
@@ -63,24 +55,6 @@ class Member:
     @property
     def name(self) -> str:
         return self.ctx.host.name
-
-
-class NodeChecks:
-    """What a node's rank 0 printed of the fleet's collective (``checks``), read the same way by both engines."""
-
-    checks: list[dict[str, Any]]
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.checks) and all(c.get("status") == "pass" for c in self.checks)
-
-    @property
-    def busbw(self) -> float | None:
-        for check in self.checks:
-            value = (check.get("metrics") or {}).get("busbw_gbps")
-            if value is not None:
-                return float(value)
-        return None
 
 
 @dataclass
@@ -122,25 +96,9 @@ class RunResult:
         return min(values) if values else None
 
 
-def new_tag() -> str:
-    return f"accelstack-run-{secrets.token_hex(6)}"
-
-
 def kill_command(tag: str) -> str:
     # The tag is ours alone (random), so this matches only processes this run started.
     return f"pkill -KILL -f {shlex.quote(tag)} >/dev/null 2>&1; true"
-
-
-def cluster_sweep(config: dict[str, Any], pair: bool = False) -> dict[str, Any]:
-    cpu = config.get("vendor") == "cpu"
-    if pair:
-        sweep = dict(PAIR_SWEEP_CPU if cpu else PAIR_SWEEP_ACCEL)
-    else:
-        sweep = dict(CPU_CLUSTER_SWEEP if cpu else ACCEL_CLUSTER_SWEEP)
-        for key in ("sizes", "iters", "warmup", "size_budget_s"):
-            if config.get(f"cluster_{key}") is not None:
-                sweep[key] = config[f"cluster_{key}"]
-    return sweep
 
 
 def torchrun_command(member: Member, *, nnodes: int, node_rank: int, master: str, port: int, tag: str,
@@ -284,37 +242,18 @@ def pairwise(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: f
         for edge, run in zip(group, runs, strict=False):
             results.append(PairResult((members[edge[0]].name, members[edge[1]].name), run))
     best = max((p.run.busbw or 0.0 for p in results if p.run.passed), default=0.0)
-    accelerator = members[0].config.get("accelerator") if members else None
     for pair in results:
-        if not pair.run.passed:
-            pair.status, pair.why = "fail", next((n.reason() for n in pair.run.nodes if not n.passed), "failed")
-            continue
-        value = pair.run.busbw or 0.0
-        row = thresholds.lookup(accelerator, *MULTINODE_ROWS, 2 * int(
-            members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1))
-        status, why = judge(value, row, thresholds.margin)
-        if status == "fail":
-            pair.status, pair.why = "fail", f"{value:.4f} GB/s, {why}"
-        elif best and value < SLOW_PAIR_FRACTION * best:
-            pair.status, pair.why = "fail", f"{value:.4f} GB/s, under half the best pair's {best:.4f} GB/s"
-        else:
-            pair.why = f"{value:.4f} GB/s"
+        pair.status, pair.why = judge_group(pair.run, members[:2], thresholds, best, than="pair")
     return results
 
 
-def judge_group(run: RunResult, members: Sequence[Member], thresholds: Thresholds, best: float) -> tuple[str, str]:
-    """One isolation run: failed, under the floor for its ranks, or under half the best run so far is a fail."""
-    if not run.passed:
-        return "fail", next((n.reason() for n in run.nodes if not n.passed), "failed")
-    value = run.busbw or 0.0
+def judge_group(run: RunResult, members: Sequence[Member], thresholds: Thresholds, best: float, *,
+                than: str = "run") -> tuple[str, str]:
+    """One isolation run of ``members`` (:func:`accelstack.validate.judge.judge_isolation_run`)."""
     nproc = int(members[0].config.get("cluster_nproc") or members[0].config.get("nproc") or 1)
-    row = thresholds.lookup(members[0].config.get("accelerator"), *MULTINODE_ROWS, len(members) * nproc)
-    status, why = judge(value, row, thresholds.margin)
-    if status == "fail":
-        return "fail", f"{value:.4f} GB/s, {why}"
-    if best and value < SLOW_PAIR_FRACTION * best:
-        return "fail", f"{value:.4f} GB/s, under half the best run's {best:.4f} GB/s"
-    return "pass", f"{value:.4f} GB/s"
+    failure = None if run.passed else next((n.reason() for n in run.nodes if not n.passed), "failed")
+    return judge_isolation_run(run.busbw, failure=failure, accelerator=members[0].config.get("accelerator"),
+                               ranks=len(members) * nproc, thresholds=thresholds, best=best, than=than)
 
 
 def bisect_members(members: Sequence[Member], thresholds: Thresholds, *, deadline_s: float,
@@ -574,7 +513,7 @@ class ClusterRun:
 
 
 # A cluster check's runner: ``runner(check, run)`` -> its records, for the joined hosts.
-ClusterRunner = Callable[["Check", ClusterRun], list[Record]]
+ClusterRunner = Callable[[Check, ClusterRun], list[Record]]
 
 
 def run_clock(check: Check, run: ClusterRun) -> list[Record]:

@@ -1,8 +1,9 @@
 """The host phase: on one connection, upload the validators if missing, run the selected ones (the scripts of one
-python together in one interpreter, one command), and turn what each printed into records (judged, with evidence),
-the same records each script gives when it runs alone. Runs inside a fan-out worker (or node-check, on the node
-itself), and hands each check's records on as soon as they are judged (``on_done``), so they are on disk and on
-screen while the host's later checks still run."""
+python together in one interpreter, one command), and turn what each printed into records (judged, with evidence:
+:func:`accelstack.validate.judge.judge_output`), the same records each script gives when it runs alone. Runs inside a
+fan-out worker over SSH (or node-check's, on the node itself, on a local transport), and hands each check's records
+on as soon as they are judged (``on_done``), so they are on disk and on screen while the host's later checks still
+run."""
 
 from __future__ import annotations
 
@@ -19,23 +20,12 @@ from ...results.records import Record, error_record
 from ...stacks import drift_records, load_matrix
 from ...stacks.context import HostContext
 from ...transport.connection import Transport
-from ...validate.config import host_config
-from ...validate.judge import NOT_STARTED, dmesg_lines, parse_document, refine, to_record, unparsable_record
+from ...validate.judge import NOT_STARTED, dmesg_lines, judge_output, unparsable_record
 from ...validate.registry import Validator
 from ...validate.thresholds import Thresholds
 from .remote import command_for, ensure_uploaded, python_for
 
 DMESG_COMMAND = "dmesg -T 2>/dev/null | tail -n 3000 || dmesg 2>/dev/null | tail -n 3000"
-# The health tier runs no collective: its host config carries the quick tier's sweep settings, which no check of
-# it reads.
-SWEEP_TIER = {"health": "quick"}
-
-
-def tier_config(ctx: HostContext, tier: str) -> dict[str, Any]:
-    """The host config every script of a ``tier`` run gets (:func:`accelstack.validate.config.host_config`)."""
-    config = host_config(ctx, tier=SWEEP_TIER.get(tier, tier))
-    config["tier"] = tier
-    return config
 
 
 def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
@@ -52,39 +42,11 @@ def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
     return records
 
 
-def script_config(validator: Validator, config: dict[str, Any]) -> dict[str, Any]:
-    """The config one script gets: the host config plus what the run adds (its ``mode``, the sweep's
-    ``collectives``, its ``deadline_s``)."""
-    config = dict(config)
-    if validator.mode is not None:  # a script with several uses (collectives.py) is told which one
-        config["mode"] = validator.mode
-    if validator.mode == "sweep":
-        config["collectives"] = list(validator.checks)
-    # The script's own deadline sits inside the shell's hard limit, so it reports before it is killed.
-    config["deadline_s"] = max(5.0, validator.timeout - 10)
-    return config
-
-
 def script_command(validator: Validator, ctx: HostContext, remote: str, config: dict[str, Any]) -> str:
     """The one command that runs this check's script alone on the host (what a person re-runs by hand)."""
     assert validator.script is not None
     return command_for(f"{remote}/{validator.script}", python_for(validator, ctx.python),
-                       script_config(validator, config), timeout=validator.timeout)
-
-
-def judge_output(ctx: HostContext, validator: Validator, config: dict[str, Any], thresholds: Thresholds, *,
-                 command: str, stdout: str, stderr: str, exit_status: int, duration: float) -> list[Record]:
-    """What one script printed, as its judged records (or the one ``error`` record each of a script that printed
-    no document)."""
-    try:
-        items = parse_document(stdout)
-    except ValueError:
-        return [unparsable_record(ctx.host.name, check, command=command, stdout=stdout, stderr=stderr,
-                                  exit_status=exit_status, duration_s=duration, inventory=config.get("inventory"))
-                for check in validator.checks]
-    records = [to_record(ctx.host.name, item, command=command, stdout=stdout, stderr=stderr, duration_s=duration)
-               for item in items]
-    return [refine(record, config, thresholds, validator.judge_for(record.check)) for record in records]
+                       validator.run_config(config), timeout=validator.timeout)
 
 
 def run_script(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
@@ -95,7 +57,7 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
         result = transport.run(command, timeout=validator.timeout + 15)
     except AccelstackError as err:
         return [error_record(ctx.host.name, check, err, time.monotonic() - started) for check in validator.checks]
-    return judge_output(ctx, validator, config, thresholds, command=command, stdout=result.stdout,
+    return judge_output(ctx.host.name, validator, config, thresholds, command=command, stdout=result.stdout,
                         stderr=result.stderr, exit_status=result.exit_status, duration=time.monotonic() - started)
 
 
@@ -144,7 +106,7 @@ def batch_run(validator: Validator) -> dict[str, Any]:
     stem = validator.script[: -len(".py")]
     name = stem if len(validator.checks) > 1 or validator.mode is not None else validator.checks[0]
     return {"script": validator.script, "name": name, "checks": list(validator.checks),
-            "timeout": validator.timeout, **script_config(validator, {})}
+            "timeout": validator.timeout, **validator.run_config({})}
 
 
 def run_batch(transport: Transport, validators: list[Validator], ctx: HostContext, remote: str,
@@ -190,7 +152,7 @@ def run_batch(transport: Transport, validators: list[Validator], ctx: HostContex
             left.append(validator)
             continue
         stdout = f"{doc.get('stdout') or ''}\n{json.dumps({'checks': doc.get('checks') or []}, default=str)}\n"
-        done.append((validator, judge_output(ctx, validator, config, thresholds, command=commands[index],
+        done.append((validator, judge_output(ctx.host.name, validator, config, thresholds, command=commands[index],
                                              stdout=stdout, stderr=str(doc.get("stderr") or ""),
                                              exit_status=124 if doc.get("timed_out") else 0,
                                              duration=float(doc.get("duration_s") or 0.0))))

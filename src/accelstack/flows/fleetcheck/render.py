@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
+from ...engines.base import DrainResult
 from ...results.baseline import Regression
 from ...results.output import STATUS_STYLE
 from ...results.records import Record
-from .run import DrainResult, FleetResult, FleetView
+from .run import FleetResult, FleetView
 
 HEARTBEAT_S = 60.0
 VERDICTS = {0: "healthy", 1: "failures or regressions", 2: "hosts could not be checked"}

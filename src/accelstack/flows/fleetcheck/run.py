@@ -19,14 +19,13 @@ import json
 import math
 import os
 import re
-import shlex
-import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...engines.base import DrainResult, run_drain_template
 from ...errors import AccelstackError, ConfigError
 from ...history import History
 from ...report import ReportData, render_html, render_json, render_junit, render_prom, write_atomic
@@ -43,11 +42,11 @@ from ...results.baseline import (
 )
 from ...results.figures import busbw_history
 from ...results.metrics import CLUSTER_HOST
-from ...results.records import Record, RunWriter, error_record, read_meta, utc_now
+from ...results.records import Record, RunWriter, error_record, read_meta
+from ...validate.registry import load_declarations
 
 REPORT_FILES = {"junit.xml": render_junit, "report.html": render_html, "accelstack.prom": render_prom,
                 "summary.json": render_json}
-DRAIN_TIMEOUT_S = 120
 # Slurm caps a node's reason; a short reason also keeps the drain command line readable in logs.
 REASON_MAX = 200
 # Each failed check's cause (its summary) is cut to this, so that every cause fits in the reason.
@@ -182,21 +181,6 @@ class FleetReporter:
         self.view.note(message)
 
 
-@dataclass(frozen=True)
-class DrainResult:
-    host: str
-    reason: str
-    command: str
-    exit_status: int | None
-    output: str
-    ts: str = ""
-    run_id: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "ts": self.ts, "host": self.host, "reason": self.reason,
-                "command": self.command, "exit_status": self.exit_status, "output": self.output}
-
-
 @dataclass
 class FleetResult:
     """What one fleet check did, as values: its verdict and what the verdict rests on."""
@@ -221,8 +205,6 @@ class FleetResult:
 
 def host_check_names() -> frozenset[str]:
     """The checks declared in ``validate/checks/``: the only records whose failure is evidence against a host."""
-    from ...validate.registry import load_declarations
-
     return frozenset(name for check in load_declarations() for name in check.checks)
 
 
@@ -256,26 +238,6 @@ def _reason(items: list[str]) -> str:
     text = "accelstack: " + "; ".join(dict.fromkeys(items))
     text = " ".join(text.split())  # one line: a newline in a reason would end a scheduler's command
     return text if len(text) <= REASON_MAX else text[: REASON_MAX - 1] + "\u2026"
-
-
-def drain_command(template: str, host: str, reason: str) -> str:
-    """The template with ``{host}`` and ``{reason}`` replaced by shell-quoted values.
-
-    Plain replacement rather than ``str.format``, so other braces in a template (awk, shell ``${VAR}``) stay.
-    """
-    return template.replace("{host}", shlex.quote(host)).replace("{reason}", shlex.quote(reason))
-
-
-def run_drain(template: str, host: str, reason: str, *, timeout_s: float = DRAIN_TIMEOUT_S) -> DrainResult:
-    command = drain_command(template, host, reason)
-    try:
-        # A shell, because the template is the operator's own command line (pipes, sudo, ssh to a controller).
-        done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout_s,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        return DrainResult(host, reason, command, None, f"timed out after {timeout_s:g}s", ts=utc_now())
-    output = (done.stdout + done.stderr).strip()
-    return DrainResult(host, reason, command, done.returncode, output[-2000:], ts=utc_now())
 
 
 def _append_jsonl(path: Path, item: dict[str, Any]) -> None:
@@ -400,7 +362,8 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
                 extra["drain_breaker"] = {"tripped": False, "max_drain": limit, "hosts_checked": len(checked)}
                 for host, reason in targets.items():
                     progress.step(f"draining {host}")
-                    result = drain(host, reason) if drain is not None else run_drain(drain_cmd or "", host, reason)
+                    result = drain(host, reason) if drain is not None else \
+                        run_drain_template(drain_cmd or "", host, reason)
                     result = dataclasses.replace(result, run_id=writer.run_id)
                     _append_jsonl(writer.path / DRAINS_FILE, result.to_dict())
                     extra["drained"].append(result.to_dict())

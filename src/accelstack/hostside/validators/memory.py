@@ -99,7 +99,7 @@ def main(config):
                                  % (tool, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
                                     config.get("host") or "<host>"), check="memory.devices"))
         else:
-            # Judged on the control side (accelstack.validate.results.refine_memory); provisional until then.
+            # Judged on the control side (accelstack.validate.judge.refine_memory); provisional until then.
             checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
                                  check="memory.devices"))
     return checks

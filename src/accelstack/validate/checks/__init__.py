@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError
 from ..judge import Judge
@@ -106,6 +107,18 @@ class Check:
     def judge_for(self, record_check: str) -> Judge | None:
         """The control-side judge of one of this check's records; ``None`` for a record it does not own."""
         return self.judge if self.owns(record_check) else None
+
+    def run_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The config this check's script gets: the host config plus what the run adds (:data:`RUN_KEYS`: its
+        ``mode``, the sweep's ``collectives``, its ``deadline_s``)."""
+        config = dict(config)
+        if self.mode is not None:  # a script with several uses (collectives.py) is told which one
+            config["mode"] = self.mode
+        if self.mode == "sweep":
+            config["collectives"] = list(self.checks)
+        # The script's own deadline sits inside the shell's hard limit, so it reports before it is killed.
+        config["deadline_s"] = max(5.0, self.timeout - 10)
+        return config
 
     def run_function(self) -> Callable[..., list]:
         """The declared ``runner``, imported now if it is named by its dotted path; ValueError when it cannot be."""

@@ -1,5 +1,5 @@
 """Declares ``clock``: skew between hosts, measured over the run's connections by the control side
-(``validate.cluster.run_clock``), no script of its own; Slurm does not run it."""
+(``accelstack.engines.ssh.cluster.run_clock``), no script of its own; Slurm does not run it."""
 
 from . import Check
 

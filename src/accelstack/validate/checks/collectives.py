@@ -22,7 +22,7 @@ CHECKS = (
           confirms=COLLECTIVE_CAUSES, rerun_below_floor=True),
     # Orchestrated by its runner (torchrun across the hosts over SSH; under --engine slurm, one Slurm step). Each
     # node's record is judged by `judge` against the multi-node allreduce rows; the isolation runs that follow a
-    # failure (validate.cluster.bisect_members) are held to the same rows, per group size, inside the runner: they
+    # failure (engines.ssh.cluster.bisect_members) are held to the same rows, per group size, inside the runner: they
     # are runs of a few hosts, not records, so no declaration can judge them.
     Check(("multinode",), "standard", script="collectives.py", python="stack", timeout=600, scope="cluster",
           mode="cluster",

@@ -1,5 +1,5 @@
 """Declares ``hostside/validators/ports.py``: rendezvous and collective ports between nodes. Orchestrated by
-``validate.cluster.run_ports``, which gives the script a config of its own (role, ports, peers)."""
+``accelstack.engines.ssh.cluster.run_ports``, which gives the script a config of its own (role, ports, peers)."""
 
 from . import Check
 

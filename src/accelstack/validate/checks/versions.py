@@ -1,5 +1,5 @@
 """Declares ``versions``: computed on the control side from the host's facts by its runner
-(``validate.host.versions_records``), no script of its own."""
+(``accelstack.engines.ssh.host.versions_records``), no script of its own."""
 
 from . import Check
 
