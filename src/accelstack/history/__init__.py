@@ -12,11 +12,11 @@ from ..lazy import lazy_name
 
 if TYPE_CHECKING:
     from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
-    from .queries import DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
+    from .queries import BusbwPoint, DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
 
 _SUBMODULES = {
     **dict.fromkeys(("HISTORY_FILE", "History", "RunInfo", "history_path", "parse_since", "parse_timestamp"), "index"),
-    **dict.fromkeys(("DrainEntry", "HistoryEntry", "MetricPoint", "SeriesPoint"), "queries"),
+    **dict.fromkeys(("BusbwPoint", "DrainEntry", "HistoryEntry", "MetricPoint", "SeriesPoint"), "queries"),
 }
 
 
@@ -28,6 +28,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "HISTORY_FILE",
+    "BusbwPoint",
     "DrainEntry",
     "History",
     "HistoryEntry",

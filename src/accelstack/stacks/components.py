@@ -31,13 +31,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .versions import MatchMode, VersionError, parse_version, versions_match
 
 if TYPE_CHECKING:
-    from ..facts.model import Facts
     from .compat import Matrix
+
+
+class Facts(Protocol):
+    """What this module reads of a host's facts (:class:`accelstack.facts.model.Facts`: the facts layer sits above
+    stacks and imports it, so the components name the attributes they read, not the class)."""
+
+    torch: Any
+    nvidia: Any
+    ascend: Any
+    python_version: str | None
+    stack_python: str | None
+    stack_python_version: str | None
 
 ALL_VENDORS = frozenset({"ascend", "nvidia", "cpu"})
 

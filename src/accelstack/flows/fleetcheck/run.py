@@ -40,7 +40,6 @@ from ...results.baseline import (
     needs_rerun,
     save_baseline,
 )
-from ...results.figures import busbw_history
 from ...results.metrics import CLUSTER_HOST
 from ...results.records import Record, RunWriter, error_record, read_meta
 from ...validate.registry import load_declarations
@@ -374,7 +373,7 @@ def fleet_check(inventories: list[str], *, validate: Validate, drain_cmd: str | 
 
         progress.step("writing reports")
         with History(runs_base) as history:
-            points = busbw_history(history)
+            points = history.busbw_history()
         data = ReportData(run_id=writer.run_id, records=records, meta=read_meta(writer.path),
                           regressions=regressions, baseline_run=baseline.describe() if baseline else None,
                           busbw_history=points, extra=extra)
