@@ -28,6 +28,7 @@ EXPECTED = {
     "cuda-runtime": ("cuda-runtime:cudaErrorECCUncorrectable", "device-hardware", "node"),
     "errno": ("errno:ENOSPC", "disk-full", "service"),
     "gloo": ("gloo:Timed out waiting", "collective-timeout", "config"),
+    "hip": ("hip:hipErrorNoBinaryForGpu", "torch-build-mismatch", "config"),
     "kernel": ("kernel:UE memory read error", "device-hardware", "node"),
     "linux": ("linux:SIGSEGV", "native-crash", "job"),
     "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),

@@ -315,8 +315,12 @@ class Scanner:
                 if code in self._codes or len(self._codes) < CODES_CAP:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
-                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
-                        lineno, split_prefix(text)[0], (f"code:{code}", False))
+                    if not self._wrapper_code(code, vendor):
+                        # A code that names a cause explains the failure around it; a wrapper (torch_npu's
+                        # "ERR00100 PTA call acl api failed") only says a call failed and leaves it to the failure's
+                        # own lines ("error code is 507035").
+                        self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                            lineno, split_prefix(text)[0], (f"code:{code}", False))
         self._failure_line(lineno, text, evidence)
 
     def _failure_line(self, lineno: int, text: str, evidence: EvidenceLine | None) -> None:
@@ -475,6 +479,12 @@ class Scanner:
         """A line's place in reading order (the offset of its log among those read, plus its number)."""
         return self._source_base.get(line.path, 0) + line.lineno
 
+    def _wrapper_code(self, code: str, vendor: Vendor) -> bool:
+        """A code that wraps the real error (torch_npu's ERR02007 "DIST not found" beside "Failed to find function
+        ..."), or a generic one (EH9999 "Inner Error"): it names no cause of its own."""
+        entry = self.catalog.error_codes.get(code)
+        return entry["cause"] == "unknown-error-code" if entry else code.startswith(vendor.error_code_wrappers)
+
     def _code_findings(self, findings: list[Finding]) -> list[Finding]:
         """A vendor's error codes (Ascend's): a known code gives its cause (unless a signature already named it), an
         unknown code is reported as such with its line."""
@@ -488,9 +498,7 @@ class Scanner:
             # Codes that wrap the real error (torch_npu's ERR02007 "DIST not found" beside "Failed to find
             # function ..."), and generic codes (EH9999 "Inner Error") name none: both speak only when nothing
             # else in the logs does.
-            wrapper = (entry["cause"] == "unknown-error-code" if entry
-                       else code.startswith(vendor.error_code_wrappers))
-            if wrapper and findings:
+            if self._wrapper_code(code, vendor) and findings:
                 continue
             if entry is None:
                 unknown.setdefault(vendor, {})[code] = hits
