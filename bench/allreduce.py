@@ -25,11 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
+from accelstack.engines.collective import CPU_CLUSTER_SWEEP  # noqa: E402
+from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.lab import Lab, salted  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
-from accelstack.validate import validate_inventory  # noqa: E402
-from accelstack.validate.cluster import CPU_CLUSTER_SWEEP  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
 from tests.test_validate_lab import _install_venv  # noqa: E402
 
 PLAIN = '''
@@ -112,7 +112,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="acw-"))
     os.environ.setdefault("ACCELSTACK_RUNS", str(root / "runs"))  # bench runs are not the user's history
     (root / "inventories").mkdir()
-    tag, subnet = salted("acw", "10.220")
+    tag, subnet = lab_ids("acw", "10.220")
     lab = Lab(root, tag=tag, subnet=subnet)
     lab.down()
     try:

@@ -48,8 +48,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 VENV = HERE / ".venv"
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 
-from accelstack.lab import Lab, salted  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
 
 GOAL_CPU_PER_HOST = 0.5  # accelstack / pyinfra, control CPU per host
 GOAL_WALL = 1.0  # accelstack / pyinfra, wall
@@ -228,7 +229,7 @@ def main() -> int:
         work = Path(tmp)
         (work / "inventories").mkdir()
         runs = work / "runs"
-        tag, subnet = salted("acb", "10.216")
+        tag, subnet = lab_ids("acb", "10.216")
         lab = Lab(work, tag=tag, subnet=subnet)
         try:
             lab.up(args.hosts)
@@ -343,7 +344,7 @@ def big_run(lab: Lab, inventory: str, runs: Path, work: Path, n: int, cores: int
 
 def slurm_line(lab: Lab, runs: Path, hosts: int) -> None:
     """The quick tier on every node through one srun, next to the same over SSH, on the same lab hosts."""
-    from accelstack.lab.slurm import SlurmLab
+    from accelstack_lab.slurm import SlurmLab
 
     lab.up(hosts)  # fewer hosts than the fan-out table: each node also runs a slurmd and a node-check here
     slurm = SlurmLab(lab)

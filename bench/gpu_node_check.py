@@ -237,12 +237,13 @@ def main() -> int:
         f"repo {REPO}; {os.cpu_count()} CPU(s)")
 
     sys.path.insert(0, str(REPO / "src"))
+    sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
     sys.path.insert(0, str(REPO / "bench"))
     from _node_cpu import SPLIT, split_parts
 
     base_env: dict[str, str] = dict(os.environ)
     if args.tiny:
-        from accelstack.lab.simulated.gpu_node import make_gpu_node
+        from accelstack_lab.simulated.gpu_node import make_gpu_node
 
         node = make_gpu_node(work / "sim", count=2)
         base_env = node.env()
@@ -278,7 +279,7 @@ def main() -> int:
     sku = "H200" if "H200" in name else "H100" if "H100" in name else name
     say(f"[3] nvidia-smi: {len(rows)} x {name}; " + "; ".join(f"gpu {r[0]}: {r[2]}/{r[3]} MiB used, compute mode "
                                                              f"{r[4]}" for r in rows))
-    from accelstack.lab.simulated.gpu_node import render_node_file
+    from accelstack_lab.simulated.gpu_node import render_node_file
 
     env_file = work / "accelstack.sh"
     env_file.write_text("# node-check's env file on this node: nothing to export for the check\n")

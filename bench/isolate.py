@@ -28,18 +28,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
+from accelstack.engines.ssh.cluster import isolate, pairwise, prepare_members, ring_rounds  # noqa: E402
+from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.lab import Lab, salted  # noqa: E402
-from accelstack.transport.context import resolve_contexts  # noqa: E402
+from accelstack.stacks.context import resolve_contexts  # noqa: E402
 from accelstack.transport.fanout import Fleet  # noqa: E402
-from accelstack.validate import validate_inventory  # noqa: E402
-from accelstack.validate.cluster import isolate, pairwise, prepare_members, ring_rounds  # noqa: E402
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
 from tests.labtools import install_venv  # noqa: E402
 
-TAG, SUBNET = salted("aci", "10.227")
+TAG, SUBNET = lab_ids("aci", "10.227")
 DEADLINE_S = 60  # what validate gives each isolation run
 FLEET_DEADLINE_S = 150  # the fleet run: every host starts torch on the same two cores
 RANKS = 1  # per host: 16 hosts x 2 ranks of gloo on two cores measure the CPU, not the slowed link

@@ -1,7 +1,7 @@
 """What ``accelstack node-check`` costs a node, per tier: wall time and CPU seconds (the command and everything it
 starts), beside what a node would run instead, and where the health tier's CPU goes.
 
-The node is a SIMULATED 8-GPU H100 node (``accelstack.lab.simulated.gpu_node``: the lab's simulated ``nvidia-smi``,
+The node is a SIMULATED 8-GPU H100 node (``accelstack_lab.simulated.gpu_node``: the lab's simulated ``nvidia-smi``,
 which is a python script, so each call costs a python start that the real tool does not; a kernel log without
 Xids), with the node file provisioning renders for an NVIDIA stack, and a stack python laid out as the real H200's
 ``/opt/torch/.venv`` (tests/data/h200/: a venv with the metadata and a folder of each of its 207 packages, torch
@@ -53,17 +53,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 
 from _node_cpu import SPLIT, split_parts  # noqa: E402
 
 from accelstack.facts.probe import STACK_SNIPPET, ProbeOptions, probe_argv  # noqa: E402
-from accelstack.lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
 from accelstack.paths import hostside  # noqa: E402
+from accelstack_lab.simulated.gpu_node import DRIVER, make_gpu_node, render_node_file  # noqa: E402
 
 H200 = REPO / "tests" / "data" / "h200"
 
 # The health tier's checks each in an interpreter of its own: the run as it was before they shared one.
-ONE_BY_ONE = ("import sys; import accelstack.validate.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
+ONE_BY_ONE = ("import sys; import accelstack.engines.ssh.host as h; h.host_groups = lambda vs: [[v] for v in vs]; "
               "from accelstack.cli import entry; sys.argv = ['accelstack'] + sys.argv[1:]; entry()")
 NHC_STYLE = ("nvidia-smi -q -x | grep -c '<gpu id' >/dev/null; nvidia-smi -q -x | grep -q '<current_ecc>Enabled'; "
              "nvidia-smi nvlink -s | grep -c inactive >/dev/null; dmesg | grep -c 'NVRM: Xid' >/dev/null; "

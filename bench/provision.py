@@ -52,8 +52,8 @@ def main() -> int:
     if args.tiny:
         return tiny()
 
-    from accelstack.lab import Lab, salted
-    from accelstack.lab.simulated import build_lab_repository
+    from accelstack_lab import Lab, lab_ids
+    from accelstack_lab.simulated import build_lab_repository
 
     root = Path(tempfile.mkdtemp(prefix="acq-"))
     (root / "inventories").mkdir()
@@ -61,7 +61,7 @@ def main() -> int:
     stack = root / "stacks" / "lab-ascend.yml"
     stack.write_text(LAB_ASCEND)
     repo = build_lab_repository(root / "repo", torch_wheel=None, stacks=[str(stack)], fault_fixtures=False)
-    tag, subnet = salted("acq", "10.220")
+    tag, subnet = lab_ids("acq", "10.220")
     lab = Lab(root, tag=tag, subnet=subnet)
     lab.down()
     try:

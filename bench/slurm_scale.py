@@ -65,12 +65,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the lab (accelstack_lab) lives in the checkout, outside the package
 sys.path.insert(0, str(HERE))
 
 from fanout import compile_bytecode, hosts_cpu_s  # noqa: E402
 
-from accelstack.lab import Lab  # noqa: E402
-from accelstack.lab.slurm import WRAPPER, SlurmLab  # noqa: E402
+from accelstack_lab import Lab, lab_ids  # noqa: E402
+from accelstack_lab.slurm import WRAPPER, SlurmLab  # noqa: E402
 
 TAG, SUBNET = "acm", "10.225"
 PROJECT_NODES = 1000
@@ -88,15 +89,6 @@ read -r stepd < /proc/$PPID/stat
 { echo "$began $ended"; times; echo "$stepd"; } > {folder}/"$SLURMD_NODENAME.$$" 2>/dev/null
 exit $rc
 """
-
-
-def lab_ids() -> tuple[str, str]:
-    """This bench's lab tag and /16, moved apart by ``ACCELSTACK_TEST_LAB_SALT`` as the test labs are."""
-    salt = os.environ.get("ACCELSTACK_TEST_LAB_SALT", "")
-    if not (len(salt) == 1 and salt in "123456"):
-        return TAG, SUBNET
-    head, octet = SUBNET.rsplit(".", 1)
-    return f"{TAG}{salt}", f"{head}.{(int(octet) - 200) % 20 + 20 * int(salt) + 100}"
 
 
 def cpu_of(pid: int, *, children: bool = True) -> float:
@@ -353,7 +345,7 @@ def main() -> int:
     replays = [2, 50] if args.tiny else sorted({int(v) for v in args.replay.split(",") if v.strip()})
     repeat = 1 if args.tiny else max(1, args.repeat)
     compile_bytecode()
-    tag, subnet = lab_ids()
+    tag, subnet = lab_ids(TAG, SUBNET)  # this checkout's, as the test labs' are
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         work = Path(tmp)
         (work / "inventories").mkdir()

@@ -15,10 +15,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def lab_ids(tag: str, subnet: str) -> tuple[str, str]:
-    """A test lab's tag and subnet, moved apart by ``ACCELSTACK_TEST_LAB_SALT`` (accelstack.lab.salted)."""
-    from accelstack.lab import salted
+    """A test lab's tag and subnet for this checkout (accelstack_lab.lab_ids: from the checkout's path, or
+    ``ACCELSTACK_TEST_LAB_SALT``), so two checkouts' test runs never share a lab."""
+    from accelstack_lab import lab_ids as checkout_lab_ids
 
-    return salted(tag, subnet)
+    return checkout_lab_ids(tag, subnet)
 
 
 TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")
@@ -36,7 +37,7 @@ def lab(lab_root: Path) -> Iterator[object]:
     """Four real hosts for the whole session; torn down at the end."""
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd); CI runs them as root")
-    from accelstack.lab import Lab
+    from accelstack_lab import Lab
 
     the_lab = Lab(lab_root, tag=TEST_TAG, subnet=TEST_SUBNET)
     the_lab.down()  # a lab left by an interrupted earlier session

@@ -49,8 +49,8 @@ def host_root(lab: object, host: str) -> Path:
 
 def lab_repository(dest: Path, stacks: list[str]) -> Path:
     """The lab's artifact repository for ``stacks``, with the wheels torch needs for a ``--no-index`` install."""
-    from accelstack.lab.simulated import build_lab_repository
     from accelstack.provision.artifacts import add_dependency_wheels
+    from accelstack_lab.simulated import build_lab_repository
 
     repo = build_lab_repository(dest, torch_wheel=None, stacks=stacks, fault_fixtures=False)
     if not DEPS_CACHE.exists() or not list(DEPS_CACHE.glob("*.whl")):
@@ -137,7 +137,7 @@ def own_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
 
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack.lab import Lab
+    from accelstack_lab import Lab
 
     (root / "inventories").mkdir(parents=True, exist_ok=True)
     lab = Lab(root, tag=tag, subnet=subnet)

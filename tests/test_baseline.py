@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.fleetcheck import check_max_drain, max_drain_for
+from accelstack.flows.fleetcheck.run import check_max_drain, max_drain_for
 from accelstack.results.baseline import (
     DEFAULT_KEEP,
     MIN_SIZE_SAMPLES,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from accelstack.bundle import analyze_bundle, collect, command_file_name
 from accelstack.facts.gather import probe, probe_options_for
+from accelstack.flows.bundle.run import analyze_bundle, collect, command_file_name
 from accelstack.inventory import Host, load_inventory
 from accelstack.transport.connection import LocalTransport
 

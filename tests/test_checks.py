@@ -20,10 +20,11 @@ import pytest
 from accelstack.diagnose.catalog import CAUSES, load_catalog
 from accelstack.diagnose.causes import load_causes
 from accelstack.diagnose.confirm import confirming_checks
+from accelstack.engines.ssh.remote import command_for
 from accelstack.errors import ConfigError
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
-from accelstack.transport.context import resolve_contexts
+from accelstack.stacks.context import resolve_contexts
 from accelstack.validate.checks import (
     README_BEGIN,
     RUN_KEYS,
@@ -37,6 +38,15 @@ from accelstack.validate.checks import (
 from accelstack.validate.checks import __main__ as checks_main_module
 from accelstack.validate.checks.__main__ import main as checks_main
 from accelstack.validate.config import host_config
+from accelstack.validate.judge import (
+    judge_multinode_bandwidth,
+    judge_single_node_bandwidth,
+    parse_document,
+    refine,
+    refine_devices,
+    refine_memory,
+    to_record,
+)
 from accelstack.validate.registry import (
     all_checks,
     declarations_dir,
@@ -45,16 +55,6 @@ from accelstack.validate.registry import (
     load_registry,
     select,
     validators_dir,
-)
-from accelstack.validate.remote import command_for
-from accelstack.validate.results import (
-    judge_multinode_bandwidth,
-    judge_single_node_bandwidth,
-    parse_document,
-    refine,
-    refine_devices,
-    refine_memory,
-    to_record,
 )
 from accelstack.validate.thresholds import load_thresholds
 
@@ -268,9 +268,9 @@ def test_a_wrong_declaration_is_refused_before_any_host_is_touched(tmp_path: Pat
     refused("CHECKS = (Check(('x',), 'quick', help='x'),)\n", "needs a runner")
     refused("CHECKS = (Check(('x',), 'quick', help='x', scope='cluster', script='ports.py'),)\n", "needs a runner")
     refused("CHECKS = (Check(('x',), 'quick', help='x', runner='no dots here'),)\n", "is not module:function")
-    refused("CHECKS = (Check(('x',), 'quick', help='x', runner='accelstack.validate.cluster:no_such'),)\n",
-            r"x\.py: check x: runner 'accelstack.validate.cluster:no_such' does not resolve")
-    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', runner='accelstack.validate.cluster:run_clock'),)"
+    refused("CHECKS = (Check(('x',), 'quick', help='x', runner='accelstack.engines.ssh.cluster:no_such'),)\n",
+            r"x\.py: check x: runner 'accelstack.engines.ssh.cluster:no_such' does not resolve")
+    refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', runner='accelstack.engines.ssh.cluster:run_clock'),)"
             "\n", "a runner is for cluster checks")
     refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', engines=('k8s',)),)\n", "not one of ssh, slurm")
     refused("CHECKS = (Check(('x',), 'quick', help='x', script='env.py', needs_peers=True),)\n", "for cluster checks")
@@ -401,8 +401,9 @@ the addresses of all of them (and of the inventory's `peer_names_also`)."""
 import json
 import shlex
 
-from ..remote import SYSTEM_PYTHON
-from ..results import parse_document, to_record
+from accelstack.engines.ssh.remote import SYSTEM_PYTHON
+from accelstack.validate.judge import parse_document, to_record
+
 from . import Check
 
 
@@ -427,8 +428,8 @@ CHECKS = (
 def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_path: Path) -> None:
     """A cluster check declares its runner: the run's cluster phase runs it from the declaration, with the joined
     hosts, beside the shipped cluster checks and in the order of their declared timeouts."""
+    from accelstack.engines.ssh.run import validate_hosts
     from accelstack.transport.fanout import FanoutOptions, Fleet
-    from accelstack.validate.run import validate_hosts
 
     validators, declarations = with_new_check(tmp_path, "peer_names.py", CLUSTER_SCRIPT, CLUSTER_DECLARATION)
     registry = load_registry(validators, declarations)
@@ -455,7 +456,7 @@ def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_p
     # host.versions_records, names its own records).
     import inspect
 
-    from accelstack.validate import host, run
+    from accelstack.engines.ssh import host, run
 
     for code in (run, host.run_host, host.run_validator, host.run_script, host._below_floor):
         text = inspect.getsource(code)
@@ -480,15 +481,15 @@ class _Records:
 
 
 def test_what_the_slurm_engine_runs_is_declared() -> None:
-    from accelstack.validate.slurm import slurm_validators
+    from accelstack.engines.slurm.run import slurm_checks
 
     # Every host check, and the cluster checks declaring the slurm engine (multinode); clock and ports are SSH's.
-    ran = slurm_validators("slurm", "standard", None)
+    ran = slurm_checks("standard", None)
     assert [v for v in select(REGISTRY, "standard") if "slurm" in v.engines] == ran
     assert {c for v in ran if v.scope == "cluster" for c in v.checks} == {"multinode"}
     assert {v.name for v in select(REGISTRY, "standard") if v.scope == "host"} <= {v.name for v in ran}
     with pytest.raises(ConfigError, match="runs the host checks and multinode; clock, ports need --engine ssh"):
-        slurm_validators("slurm", "standard", {"ports", "clock", "env"})
+        slurm_checks("standard", {"ports", "clock", "env"})
 
 
 def test_the_check_confirming_an_unknown_ascend_code_is_the_declared_one() -> None:

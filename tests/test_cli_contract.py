@@ -495,7 +495,7 @@ def test_console_script_from_an_unactivated_venv_uses_that_venv_python(tmp_path:
 
 def test_lab_inventory_names_the_artifact_repository(tmp_path: Path) -> None:
     from accelstack.inventory import load_inventory
-    from accelstack.lab import Lab, LabHost
+    from accelstack_lab import Lab, LabHost
 
     (tmp_path / "inventories").mkdir()
     lab = Lab(tmp_path, tag="acz", state_dir=tmp_path / "state")
@@ -515,7 +515,7 @@ def _manifest(folder: Path, entries: list[tuple[str, str]]) -> Path:
 
 
 def test_lab_repository_is_built_only_when_it_lacks_the_stack(tmp_path: Path) -> None:
-    from accelstack.lab.simulated.repository import repository_covers
+    from accelstack_lab.simulated.repository import repository_covers
 
     assert not repository_covers(tmp_path / "none", ["cpu"])
     no_deps = _manifest(tmp_path / "a", [("torch", "2.13.0+cpu")])

@@ -25,7 +25,7 @@ from accelstack.report.model import ReportData
 from accelstack.results.baseline import baseline_from_records, find_regressions
 from accelstack.results.records import Record
 from accelstack.validate import busbw_gbps, judge, load_thresholds
-from accelstack.validate.results import judge_bandwidth
+from accelstack.validate.judge import judge_bandwidth
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from accelstack.errors import ConfigError
-from accelstack.lab.simulated import drop_device_command
-from accelstack.lab.simulated.hostside import install
 from accelstack.validate import load_registry, select
 from accelstack.validate.device_floors import load_device_floors
 from accelstack.vendors.ascend.parsers import parse_npu_smi_info
 from accelstack.vendors.nvidia.parsers import parse_nvidia_smi_xml
+from accelstack_lab.simulated import drop_device_command
+from accelstack_lab.simulated.hostside import install
 
 from .labtools import bin_dir, load_validator, load_vendor_hostside
 
@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parent / "data"
 H100_XML = (DATA / "h100" / "nvidia_smi_q_x_h100_580.159.04.xml").read_text()
 A100_XML = (DATA / "captures" / "derived_nvidia_smi_q_x_a100_535.54.03.xml").read_text()
 NPU_TABLE = (DATA / "captures" / "npu_smi_info_910b3_a2_25.2.0.txt").read_text()
-HOSTSIDE = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
+HOSTSIDE = REPO / "accelstack_lab" / "simulated" / "hostside"
 NVIDIA_FLOORS = load_device_floors(vendor="nvidia")
 
 
@@ -548,7 +548,7 @@ def test_script_on_the_real_h100_capture_replayed(tmp_path: Path) -> None:
 
 def test_host_config_carries_the_vendors_rows_and_the_cpu_stack_none() -> None:
     from accelstack.inventory import load_inventory
-    from accelstack.transport.context import resolve_contexts
+    from accelstack.stacks.context import resolve_contexts
     from accelstack.validate.config import host_config
 
     gpu = next(iter(resolve_contexts(load_inventory(str(REPO / "inventories" / "gpu8.yml")).select(None)).values()))

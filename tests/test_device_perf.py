@@ -253,9 +253,9 @@ def test_script_errors_without_a_device_or_with_a_broken_torch(tmp_path: Path) -
 
 
 def test_the_link_is_read_from_the_simulated_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from accelstack.lab.simulated.hostside import install
+    from accelstack_lab.simulated.hostside import install
 
-    hostside = REPO / "src" / "accelstack" / "lab" / "simulated" / "hostside"
+    hostside = REPO / "accelstack_lab" / "simulated" / "hostside"
     devices = tmp_path / "devices.json"
     doc = install.nvidia_devices({"count": 2}, "580.159.04", "13.0")
     doc["devices"][1].update(pcie_current_gen=3, pcie_current_width=8)

@@ -21,7 +21,6 @@ TABLE_IDS = sorted({row.table for row in TABLES.rows})
 # own (ascend-<code>); every other table names the cause of the failure the log's structure shows.
 EXPECTED = {
     "amdgpu-kernel": ("amdgpu-kernel:uncorrectable hardware errors detected", "device-hardware", "node"),
-    "hip-runtime": ("hip-runtime:hipErrorInvalidDeviceFunction", "torch-build-mismatch", "config"),
     "rccl": ("rccl:HIP failure", "nccl-internal", "node"),
     "ascend-acl": ("ascend-acl:ACL_ERROR_RT_AICORE_EXCEPTION", "device-assert", "job"),
     "ascend-cann": ("ascend-EJ0001", "device-busy", "node"),
@@ -31,6 +30,7 @@ EXPECTED = {
     "cuda-runtime": ("cuda-runtime:cudaErrorECCUncorrectable", "device-hardware", "node"),
     "errno": ("errno:ENOSPC", "disk-full", "service"),
     "gloo": ("gloo:Timed out waiting", "collective-timeout", "config"),
+    "hip": ("hip:hipErrorNoBinaryForGpu", "torch-build-mismatch", "config"),
     "kernel": ("kernel:UE memory read error", "device-hardware", "node"),
     "linux": ("linux:SIGSEGV", "native-crash", "job"),
     "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),

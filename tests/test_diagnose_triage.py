@@ -21,7 +21,7 @@ from accelstack.diagnose.confirm import (
     judge_findings,
 )
 from accelstack.diagnose.render import render_confirmation, render_diagnosis
-from accelstack.fleetcheck import drain_targets, host_check_names
+from accelstack.flows.fleetcheck.run import drain_targets, host_check_names
 from accelstack.results.records import Record
 from accelstack.validate.registry import load_registry
 
@@ -143,8 +143,8 @@ def test_a_fleet_check_drains_on_a_host_checks_failure_only():
     assert sorted(drain_targets(records, [])) == ["node01", "node02"]
 
 
-DRAIN_MODULES = ("fleetcheck.py", "nodecheck.py", "tasks/nodecheck.py", "tasks/_slurm.py", "validate/slurm.py",
-                 "tasks/report.py")
+DRAIN_MODULES = ("flows/fleetcheck/run.py", "flows/nodecheck/run.py", "tasks/nodecheck.py", "tasks/_slurm.py",
+                 "engines/slurm/run.py", "tasks/report.py")
 
 
 def test_no_drain_path_reads_a_diagnosis():

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from accelstack.inventory import load_inventory
-from accelstack.lab.simulated import formats, versions
 from accelstack.transport.fanout import Fleet
+from accelstack_lab.simulated import formats, versions
 
 from .conftest import run_cli
 

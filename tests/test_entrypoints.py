@@ -39,9 +39,11 @@ def _run(program: str, args: list[str], runs: Path, cwd: Path = REPO) -> subproc
 
 
 def _every_task() -> list[str]:
-    from accelstack.tasks import ns
+    """Every task of the checkout: the product's and the lab's (the checkout's tasks.py adds them)."""
+    from accelstack.cli import checkout_task_modules
+    from accelstack.tasks import build_collection
 
-    return sorted(ns.task_names)
+    return sorted(build_collection(extra=checkout_task_modules()).task_names)
 
 
 def _both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProcess[str]]:
@@ -52,7 +54,7 @@ def _both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProc
 
 def test_every_task_shows_the_same_help_under_both_programs() -> None:
     tasks = _every_task()
-    assert {"validate", "analyze", "node-check", "lab.up", "stack.list"} <= set(tasks)
+    assert {"validate", "analyze", "node-check", "lab.up", "repo.build", "stack.list"} <= set(tasks)
     jobs = [(program, task) for task in tasks for program in ("inv", "accelstack")]
     with ThreadPoolExecutor(4) as pool:
         procs = list(pool.map(lambda job: subprocess.run(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelstack.bundle import analyze_bundle, bundle_facts
 from accelstack.facts import parsers as p
 from accelstack.facts.assemble import parse_sections
+from accelstack.flows.bundle.run import analyze_bundle, bundle_facts
 from accelstack.stacks import drift_records, load_matrix, load_stack
 from accelstack.vendors.nvidia import torch_nccl
 

@@ -32,7 +32,7 @@ def test_nvidia_host_table_names_driver_and_gpus() -> None:
 
 
 def test_h100_table_shows_both_nccls_the_system_one_and_the_one_torch_loads() -> None:
-    from accelstack.bundle import bundle_facts
+    from accelstack.flows.bundle.run import bundle_facts
 
     facts = bundle_facts(Path(__file__).parent / "data" / "h100" / "bundle")
     text = render_to_text(facts_table("h100", facts))

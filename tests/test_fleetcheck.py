@@ -13,17 +13,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from accelstack.fleetcheck import (
-    FleetReporter,
-    Rerun,
-    Validate,
-    drain_command,
-    drain_targets,
-    fleet_check,
-)
+from accelstack.engines.base import fill_drain_template
+from accelstack.flows.fleetcheck.render import FleetConsole
+from accelstack.flows.fleetcheck.run import FleetReporter, Rerun, Validate, drain_targets, fleet_check
 from accelstack.history import History
 from accelstack.inventory import Host, Inventory
-from accelstack.report.fleet import FleetConsole
 from accelstack.results.baseline import (
     baseline_from_records,
     baseline_path,
@@ -135,7 +129,7 @@ def test_drain_values_are_quoted_so_host_names_cannot_inject(tmp_path: Path) -> 
     assert not pwned.exists()
     hosts = [line.removeprefix("host=") for line in log.read_text().splitlines() if line.startswith("host=")]
     assert sorted(hosts) == sorted(evil)
-    assert drain_command("drain {host} {reason} {other}", "a b", "c;d") == "drain 'a b' 'c;d' {other}"
+    assert fill_drain_template("drain {host} {reason} {other}", "a b", "c;d") == "drain 'a b' 'c;d' {other}"
 
 
 def test_drain_targets_skip_the_cluster_aggregate_and_new_error() -> None:
@@ -204,7 +198,7 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from invoke import Context
 
-    import accelstack.validate
+    import accelstack.engines.ssh.run
     from accelstack.tasks.report import fleet_check as task
 
     calls: list[tuple[str, str, set[str] | None, list[str]]] = []
@@ -220,7 +214,7 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
         reporter.add_all(records)
         return records
 
-    monkeypatch.setattr(accelstack.validate, "validate_inventory", validate_inventory)
+    monkeypatch.setattr(accelstack.engines.ssh.run, "validate_inventory", validate_inventory)
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     a = _inventory(tmp_path / "a.yml", ["h1", "h2"])
     b = _inventory(tmp_path / "b.yml", ["h2", "h3"])
@@ -434,7 +428,7 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
     from invoke import Context
     from invoke.exceptions import Exit
 
-    import accelstack.validate
+    import accelstack.engines.ssh.run
     from accelstack.tasks.report import fleet_check as task
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
@@ -449,7 +443,7 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
         reporter.add_all(records)
         return records
 
-    monkeypatch.setattr(accelstack.validate, "validate_inventory", validate_inventory)
+    monkeypatch.setattr(accelstack.engines.ssh.run, "validate_inventory", validate_inventory)
     with pytest.raises(Exit) as exited:
         task(Context(), inventory=[a], set=["stack=bogus"], reports_dir=str(tmp_path / "reports"))
     assert exited.value.code == 3 and "bogus" in capsys.readouterr().err and not calls
@@ -463,7 +457,7 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
 
 def test_fleet_check_returns_what_it_did_and_prints_nothing_itself(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from accelstack.fleetcheck import REPORT_FILES, FleetResult
+    from accelstack.flows.fleetcheck.run import REPORT_FILES, FleetResult
 
     log = tmp_path / "drained.log"
     records = fleet_records({"node01": 180.0, "node02": 181.0}, failing={"node02": "fail"})

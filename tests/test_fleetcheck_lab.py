@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.fleetcheck import drain_targets
+from accelstack.flows.fleetcheck.run import drain_targets
 from accelstack.results.baseline import baseline_from_records, confirm_regressions, find_regressions
 from accelstack.results.records import Record
 

@@ -11,8 +11,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from accelstack.bundle import bundle_facts
 from accelstack.errors import StackError
+from accelstack.flows.bundle.run import bundle_facts
 from accelstack.stacks import drift_records, load_matrix, load_stack, preflight_stack
 
 from .conftest import REPO

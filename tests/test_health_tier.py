@@ -1,5 +1,5 @@
 """The health tier (node-check's default, what Slurm's HealthCheckProgram runs beside jobs) and a device that another
-process holds, on a simulated GPU node (``accelstack.lab.simulated.gpu_node``: the lab's simulated nvidia-smi on a
+process holds, on a simulated GPU node (``accelstack_lab.simulated.gpu_node``: the lab's simulated nvidia-smi on a
 PATH of its own): no torch is imported and no device is opened; the checks of one python run in one interpreter
 reading each vendor tool once, with the records each gives alone; a device held by someone else (a listed process,
 an exclusive compute mode, memory in use by an unlisted one; after the fact "busy or unavailable" or out of memory
@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 
+from accelstack.engines.node import load_node_file, node_context
+from accelstack.engines.ssh.host import host_groups, run_host
 from accelstack.inventory import Host
-from accelstack.lab.simulated.gpu_node import SimulatedGpuNode, make_gpu_node
-from accelstack.nodecheck import load_node_file, node_context
 from accelstack.transport.connection import LocalTransport
-from accelstack.validate.host import host_groups, run_host, tier_config
+from accelstack.validate.config import tier_config
 from accelstack.validate.registry import load_registry, select, validators_dir
 from accelstack.validate.thresholds import load_thresholds
+from accelstack_lab.simulated.gpu_node import SimulatedGpuNode, make_gpu_node
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -162,8 +163,8 @@ def test_the_batch_gives_each_check_the_records_it_gives_alone(gpu_node: Simulat
 def test_a_check_that_hangs_in_the_batch_is_an_error_and_the_rest_still_run(tmp_path: Path) -> None:
     """One hung check costs the others nothing: the batch reports it at its limit and the control side runs what
     is left one by one."""
+    from accelstack.engines.ssh.host import run_batch
     from accelstack.validate.checks import Check
-    from accelstack.validate.host import run_batch
 
     folder = tmp_path / "validators"
     folder.mkdir()
@@ -179,7 +180,7 @@ def test_a_check_that_hangs_in_the_batch_is_an_error_and_the_rest_still_run(tmp_
               for name, timeout in (("fast", 30), ("hangs", 2), ("after", 30))]
     host = Host(name="n1", address="localhost", connection="local")
     from accelstack.stacks import load_stack
-    from accelstack.transport.context import HostContext
+    from accelstack.stacks.context import HostContext
 
     ctx = HostContext(host, load_stack("cpu"), {"stack_python": sys.executable})
     transport = LocalTransport(host)

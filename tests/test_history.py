@@ -20,7 +20,6 @@ from accelstack.results.baseline import (
     load_baseline,
     save_baseline,
 )
-from accelstack.results.figures import busbw_history
 from accelstack.results.records import Record, RunWriter
 
 SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28]
@@ -159,7 +158,7 @@ def test_queries_by_host_check_time_and_status(tmp_path: Path) -> None:
         since = datetime(2026, 11, 5, tzinfo=timezone.utc)
         assert {e.run_id for e in history.records(since=since)} == {"20261108T010000Z-validate-bbbb"}
         assert [e.record.host for e in history.records(status="fail")] == ["node02"]
-        points = busbw_history(history, host="node01", check="allreduce")
+        points = history.busbw_history(host="node01", check="allreduce")
         assert [(p.run_id[:8], p.busbw_gbps) for p in points] == [("20261101", 180.0), ("20261108", 150.0)]
         assert [r.run_id[:8] for r in history.runs(since=since)] == ["20261108"]
         assert history.last_good_run().run_id.startswith("20261101")  # type: ignore[union-attr]
@@ -247,7 +246,7 @@ def test_a_record_without_busbw_is_skipped_never_stored_as_a_figure(tmp_path: Pa
     ]
     write_run(base, records)
     with History(base) as history:
-        assert [(p.host, p.busbw_gbps) for p in busbw_history(history)] == [("h1", 1.5)]
+        assert [(p.host, p.busbw_gbps) for p in history.busbw_history()] == [("h1", 1.5)]
         # Metrics are indexed by name, whatever check wrote them; a bool is no figure.
         assert [(p.host, p.check, p.value) for p in history.metric_history("count")] == [("h5", "devices", 8.0)]
         assert [p.value for p in history.metric_history("wall_s")] == [3.0]
@@ -269,7 +268,7 @@ def test_an_index_of_the_older_schema_is_rebuilt(tmp_path: Path) -> None:
         old.execute("CREATE TABLE runs (run_id TEXT)")
         old.execute("PRAGMA user_version = 1")
     with History(base) as history:
-        assert len(busbw_history(history)) == 3 and history.drains() == []
+        assert len(history.busbw_history()) == 3 and history.drains() == []
 
 
 def test_history_keeps_every_metric_and_series_under_the_records_own_names(tmp_path: Path) -> None:
@@ -295,7 +294,7 @@ def test_history_keeps_every_metric_and_series_under_the_records_own_names(tmp_p
 
 
 def test_the_busbw_plot_takes_the_sweeps_best_and_no_figure_of_one_rank(tmp_path: Path) -> None:
-    """Which metric the plot follows is results.figures' choice, and so is "one rank has no busbw": an old
+    """Which metric the plot follows is results.metrics' choice, and so is "one rank has no busbw": an old
     one-rank record that still carries a busbw is held by history but never plotted."""
     base = tmp_path / "runs"
     records = [
@@ -306,7 +305,7 @@ def test_the_busbw_plot_takes_the_sweeps_best_and_no_figure_of_one_rank(tmp_path
     ]
     write_run(base, records)
     with History(base) as history:
-        assert [(p.host, p.busbw_gbps) for p in busbw_history(history)] == [("h1", 120.0)]
+        assert [(p.host, p.busbw_gbps) for p in history.busbw_history()] == [("h1", 120.0)]
         assert [p.host for p in history.metric_history("busbw_gbps")] == ["h2"]
 
 

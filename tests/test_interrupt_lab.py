@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record, read_run
 from accelstack.transport.fanout import Fleet
-from accelstack.validate import load_registry, validate_inventory
+from accelstack.validate import load_registry
 
 from .labtools import assert_interrupted, cli_process, first_results, install_venv, interrupt, lab_inventory
 

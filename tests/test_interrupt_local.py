@@ -176,11 +176,7 @@ def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_withou
     """Two SIGINTs microseconds apart (``timeout`` forwards one to the child and then to its group; a wrapper
     that forwards Ctrl-C): the second can run inside the first handler, after the killer thread is recorded and
     before it has started. Joining a thread not started yet raised RuntimeError: a traceback instead of exit 130."""
-    from accelstack.validate import run
-
-    class Fleet:
-        def cancel(self) -> None:
-            pass
+    from accelstack.engines import base
 
     exits: list[int] = []
 
@@ -188,7 +184,7 @@ def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_withou
         exits.append(code)
         raise SystemExit(code)
 
-    monkeypatch.setattr(run.os, "_exit", fake_exit)
+    monkeypatch.setattr(base.os, "_exit", fake_exit)
     real_start = threading.Thread.start
 
     def start_after_a_second_sigint(self: threading.Thread) -> None:
@@ -197,7 +193,7 @@ def test_a_second_sigint_while_the_first_is_starting_its_killer_exits_130_withou
         real_start(self)
 
     monkeypatch.setattr(threading.Thread, "start", start_after_a_second_sigint)
-    with pytest.raises(SystemExit), run.interrupt_guard(Fleet()):  # type: ignore[arg-type]
+    with pytest.raises(SystemExit), base.interrupt_guard(lambda: None):
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # type: ignore[operator]
     assert exits == [130]
 

@@ -603,8 +603,8 @@ def test_a_bad_var_in_group_vars_names_its_file_and_line(tmp_path: Path) -> None
 
 def test_every_var_the_host_config_reads_as_a_number_is_in_the_table() -> None:
     """validate/config.py and the cluster checks read these as numbers; each must be checked at load time."""
+    from accelstack.engines.slurm.nodes import NODE_VARS
     from accelstack.inventory.vartypes import HOST_VARS, Numeric
-    from accelstack.validate.slurm import NODE_VARS
 
     numeric = {"expect_devices", "checkpoint_size_gb", "collective_timeout_s", "storage_probe_mb", "min_shm_gb",
                "nproc_per_node", "health_xid_window_s", "validate_iters", "validate_warmup",

@@ -192,7 +192,7 @@ def test_many_connections_to_one_stock_sshd_without_a_spurious_error(healthy_lab
 
 
 def test_lab_up_is_idempotent_and_down_leaves_nothing(tmp_path: Path) -> None:
-    from accelstack.lab import Lab
+    from accelstack_lab import Lab
 
     (tmp_path / "inventories").mkdir()
     tag, subnet = lab_ids("acz", "10.215")

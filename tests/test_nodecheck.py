@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from accelstack.engines.node import load_node_file
+from accelstack.engines.slurm.drain import drain_reason
 from accelstack.errors import ConfigError
-from accelstack.nodecheck import drain_reason, load_node_file
 from accelstack.results.records import Record, prune_runs
 from tests.test_provision_plan import facts, host, plan_for
 
@@ -251,7 +252,7 @@ def test_bad_input_is_one_line_and_exit_3(tmp_path: Path) -> None:
 
 
 def test_slurm_engine_parsers_sort_usable_nodes_and_labelled_records() -> None:
-    from accelstack.validate.slurm import parse_sinfo_nodes, parse_step_output
+    from accelstack.engines.slurm.parse import parse_sinfo_nodes, parse_step_output
 
     nodes = parse_sinfo_nodes("lab1 idle\nlab2 drained\nlab3 down*\nlab4 idle*\nlab5 mixed\nlab1 idle\n")
     assert [(n.name, n.usable) for n in nodes] == [("lab1", True), ("lab2", False), ("lab3", False),
@@ -310,16 +311,17 @@ def test_invoke_configuration_sends_node_check_through_invoke(tmp_path: Path, mo
 def test_the_flag_table_is_the_tasks_signature_and_the_control_vars_name_is_slurms() -> None:
     import inspect
 
-    from accelstack.nodecheck import CONTROL_VARS_ENV, NODE_CHECK_FLAGS
+    from accelstack.engines.slurm.nodes import NODE_VARS_ENV
+    from accelstack.flows.nodecheck import run as nodecheck
+    from accelstack.flows.nodecheck.run import NODE_CHECK_FLAGS
     from accelstack.tasks.direct import node_check_command
     from accelstack.tasks.nodecheck import node_check as task
-    from accelstack.validate.slurm import NODE_VARS_ENV
 
     params = list(inspect.signature(task.body).parameters.values())[1:]  # after the invoke context
     assert {p.name: not isinstance(p.default, bool) for p in params} == NODE_CHECK_FLAGS
     direct = inspect.signature(node_check_command).parameters.values()
     assert [(p.name, p.default) for p in direct] == [(p.name, p.default) for p in params]
-    assert CONTROL_VARS_ENV == NODE_VARS_ENV
+    assert nodecheck.NODE_VARS_ENV is NODE_VARS_ENV  # one name for the vars the control side sends a node
 
 
 def test_a_plain_node_check_imports_no_invoke_fabric_nor_paramiko(tmp_path: Path) -> None:

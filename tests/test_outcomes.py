@@ -21,7 +21,7 @@ Layout: ``tests/data/outcomes/<check>/`` holds
                 "summary_has": ["..."], "remedy_has": ["..."], "summary_lacks": ["..."],
                 "evidence": {"key": value}}}    # a subset of the record's evidence
 
-Kinds (what the control side does with it is what ``accelstack.validate.host.run_script`` does: the document is
+Kinds (what the control side does with it is what ``accelstack.engines.ssh.host.run_script`` does: the document is
 parsed, every check becomes a record with :func:`to_record` and is judged with :func:`refine` by its check's declared
 judge):
 
@@ -41,12 +41,12 @@ judge):
   ``capture`` + ``capture_check`` take it from a captured run's JSON Lines (a real host's record: its status
   is judged again from its evidence, ``override`` replaces fields first). Judged with ``config``.
 * ``clock``: ``samples`` (``[[host, offset_s or null, error_s, why], ...]``) judged by
-  :func:`accelstack.validate.cluster.judge_clock` with the shipped thresholds.
+  :func:`accelstack.engines.ssh.cluster.judge_clock` with the shipped thresholds.
 * ``host_error``: ``error`` (a class in :mod:`accelstack.errors`) with ``message`` for host ``host`` read
   from ``source`` (``inventory file:line``), made into the run's record by :func:`host_error_record`.
 * ``drift``: ``installed`` (component -> version, as the facts give them) against the stack file ``stack``
   (relative to the repository), judged by :func:`accelstack.stacks.drift_records` and renamed ``versions.<component>``
-  as :func:`accelstack.validate.host.versions_records` does.
+  as :func:`accelstack.engines.ssh.host.versions_records` does.
 
 ``validator`` names a script of the registry (:func:`load_registry`, by its file's stem), wherever the registry
 keeps them. ``device_floors: "nvidia"`` adds the vendor's shipped device rows to ``config``, as the run's host
@@ -77,20 +77,20 @@ from typing import Any
 import pytest
 
 from accelstack import errors
+from accelstack.engines.ssh.cluster import judge_clock
+from accelstack.engines.ssh.remote import command_for
 from accelstack.inventory.model import Host
 from accelstack.results.records import STATUSES, Record
 from accelstack.stacks import drift_records, load_matrix, load_stack
-from accelstack.validate.cluster import judge_clock
 from accelstack.validate.device_floors import load_device_floors
-from accelstack.validate.registry import all_checks, judge_for, load_registry
-from accelstack.validate.remote import command_for
-from accelstack.validate.results import (
+from accelstack.validate.judge import (
     host_error_record,
     parse_document,
     refine,
     to_record,
     unparsable_record,
 )
+from accelstack.validate.registry import all_checks, judge_for, load_registry
 from accelstack.validate.thresholds import load_thresholds
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def write_tools(bin_dir: Path, tools: dict[str, list[dict[str, Any]]]) -> None:
 
 @pytest.fixture(scope="session")
 def ascend_driver_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from accelstack.lab.simulated import packages
+    from accelstack_lab.simulated import packages
 
     path = tmp_path_factory.mktemp("outcome-driver") / "driver.run"
     path.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
@@ -173,7 +173,7 @@ def install_ascend_driver(run: Path, root: Path, path: str) -> None:
 
 def judge_output(stdout: str, stderr: str, exit_status: int, command: str, config: dict[str, Any],
                  check: str) -> list[Record]:
-    """What accelstack.validate.host.run_script does with what a validator printed."""
+    """What accelstack.engines.ssh.host.run_script does with what a validator printed."""
     try:
         items = parse_document(stdout)
     except ValueError:
@@ -424,9 +424,9 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
     """lab1 checkpoints on its /data tmpfs as the lab inventory says (pass); lab2's inventory says lustre (fail,
     naming the tmpfs); lab3's folder does not exist (fail, and still does not exist after the check); lab4's
     sshd is stopped (one connect error, no per-check records)."""
+    from accelstack.engines.ssh.run import validate_inventory
     from accelstack.inventory import load_inventory
-    from accelstack.lab import Lab
-    from accelstack.validate import validate_inventory
+    from accelstack_lab import Lab
 
     lab: Lab = healthy_lab
     path = lab_inventory(lab, tmp_path, {"lab2": {"checkpoint_fs": "lustre"},
@@ -451,8 +451,8 @@ def test_lab_storage_outcomes_and_one_connect_record_for_a_host_without_sshd(hea
 
 
 def test_lab_storage_fails_on_a_full_disk(healthy_lab: Any, tmp_path: Path) -> None:
+    from accelstack.engines.ssh.run import validate_inventory
     from accelstack.inventory import load_inventory
-    from accelstack.validate import validate_inventory
 
     healthy_lab.fault("lab1", "disk-full")
     path = lab_inventory(healthy_lab, tmp_path, {})

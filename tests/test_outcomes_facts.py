@@ -12,12 +12,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from accelstack.engines.ssh.cluster import Member, ports_records
 from accelstack.inventory import Host
 from accelstack.stacks import load_stack, run_drift
-from accelstack.transport.context import resolve_contexts
-from accelstack.validate.cluster import Member, ports_records
+from accelstack.stacks.context import resolve_contexts
 from accelstack.validate.config import host_config
-from accelstack.validate.results import dmesg_lines
+from accelstack.validate.judge import dmesg_lines
 
 REPO = Path(__file__).resolve().parents[1]
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.bundle import bundle_facts
 from accelstack.facts import Facts
+from accelstack.flows.bundle.run import bundle_facts
 from accelstack.inventory import Host, load_inventory
 from accelstack.provision.apply import HostSurvey, ProvisionOptions, check_record, plan_all, prepare
 from accelstack.provision.plan import HostPlan

@@ -55,7 +55,7 @@ devices: [910B3]
 def plab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack.lab import Lab
+    from accelstack_lab import Lab
 
     root = tmp_path_factory.mktemp("acp")
     (root / "inventories").mkdir()

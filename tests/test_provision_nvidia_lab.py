@@ -44,7 +44,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 def nlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     if os.geteuid() != 0:
         pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack.lab import Lab
+    from accelstack_lab import Lab
 
     root = tmp_path_factory.mktemp("acn")
     (root / "inventories").mkdir()

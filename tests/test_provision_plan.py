@@ -18,7 +18,7 @@ from accelstack.provision.roles import load_role, load_roles, select_roles
 from accelstack.provision.state import RemoteState, StateQuery, parse_state, state_command
 from accelstack.provision.steps import HostView
 from accelstack.provision.templating import sha256_text
-from accelstack.transport.context import resolve_contexts
+from accelstack.stacks.context import resolve_contexts
 from accelstack.vendors.ascend.facts import AscendFacts, NpuChip
 from accelstack.vendors.ascend.parsers import parse_hccn_conf
 

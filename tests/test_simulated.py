@@ -1,4 +1,4 @@
-"""The lab's SIMULATED vendor packages and artifact repository (accelstack.lab.simulated).
+"""The lab's SIMULATED vendor packages and artifact repository (accelstack_lab.simulated).
 
 Every installer runs for real (sh + the payload's python) under ACCELSTACK_SIM_ROOT, a temporary root, so no
 test touches this machine's /usr/local or /etc.
@@ -19,7 +19,9 @@ import pytest
 import yaml
 
 from accelstack.facts import parsers
-from accelstack.lab.simulated import (
+from accelstack.vendors.ascend import parsers as ascend_parsers
+from accelstack.vendors.nvidia import parsers as nvidia_parsers
+from accelstack_lab.simulated import (
     COMPONENTS,
     FAULT_FIXTURE_CANN,
     build_lab_repository,
@@ -31,8 +33,6 @@ from accelstack.lab.simulated import (
     versions,
     wheel,
 )
-from accelstack.vendors.ascend import parsers as ascend_parsers
-from accelstack.vendors.nvidia import parsers as nvidia_parsers
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 

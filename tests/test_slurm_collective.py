@@ -13,28 +13,21 @@ from typing import Any
 
 import pytest
 
-from accelstack.fleetcheck import drain_targets
-from accelstack.validate.slurm import (
-    common_gres,
-    decode_node_vars,
-    encode_node_vars,
-    gres_request,
-    map_node_names,
-    parse_gres_count,
-    short_name,
-    step_command,
-)
-from accelstack.validate.slurm_collective import (
+from accelstack.engines.slurm.collective import (
     SlurmCollective,
     StepResult,
     collective_command,
     failed_nodes,
     multinode_slurm,
-    node_collective_config,
     node_record,
     parse_collective_output,
     step_time_limit,
 )
+from accelstack.engines.slurm.node import node_collective_config
+from accelstack.engines.slurm.nodes import decode_node_vars, encode_node_vars, map_node_names, short_name
+from accelstack.engines.slurm.parse import common_gres, gres_request, parse_gres_count
+from accelstack.engines.slurm.run import step_command
+from accelstack.flows.fleetcheck.run import drain_targets
 from accelstack.validate.thresholds import load_thresholds
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
@@ -279,8 +272,8 @@ def test_node_vars_travel_once_per_distinct_set_and_each_node_reads_its_own() ->
 
 
 def test_node_vars_stay_small_at_any_fleet_size_and_too_many_sets_are_exit_3_before_srun() -> None:
+    from accelstack.engines.slurm.nodes import NODE_VARS_ENV, node_vars_env
     from accelstack.errors import ConfigError
-    from accelstack.validate.slurm import NODE_VARS_ENV, node_vars_env
 
     # Every node named made the variable grow with the fleet, past the 128 KiB Linux gives one (srun: E2BIG).
     fleet = {f"gpu{i:05d}": {"stack": "cpu", "gloo_socket_ifname": "eth0"} for i in range(20000)}
@@ -344,8 +337,9 @@ def test_gres_counts_set_the_ranks_per_node() -> None:
 
 
 def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Path) -> None:
-    from accelstack.nodecheck import load_node_file
-    from accelstack.validate.slurm import NODE_VARS_ENV, apply_control_vars
+    from accelstack.engines.node import load_node_file
+    from accelstack.engines.slurm.node import apply_control_vars
+    from accelstack.engines.slurm.nodes import NODE_VARS_ENV
     from tests.test_nodecheck import rendered_node_file
 
     node = load_node_file(rendered_node_file(tmp_path, gloo_socket_ifname="eth0"))
@@ -361,9 +355,9 @@ def test_the_inventory_vars_sent_with_a_step_override_the_node_file(tmp_path: Pa
 
 
 def test_a_slurm_node_no_inventory_host_matches_is_exit_3(tmp_path: Path) -> None:
+    from accelstack.engines.slurm.nodes import inventory_contexts
     from accelstack.errors import ConfigError
     from accelstack.inventory import load_inventory
-    from accelstack.validate.slurm import inventory_contexts
 
     path = tmp_path / "fleet.yml"
     path.write_text("vars: {stack: cpu}\nhosts:\n  rack1-a: {address: 10.0.0.1, slurm_node: lab1}\n"
@@ -424,7 +418,7 @@ def test_sinfo_failing_after_the_step_keeps_the_records_instead_of_raising_bad_i
 
 
 def test_a_client_commands_stderr_becomes_one_line() -> None:
-    from accelstack.validate.slurm import last_line
+    from accelstack.engines.slurm.parse import last_line
 
     assert last_line("sinfo: error: a\n\nsinfo: fatal:   no  config \n") == "sinfo: fatal: no config"
     assert last_line("") == "no output" and last_line("  \n", "it names no node") == "it names no node"
@@ -454,11 +448,11 @@ class _Reads(dict):
 def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> None:
     # A var the node's checks read but the step does not carry is silently the node file's, not the inventory's
     # (nproc_per_node was: single-node collectives under Slurm ignored the inventory's value).
+    from accelstack.engines.slurm.nodes import NODE_VARS
     from accelstack.inventory import Host
     from accelstack.stacks import load_stack
-    from accelstack.transport.context import HostContext
+    from accelstack.stacks.context import HostContext
     from accelstack.validate.config import host_config
-    from accelstack.validate.slurm import NODE_VARS
 
     reads = _Reads()
     ctx = HostContext(Host(name="node1", address="localhost", connection="local"), load_stack(stack), reads)
@@ -470,16 +464,17 @@ def test_every_inventory_var_a_node_reads_travels_with_the_step(stack: str) -> N
 
 
 def test_both_steps_read_srun_label_output_with_one_parser_that_joins_a_tasks_chunks() -> None:
-    from accelstack.validate import slurm, slurm_collective
+    from accelstack.engines.slurm import collective, parse
 
     record = json.dumps({"host": "lab2", "check": "devices", "status": "pass", "summary": "ok"})
     text = f"1: {record[:20]}\n0: srun: a note\n1: {record[20:]}\n0: {{\"accelstack_node\": {{\"name\": \"lab1\"}}}}\n"
-    items, other = slurm.parse_step_output(text)
+    items, other = parse.parse_step_output(text)
     assert items == [json.loads(record)] and other == ["0: srun: a note", '0: {"accelstack_node": {"name": "lab1"}}']
-    documents, rest = slurm_collective.labelled_documents(text)
+    documents, rest = parse.labelled_documents(text)
     assert documents == [("1", json.loads(record)), ("0", {"accelstack_node": {"name": "lab1"}})]
     assert rest == ["0: srun: a note"]
-    assert slurm_collective.LABEL is slurm.LABEL
+    # The multi-node step's reader is the same parser, not a copy of it.
+    assert collective.labelled_documents is parse.labelled_documents and collective.LABEL is parse.LABEL
 
 
 # ----- the control side at fleet sizes, Slurm's clients replaying captured output -----------------------------
@@ -563,3 +558,70 @@ def test_a_fleet_run_asks_slurm_once_whatever_the_node_count_and_a_drained_node_
     sent = json.loads(calls[-1]["node_vars"])
     assert sent["nodes"] == {} and len(sent["sets"]) == 1 and sent["sets"][0]["gloo_socket_ifname"] == "eth0"
     assert f"--nodelist={','.join(n for n in nodes if n not in drained)}" in calls[-1]["argv"]
+
+
+# ----- the engine with its Slurm client replaced, as the SSH engine's transport is ---------------------------
+
+class ReplayClient:
+    """Slurm's client commands for a test, in process: each call written down, each answer what the real command
+    printed on the lab (tests/data/slurm/), for four nodes of which lab3 is drained."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.cancelled: list[str] = []
+        self.node_vars: list[str | None] = []
+
+    def run(self, argv: Any, *, timeout: float, env: Any = None) -> Any:
+        from accelstack.engines.slurm.client import Completed
+
+        argv = list(argv)
+        self.calls.append(argv)
+        if argv[0] == "sinfo":
+            return Completed(argv, 0, "lab1 idle\nlab2 idle\nlab3 drained\nlab4 idle\n")
+        if argv[:3] == ["scontrol", "-o", "show"]:
+            return Completed(argv, 0, (DATA / "scontrol-show-node-4-lab3-drained.txt").read_text())
+        if argv[:2] == ["scontrol", "update"]:
+            return Completed(argv, 1, "", "slurm_update error: Invalid node name specified\n")
+        raise AssertionError(f"unexpected command {argv}")
+
+    def stream(self, argv: Any, *, timeout: float, on_line: Any, env: Any = None) -> Any:
+        from accelstack.engines.slurm.client import Completed
+
+        argv = list(argv)
+        self.calls.append(argv)
+        self.node_vars.append((env or {}).get("ACCELSTACK_NODE_VARS"))
+        wanted = next(a.split("=", 1)[1] for a in argv if a.startswith("--nodelist=")).split(",")
+        one = [line.removeprefix("0: ") for line in (DATA / "health-1node.stdout").read_text().splitlines()]
+        for task, name in enumerate(wanted):
+            for line in one:
+                on_line(f"{task}: " + line.replace('"host": "lab1"', f'"host": "{name}"'))
+        return Completed(argv, 0)
+
+    def cancel(self, name: str) -> None:
+        self.cancelled.append(name)
+
+
+def test_the_slurm_engine_runs_every_command_through_its_client() -> None:
+    from accelstack.engines.slurm.run import SlurmEngine, slurm_checks
+
+    client = ReplayClient()
+    engine = SlurmEngine.for_nodes("lab", None, client=client)
+    records = engine.validate(slurm_checks("health", None), tier="health")
+    tools = [call[0] if call[0] != "scontrol" else " ".join(call[:3]) for call in client.calls]
+    assert tools == ["sinfo", "scontrol -o show", "srun"], client.calls
+    srun = client.calls[-1]
+    assert "--nodelist=lab1,lab2,lab4" in srun and "--partition=lab" in srun and srun[-3:] == ["--json", "--tier",
+                                                                                               "health"]
+    by_host: dict[str, list[Any]] = {}
+    for record in records:
+        by_host.setdefault(record.host, []).append(record)
+    assert sorted(by_host) == NODES
+    # The drained node is not asked: an error per check, with Slurm's own reason; the others' records came back.
+    assert {r.status for r in by_host["lab3"]} == {"error"} and "drained" in by_host["lab3"][0].summary
+    assert all(r.status != "error" for name in ("lab1", "lab2", "lab4") for r in by_host[name])
+    assert client.node_vars == [None]  # no inventory: nothing sent to the nodes
+    # A drain goes through the same client: scontrol's answer is the drain's, never an exception.
+    drained = engine.drain("lab2", "accelstack: devices failed")
+    assert client.calls[-1] == ["scontrol", "update", "nodename=lab2", "state=drain",
+                                "reason=accelstack: devices failed"]
+    assert not drained.ok and drained.exit_status == 1 and "Invalid node name" in drained.output

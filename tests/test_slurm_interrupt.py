@@ -102,9 +102,9 @@ def test_a_step_that_ends_gives_every_record_and_no_interrupt(tmp_path: Path) ->
 
 
 def test_interrupted_records_mark_only_what_has_no_record() -> None:
+    from accelstack.engines.slurm.run import interrupted_records
     from accelstack.results.records import Record
     from accelstack.validate.registry import load_registry
-    from accelstack.validate.slurm import interrupted_records
 
     validators = [v for v in load_registry() if v.name in ("devices", "allreduce,allgather")]
     have = [Record(host="n1", check="allreduce.single", status="pass", summary="ok"),

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.lab.slurm import SlurmLab
-from accelstack.validate.slurm import parse_scontrol_node
+from accelstack.engines.slurm.parse import parse_scontrol_node
+from accelstack_lab.slurm import SlurmLab
 
 from .conftest import run_cli
 
@@ -58,7 +58,7 @@ def test_parse_scontrol_node_keeps_a_reason_with_spaces_and_equals() -> None:
 
 
 def test_up_waits_longer_for_more_nodes_only_when_each_runs_a_health_check_as_it_starts() -> None:
-    from accelstack.lab.slurm import START_TIMEOUT, idle_timeout
+    from accelstack_lab.slurm import START_TIMEOUT, idle_timeout
 
     assert idle_timeout(4, 2, health_check=False) == idle_timeout(64, 2, health_check=False) == START_TIMEOUT
     # 64 slurmds' start-up health checks on two cores: more than the 30 s that four needed.
@@ -69,8 +69,8 @@ def test_up_waits_longer_for_more_nodes_only_when_each_runs_a_health_check_as_it
 def test_each_lab_node_keeps_its_runs_in_a_folder_of_its_own(tmp_path: Path) -> None:
     # One folder for every node made each node-check's pruning read all the other nodes' runs: node-side work
     # that grew with the lab, which a node with its own disk never does.
-    from accelstack.lab import Lab
-    from accelstack.nodecheck import load_node_file
+    from accelstack.engines.node import load_node_file
+    from accelstack_lab import Lab
 
     slurm = SlurmLab(Lab(tmp_path, tag="acz", state_dir=tmp_path / "state"))
     first, second = (load_node_file(slurm.write_node_file(name)) for name in ("lab1", "lab2"))

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
 from accelstack.transport.fanout import Fleet
-from accelstack.validate import validate_inventory
 
 from .conftest import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab
@@ -218,7 +218,7 @@ def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp
 def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
     """lab3 as a simulated Ascend 910B host: the simulated driver (npu-smi, 8 devices) and an old CANN's
     libhccl.so, under a private root in /opt, on the env file's PATH and LD_LIBRARY_PATH."""
-    from accelstack.lab.simulated import native, packages, versions
+    from accelstack_lab.simulated import native, packages, versions
 
     driver = tmp_path / "driver.run"
     driver.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
@@ -246,7 +246,7 @@ def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
 
 def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host: str, healthy: object,
                                                                      tmp_path: Path) -> None:
-    from accelstack.lab.simulated import faults
+    from accelstack_lab.simulated import faults
 
     path = lab_inventory(healthy, tmp_path, stack="ascend-910b-cann8.2.rc1", accelerator="910B3", expect_devices=8)
     host = load_inventory(path).select(ascend_host)[0]

@@ -14,23 +14,22 @@ from pathlib import Path
 
 import pytest
 
+from accelstack.engines.ssh.cluster import isolate, ring_rounds
+from accelstack.engines.ssh.remote import command_for, validator_scripts
 from accelstack.errors import ConfigError
 from accelstack.results.records import Record
 from accelstack.validate import (
     algbw_gbps,
     busbw_factor,
     busbw_gbps,
-    isolate,
     judge,
     load_registry,
     load_thresholds,
     parse_document,
-    ring_rounds,
     select,
     to_record,
 )
-from accelstack.validate.remote import command_for, validator_scripts
-from accelstack.validate.results import dmesg_lines, judge_bandwidth, log_lines, refine_devices
+from accelstack.validate.judge import dmesg_lines, judge_bandwidth, log_lines, refine_devices
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -213,7 +212,7 @@ def test_isolation_names_the_node_or_the_link() -> None:
 def _group_run(busbw: float | None, passed: bool = True) -> object:
     from types import SimpleNamespace
 
-    from accelstack.validate.cluster import NodeResult, RunResult
+    from accelstack.engines.ssh.cluster import NodeResult, RunResult
 
     member = SimpleNamespace(name="a", config={"accelerator": "cpu", "nproc": 2})
     check = {"status": "pass" if passed else "fail", "summary": "ok" if passed else "gloo: connection reset",
@@ -222,7 +221,7 @@ def _group_run(busbw: float | None, passed: bool = True) -> object:
 
 
 def test_an_isolation_run_fails_when_it_fails_is_under_the_floor_or_under_half_the_best() -> None:
-    from accelstack.validate.cluster import judge_group
+    from accelstack.engines.ssh.cluster import judge_group
 
     thresholds = load_thresholds()  # cpu multi-node allreduce floor: 0.05 GB/s
     run, members = _group_run(0.4)
@@ -237,7 +236,7 @@ def test_an_isolation_run_fails_when_it_fails_is_under_the_floor_or_under_half_t
 
 
 def test_not_isolated_says_why() -> None:
-    from accelstack.validate.cluster import not_isolated
+    from accelstack.engines.ssh.cluster import not_isolated
     from accelstack.validate.isolate import bisect
 
     two = bisect(["a", "b"], lambda g: False)
@@ -334,8 +333,8 @@ def test_storage_warns_when_a_save_outlasts_the_collective_timeout(tmp_path: Pat
 
 
 def test_libraries_fails_with_the_remedy_on_a_library_lacking_the_symbol(tmp_path: Path) -> None:
-    pytest.importorskip("accelstack.lab.simulated.native")
-    from accelstack.lab.simulated import native, versions
+    pytest.importorskip("accelstack_lab.simulated.native")
+    from accelstack_lab.simulated import native, versions
 
     try:
         data = native.compile_shared(native.hccl_source(versions.FAULT_FIXTURE_CANN), "libhccl.so")
@@ -361,7 +360,7 @@ HCCN_TOOL = "usr/local/Ascend/driver/tools/hccn_tool"
 
 @pytest.fixture(scope="module")
 def ascend_driver_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from accelstack.lab.simulated import packages
+    from accelstack_lab.simulated import packages
 
     path = tmp_path_factory.mktemp("simdriver") / "driver.run"
     path.write_bytes(packages.ascend_driver("25.0.rc1.1", "x86_64").data)
@@ -473,7 +472,7 @@ def test_hccn_fails_on_a_device_missing_from_hccn_conf(ascend_root: Path, tmp_pa
 
 
 def test_hccn_fails_on_a_device_hccn_tool_no_longer_knows(ascend_root: Path, tmp_path: Path) -> None:
-    from accelstack.lab.simulated import drop_device_command
+    from accelstack_lab.simulated import drop_device_command
 
     subprocess.run(["sh", "-c", drop_device_command(1, root=str(ascend_root), python=sys.executable)], check=True)
     check = run_hccn(ascend_root, tmp_path)
@@ -551,8 +550,8 @@ def test_storage_never_creates_the_checkpoint_folder(tmp_path: Path) -> None:
 def test_an_unreachable_host_gives_one_connect_record_whose_remedy_rechecks_it(tmp_path: Path) -> None:
     import socket
 
+    from accelstack.engines.ssh.run import validate_inventory
     from accelstack.inventory import load_inventory
-    from accelstack.validate import validate_inventory
 
     with socket.socket() as probe:  # a port nothing listens on: the connection is refused at once
         probe.bind(("127.0.0.1", 0))
@@ -580,7 +579,7 @@ class _Collect:
 
 
 def test_a_missing_stack_python_is_named_as_an_unprovisioned_stack() -> None:
-    from accelstack.validate.results import unparsable_record
+    from accelstack.validate.judge import unparsable_record
 
     stderr = "timeout: failed to run command ‘/opt/accelstack/venv/bin/python’: No such file or directory\n"
     record = unparsable_record("n1", "allreduce", command="timeout -k 5 420 /opt/accelstack/venv/bin/python x.py",
@@ -594,7 +593,7 @@ def test_a_missing_stack_python_is_named_as_an_unprovisioned_stack() -> None:
 
 
 def test_a_missing_system_python_names_the_os_package() -> None:
-    from accelstack.validate.results import unparsable_record
+    from accelstack.validate.judge import unparsable_record
 
     stderr = "timeout: failed to run command 'python3': No such file or directory\n"
     record = unparsable_record("n1", "memory.shm", command="timeout -k 5 60 python3 memory.py", stdout="",
@@ -604,7 +603,7 @@ def test_a_missing_system_python_names_the_os_package() -> None:
 
 
 def test_no_host_record_passes_with_its_tool_failing_in_its_own_evidence() -> None:
-    from accelstack.validate.results import refine
+    from accelstack.validate.judge import refine
     from accelstack.validate.thresholds import load_thresholds
 
     for status in ("pass", "warn"):
@@ -630,7 +629,7 @@ def test_a_host_naming_no_accelerator_is_never_held_to_the_cpu_lab_floor() -> No
     assert t.lookup("NVIDIA H100 80GB HBM3", "single-node", "allreduce", 8).min_busbw_gbps == 460  # type: ignore[union-attr]
     assert t.lookup("cpu", "single-node", "allreduce", 2).min_busbw_gbps == 0.05  # type: ignore[union-attr]
     from accelstack.results.records import Record
-    from accelstack.validate.results import judge_bandwidth
+    from accelstack.validate.judge import judge_bandwidth
 
     record = Record(host="h", check="allreduce", status="pass", summary="8 ranks",
                     metrics={"busbw_gbps": 10.0, "ranks": 8})
@@ -643,7 +642,7 @@ def test_a_multinode_worker_that_could_not_run_is_error_and_one_that_computed_wr
     """Review finding: node_record turned a worker's own `error` (the collective could not start) into `fail`."""
     from types import SimpleNamespace
 
-    from accelstack.validate.cluster import NodeResult, RunResult, node_record
+    from accelstack.engines.ssh.cluster import NodeResult, RunResult, node_record
 
     member = SimpleNamespace(name="a", config={"accelerator": "cpu", "nproc": 2})
     for worker, expected in (("error", "error"), ("fail", "fail")):
@@ -657,8 +656,8 @@ def test_ports_on_one_host_gives_its_skip_record_through_a_real_run(tmp_path: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Review finding: the one-host `skip` existed in ports_records, but the run only called it for two hosts
     or more, so one host got no ports record at all."""
+    from accelstack.engines.ssh.run import validate_inventory
     from accelstack.inventory import load_inventory
-    from accelstack.validate.run import validate_inventory
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     local = load_inventory("local")

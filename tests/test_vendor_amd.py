@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from accelstack.facts.assemble import parse_probe_document
-from accelstack.lab.simulated.amd import amd_devices, fault, install_amd_smi
 from accelstack.validate.device_floors import load_device_floors
 from accelstack.vendors import get_vendor, vendor_of_pci
 from accelstack.vendors.amd import parsers
+from accelstack_lab.simulated.amd import amd_devices, fault, install_amd_smi
 
 from .labtools import bin_dir, load_validator, load_vendor_hostside
 
@@ -451,9 +451,9 @@ def test_the_diagnosis_tables_name_hip_rccl_and_amdgpu_failures() -> None:
     from accelstack.diagnose.tables import load_tables
 
     tables = load_tables()
-    expect = {"HIP error: invalid device function": ("hip-runtime:hipErrorInvalidDeviceFunction",
+    expect = {"HIP error: invalid device function": ("hip:hipErrorInvalidDeviceFunction",
                                                      "torch-build-mismatch"),
-              "no ROCm-capable device is detected": ("hip-runtime:hipErrorNoDevice", "no-device"),
+              "no ROCm-capable device is detected": ("hip:hipErrorNoDevice", "no-device"),
               "HIP failure": ("rccl:HIP failure", "nccl-internal"),
               "uncorrectable hardware errors detected": ("amdgpu-kernel:uncorrectable hardware errors detected",
                                                          "device-hardware")}

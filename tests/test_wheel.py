@@ -100,6 +100,20 @@ def test_the_wheel_ships_the_host_side_scripts_and_the_defaults(installed: dict[
     assert not any(n.endswith(f"{SHARE}/inventories/lab.yml") for n in names)
 
 
+def test_the_wheel_carries_none_of_the_lab(installed: dict[str, Path]) -> None:
+    """The lab (real sshd hosts, simulated vendor tools and installers) is a checkout's test tooling: no file of
+    it in the wheel, and the installed console script has none of its tasks."""
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    assert not [n for n in names if "accelstack_lab" in n or "/lab/" in n or "simulated" in n.lower()], names
+    accelstack = installed["venv"] / "bin" / "accelstack"
+    listed = checked(run([str(accelstack), "--list"], cwd=installed["work"])).stdout
+    tasks = {line.split()[0] for line in listed.splitlines()[1:] if line.strip()}
+    assert "validate" in tasks and "node-check" in tasks
+    assert not [t for t in tasks if t.split(".")[0] in ("lab", "repo")], tasks
+    proc = run([str(accelstack), "lab.up"], cwd=installed["work"])
+    assert proc.returncode != 0 and "lab.up" in proc.stderr, (proc.stdout, proc.stderr)
+
+
 def test_the_venv_runs_its_own_installed_copy(installed: dict[str, Path]) -> None:
     proc = checked(run([str(installed["python"]), "-c",
                         "import accelstack, accelstack.paths as p, accelstack.validate.registry as r;"

@@ -1,5 +1,9 @@
 """The ``accelstack`` console script: an invoke Program over the same collection as ``inv`` in a checkout.
 
+Run from a checkout, it loads the checkout's ``tasks.py`` as ``inv`` does, for the task modules the checkout adds
+to the product's (the lab's: ``lab.*``, ``repo.build``), so both programs stay one (:func:`checkout_task_modules`);
+an installed wheel has none of them.
+
 A plain ``accelstack node-check ...`` line (what Slurm's HealthCheckProgram runs on every node every few minutes)
 is the one exception: it runs the node-check task's own call at the task's boundary without loading invoke
 (:func:`_direct_node_check`), with the same records, output and exit codes; anything else on such a line goes
@@ -8,6 +12,7 @@ through invoke as ``inv node-check`` would."""
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,10 +29,10 @@ def __getattr__(name: str) -> Any:
     global _program
     if name == "program":
         if _program is None:
-            from .tasks import ns
+            from .tasks import build_collection
             from .tasks.program import program_for
 
-            _program = program_for(ns)
+            _program = program_for(build_collection(extra=checkout_task_modules()))
         return _program
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -57,12 +62,36 @@ def entry() -> None:
     os._exit(code or 0)
 
 
-def _first_task(args: Sequence[str]) -> str | None:
+# The name the checkout's tasks.py is loaded under: not ``tasks``, which would shadow nothing today but could.
+CHECKOUT_TASKS_MODULE = "accelstack_checkout_tasks"
+
+
+def checkout_task_modules() -> dict[str, tuple[str, ...]]:
+    """The task modules the checkout this package runs from adds to the product's (its ``tasks.py``'s
+    ``EXTRA_TASK_MODULES``: the lab's), as :func:`accelstack.tasks.build_collection` takes them; none when the
+    package runs from an install. ``tasks.py`` only names them here: nothing is imported until a task is wanted."""
+    from .paths import checkout
+
+    root = checkout()
+    if root is None:
+        return {}
+    module = sys.modules.get(CHECKOUT_TASKS_MODULE)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(CHECKOUT_TASKS_MODULE, root / "tasks.py")
+        if spec is None or spec.loader is None:
+            return {}
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[CHECKOUT_TASKS_MODULE] = module
+        spec.loader.exec_module(module)
+    return dict(getattr(module, "EXTRA_TASK_MODULES", {}))
+
+
+def _first_task(args: Sequence[str], extra: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
     """The task a command line runs: its first bare word that names one. ``facts --limit diagnose`` runs facts
     (the word "diagnose" there is a pattern, and spreading it into --log flags made facts refuse its own line)."""
-    from .tasks import TASK_MODULES
+    from .tasks import task_names
 
-    names = {name for names in TASK_MODULES.values() for name in names}
+    names = set(task_names(extra))
     return next((word for word in args[1:] if not word.startswith("-") and word.split(".", 1)[0] in names), None)
 
 
@@ -80,14 +109,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .tasks import build_collection, modules_for
     from .tasks.program import program_for
 
-    if _first_task(args) == "diagnose":  # the diagnose task module (and rich with it) is imported only when named
+    extra = checkout_task_modules()
+    if _first_task(args, extra) == "diagnose":  # the diagnose task module (and rich with it) is imported only when named
         from .tasks.diagnose import spread_positional_logs
 
         # invoke has no variadic positionals (pyinvoke/invoke#378): `accelstack diagnose a.log b.log` is rewritten
         # to repeated --log flags here. Under plain `inv`, pass `-l a.log -l b.log`.
         args = spread_positional_logs(args)
     # Only the task modules this command line names are imported (all of them for --list or bare help).
-    program = program_for(build_collection(modules_for(args)))
+    program = program_for(build_collection(modules_for(args, extra), extra))
     # What start-up made (modules, classes, the task collection) lives as long as the process: out of the
     # garbage collector's sight, its full collections during a large fan-out stop re-walking all of it.
     gc.freeze()
@@ -115,10 +145,10 @@ def _direct_node_check(args: Sequence[str], environ: Mapping[str, str] | None = 
     node-check task's parameters, or None for any other line: another task, a core flag, help, a flag node-check
     does not have, a flag given twice or a value that is empty or begins with ``-`` (invoke then parses it, and
     says what is wrong as `inv` would), or when invoke has configuration to read (:func:`_invoke_configured`)."""
-    from .nodecheck import NODE_CHECK_FLAGS
-
     if len(args) < 2 or args[1] != "node-check":
         return None
+    from .flows.nodecheck.run import NODE_CHECK_FLAGS  # node-check's own modules, only for a node-check line
+
     values: dict[str, Any] = {}
     words = list(args[2:])
     while words:

@@ -34,6 +34,13 @@ def project_root() -> Path:
     return checkout
 
 
+def checkout() -> Path | None:
+    """The source checkout this package runs from (``src/accelstack`` beside the checkout's ``tasks.py``), or None
+    when it runs from an install (a wheel): what only a checkout has (the lab, its tasks) is found there."""
+    root = _PACKAGE_DIR.parent.parent
+    return root if _PACKAGE_DIR.parent.name == "src" and (root / "tasks.py").is_file() else None
+
+
 def installed_roots() -> list[Path]:
     """Where a wheel's data files land: ``<prefix>/share/accelstack`` for the running python's scheme, then the
     user scheme's (``pip install --user``)."""

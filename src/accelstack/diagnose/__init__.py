@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .catalog import CAUSES, Catalog, Signature, load_catalog, parse_catalog
 from .causes import ACTORS, Cause, load_causes
-from .engine import Diagnosis, Scanner, diagnose_lines, diagnose_paths
+from .diagnosis import Diagnosis, Scanner, diagnose_lines, diagnose_paths
 from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import LogUnreadable, clean_line, host_of, rank_of, timestamp_of

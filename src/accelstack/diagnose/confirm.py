@@ -1,6 +1,6 @@
-"""Confirming a diagnosis on a host: run the checks declared to confirm the causes found (each check's
-``confirms``, in ``accelstack/validate/checks/``), hand back their records as ``inv validate`` gives them, and say
-for each finding whether the host confirmed it.
+"""Confirming a diagnosis on a host: which checks are declared to confirm the causes found (each check's
+``confirms``, in ``accelstack/validate/checks/``), and, from their records (``inv diagnose --host`` runs them, as
+``inv validate`` does), whether the host confirmed each finding. Nothing here runs a check: the task does.
 
 Only a ``node`` finding that a host check confirmed (the check failed on that host) is a reason to drain the node:
 a finding of the job, the launch or a service is never the node's, and a node finding that the host's checks pass
@@ -13,12 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inventory import Host, Inventory
 from ..results.records import Record
 from ..validate.checks import Check
-from ..validate.registry import load_registry
-from ..validate.run import validate_inventory
-from .engine import Diagnosis
 from .findings import Finding
 
 CONFIRMED = "confirmed"  # a confirming check failed on the host
@@ -97,15 +93,3 @@ def judge_findings(findings: Sequence[Finding], records: Sequence[Record],
         out.append(FindingConfirmation(finding.id, finding.cause, finding.actor, checks,
                                        judge_finding(checks, records)))
     return out
-
-
-def confirm_on_host(diagnosis: Diagnosis, inventory: Inventory, hosts: Sequence[Host],
-                    registry: Iterable[Check] | None = None) -> Confirmation:
-    """Run, on ``hosts`` of the loaded ``inventory`` (the task selects them from ``--host``), every check
-    declared to confirm one of the diagnosis's causes, root cause's first; the full tier's settings. Each finding
-    is then confirmed, not confirmed, or undecided by the records of its own checks."""
-    name = ",".join(host.name for host in hosts)
-    registry = list(load_registry() if registry is None else registry)
-    checks = confirming_checks((finding.cause for finding in diagnosis.findings), registry)
-    records = validate_inventory(inventory, hosts, only=set(checks), tier="full") if checks else []
-    return Confirmation(name, checks, records, judge_findings(diagnosis.findings, records, registry))

@@ -25,6 +25,8 @@ WINDOW_BEFORE = 30
 WINDOW_AFTER = 10
 LINE_HITS_CAP = 50_000
 QUOTE_CHARS = 300
+# Failure events that report how a process ended rather than what went wrong in it.
+SYMPTOM_KINDS = frozenset({"signal", "exit", "torchrun", "slurm"})
 # Exit codes above 128 are a shell's report of a signal (128 + N).
 _SHELL_SIGNAL_BASE = 128
 
@@ -89,13 +91,22 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
     number = _signal_number(event.exitcode)
     if number is not None and number in by_signal:
         found.append(by_signal[number])
-    if found:
-        return max(found, key=lambda row: row.priority), "own"  # max keeps the first of equals: own lines first
+    near: list[TableRow] = []
     if window is not None and event.primary:  # a launcher's report sits among other ranks' lines: its own only
         first, last = event.first_lineno - WINDOW_BEFORE, event.last_lineno + WINDOW_AFTER
         near = [row for _, rows in window.between(first, last, event.stream) for row in rows if not row.secondary]
-        if near:
-            return max(near, key=lambda row: row.priority), "window"
+    if found:
+        own = max(found, key=lambda row: row.priority)  # max keeps the first of equals: own lines first
+        if near and event.kind in SYMPTOM_KINDS:
+            # A process that died (a signal, an exit code, a launcher's or the scheduler's report) says how, not
+            # why: an error printed just before it on the same rank that ranks higher is the root cause
+            # ("hipErrorNoBinaryForGpu ..." then "Aborted (core dumped)").
+            root = max(near, key=lambda row: row.priority)
+            if root.priority > own.priority:
+                return root, "window"
+        return own, "own"
+    if near:
+        return max(near, key=lambda row: row.priority), "window"
     return None, ""
 
 

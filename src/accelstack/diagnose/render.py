@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .engine import Diagnosis
+from .diagnosis import Diagnosis
 from .findings import EvidenceLine, Finding
 
 if TYPE_CHECKING:

@@ -43,6 +43,13 @@ FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<f
 # Ray wraps the remote error's class in its own: "ray.exceptions.RayTaskError(RuntimeError): ...".
 EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([A-Za-z_][\w.]*\))?)"
                        r"(?::(?:\s(?P<msg>.*))?)?\s*$")
+# The markup a person pasting a log puts before an exception line: a Markdown quote ("> "), code quotes (`...`),
+# list bullets, quotation marks. Stripped before the line is read as an exception.
+_QUOTE_MARKUP = re.compile(r"^(?:[>`'\"*]+\s*)+")
+# An exception quoted in the middle of a line ("I get the error: `triton.runtime.errors.OutOfResources: out of ...`",
+# "... 请问有人遇到 triton.runtime.errors.OutOfResources: ..."): only a module-qualified class (two dots at least,
+# the last part capitalised) followed by ": message" counts, never a bare word.
+_INLINE_EXCEPTION = re.compile(r"(?:^|[\s`'\"(\[])(?P<type>[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*): (?P<msg>.+?)`?\s*$")
 # What a class name ends with when it is an exception (PEP 8 names them *Error; the rest are the few builtins and
 # library classes that do not, each also a literal of the tables).
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit)$")
@@ -85,7 +92,9 @@ DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Ass
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
-                         r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s")
+                         r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s|"
+                         # torch's report of a failed CUDA / HIP call (c10/cuda/CUDAException.cpp), quoted alone
+                         r"\b(?:CUDA|HIP) error: ")
 # Error lines this close on one rank are one failure (an error and the lines that explain it).
 ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
@@ -170,9 +179,19 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     Outside a traceback the line must look unmistakably like one: at the line's start, a class name with at least
     two capitals or a module path, and a message (or a class a table knows, such as torchrun's ChildFailedError).
     """
+    quoted = _QUOTE_MARKUP.match(rest)
+    if quoted:
+        rest = rest[quoted.end():].rstrip().rstrip("`'\"")
     match = EXCEPTION.match(rest)
     if match is None:
-        return None
+        inline = _INLINE_EXCEPTION.search(rest)
+        if inline is None or in_traceback:
+            return None
+        exc_type, message = inline.group("type"), inline.group("msg").strip()
+        name = exc_type.rsplit(".", 1)[-1]
+        if name.endswith("Warning") or (not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None):
+            return None
+        return exc_type, message
     exc_type, message = match.group("type"), (match.group("msg") or "").strip()
     name = exc_type.split("(", 1)[0].rsplit(".", 1)[-1]
     if name.endswith("Warning"):

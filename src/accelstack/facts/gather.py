@@ -9,8 +9,8 @@ from ..errors import ConfigError, HostError
 from ..inventory import Host
 from ..results.records import Record, Status, error_record
 from ..stacks import Stack, load_stack
+from ..stacks.context import DEFAULT_STACK_PYTHON, HostContext
 from ..transport.connection import CommandResult, Transport
-from ..transport.context import DEFAULT_STACK_PYTHON, HostContext
 from ..transport.fanout import Fleet, Outcome
 from . import Facts, ProbeOptions, parse_probe_output, probe_command
 

@@ -12,22 +12,23 @@ from ..lazy import lazy_name
 
 if TYPE_CHECKING:
     from .index import HISTORY_FILE, History, RunInfo, history_path, parse_since, parse_timestamp
-    from .queries import DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
+    from .queries import BusbwPoint, DrainEntry, HistoryEntry, MetricPoint, SeriesPoint
 
 _SUBMODULES = {
     **dict.fromkeys(("HISTORY_FILE", "History", "RunInfo", "history_path", "parse_since", "parse_timestamp"), "index"),
-    **dict.fromkeys(("DrainEntry", "HistoryEntry", "MetricPoint", "SeriesPoint"), "queries"),
+    **dict.fromkeys(("BusbwPoint", "DrainEntry", "HistoryEntry", "MetricPoint", "SeriesPoint"), "queries"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    # Each name's submodule is imported when the name is first used (accelstack.lazy): results.baseline reads
-    # history.metrics, and should not bring sqlite3 and the index with it.
+    # Each name's submodule is imported when the name is first used (accelstack.lazy): a caller of the queries'
+    # types does not bring sqlite3 and the index with them.
     return lazy_name(__name__, _SUBMODULES, globals(), name)
 
 
 __all__ = [
     "HISTORY_FILE",
+    "BusbwPoint",
     "DrainEntry",
     "History",
     "HistoryEntry",

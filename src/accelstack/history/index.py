@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..results.metrics import RANKS_METRIC, TRACKED_METRIC, every_figure, size_points
 from ..results.records import Record, read_meta, read_run, runs_dir
-from .metrics import scalar_metrics, size_points
 from .queries import (
+    BusbwPoint,
     DrainEntry,
     HistoryEntry,
     MetricPoint,
@@ -311,7 +312,7 @@ class History:
         self._conn.executemany(
             "INSERT INTO metrics VALUES (?, ?, ?, ?)",
             [(run_id, seq, name, value) for seq, record in enumerate(records)
-             for name, value in scalar_metrics(record).items()])
+             for name, value in every_figure(record).items()])
         self._conn.executemany(
             "INSERT INTO series VALUES (?, ?, ?, ?, ?)",
             [(run_id, seq, name, point.bytes, value) for seq, record in enumerate(records)
@@ -373,6 +374,17 @@ class History:
         (never a zero). With ``series_peak``, a record that lacks the plain metric but has it per size
         counts with the highest value of its series."""
         return query_metric(self._conn, name, host=host, check=check, since=since, series_peak=series_peak)
+
+    def busbw_history(self, *, host: str | None = None, check: str | None = None,
+                      since: datetime | None = None) -> list[BusbwPoint]:
+        """Peak busbw per run, host and check, oldest run first: the points of the history plot. A record of one
+        rank has none (:func:`accelstack.results.metrics.one_rank`), whatever an old record carries."""
+        one_rank_cells = {(p.run_id, p.host, p.check)
+                          for p in self.metric_history(RANKS_METRIC, host=host, check=check, since=since)
+                          if p.value == 1}
+        return [BusbwPoint(p.run_id, p.run_started, p.started_epoch, p.host, p.check, p.value)
+                for p in self.metric_history(TRACKED_METRIC, host=host, check=check, since=since, series_peak=True)
+                if (p.run_id, p.host, p.check) not in one_rank_cells]
 
     def series(self, name: str, *, run_id: str | None = None, host: str | None = None,
                check: str | None = None, since: datetime | None = None) -> list[SeriesPoint]:

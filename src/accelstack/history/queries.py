@@ -45,6 +45,18 @@ class SeriesPoint:
 
 
 @dataclass(frozen=True)
+class BusbwPoint:
+    """One point of the history plot: a run's peak busbw on a host, for a check."""
+
+    run_id: str
+    run_started: str
+    started_epoch: float
+    host: str
+    check: str
+    busbw_gbps: float
+
+
+@dataclass(frozen=True)
 class DrainEntry:
     run_id: str
     ts: str

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from ..results.figures import peak_busbw
+from ..results.metrics import peak_busbw
 from ..results.output import status_text
 from .queries import DrainEntry, HistoryEntry
 

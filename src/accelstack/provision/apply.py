@@ -24,8 +24,8 @@ from ..facts.gather import PROBE_TIMEOUT, probe, probe_options_for, unreadable_p
 from ..inventory import Host
 from ..results.records import Record, error_record, read_run, runs_dir
 from ..stacks.components import installed_matches
+from ..stacks.context import HostContext, resolve_contexts
 from ..transport.connection import Transport
-from ..transport.context import HostContext, resolve_contexts
 from ..transport.fanout import Fleet
 from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
 from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles

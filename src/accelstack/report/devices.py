@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..history.metrics import number
+from ..results.metrics import number
 from ..results.records import Record
 from .model import cells, family_of, headline
 

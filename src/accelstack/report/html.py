@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from ..history import parse_timestamp
-from ..results.figures import algbw_sweep, one_rank, sweep
+from ..results.metrics import algbw_sweep, one_rank, sweep
 from ..results.records import SEVERITY
 from .devices import (
     FIGURES,

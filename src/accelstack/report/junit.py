@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from ..results.figures import one_rank, scalar_metrics
+from ..results.metrics import one_rank, scalar_metrics
 from ..results.records import Record
 from .model import ReportData, cells
 

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK, ConfigError
-from ..history import History
-from ..history.metrics import CLUSTER_HOST
+from ..history import BusbwPoint, History
 from ..results.baseline import (
     VALIDATION_KINDS,
     Regression,
@@ -21,7 +20,7 @@ from ..results.baseline import (
     load_baseline,
     needs_rerun,
 )
-from ..results.figures import BusbwPoint, busbw_history
+from ..results.metrics import CLUSTER_HOST
 from ..results.records import SEVERITY, STATUSES, Record, read_meta, read_run, runs_dir, utc_now
 
 
@@ -220,7 +219,7 @@ def load_report(run: str | None = None, *, base: Path | None = None, busbw_drop_
                                                   attempted={r.host for r in regressions if needs_rerun(r)})
             baseline_run = held.describe()
     with History(base) as history:
-        points = busbw_history(history)
+        points = history.busbw_history()
     return ReportData(run_id=folder.name, records=records, meta=read_meta(folder), regressions=regressions,
                       baseline_run=baseline_run, busbw_history=points)
 

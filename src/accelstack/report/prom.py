@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..history import parse_timestamp
-from ..results.figures import peak_busbw
+from ..results.metrics import peak_busbw
 from ..results.records import SEVERITY
 from .model import ReportData, cells, host_status
 
@@ -49,7 +49,7 @@ def render_prom(data: ReportData) -> str:
     for record in sorted(cells(data.records).values(), key=lambda r: (r.host, r.check)):
         labels = _labels(host=record.host, check=record.check)
         samples["accelstack_check_status"].append(f"{labels} {SEVERITY[record.status]}")
-        # None for one rank (results.figures.one_rank): a record written before that rule may still carry a busbw
+        # None for one rank (results.metrics.one_rank): a record written before that rule may still carry a busbw
         # (an H100 wrote accelstack_busbw_gbps{check="allreduce"} 181631), and it is no figure to alert on.
         busbw = peak_busbw(record)
         if busbw is not None:

@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from ..history.metrics import components
-from .figures import DEFAULT_BUSBW_DROP_PCT, peak_busbw, sweep
+from .metrics import DEFAULT_BUSBW_DROP_PCT, components, peak_busbw, sweep
 from .records import Record, runs_dir, utc_now
 
 BASELINE_FILE = "baseline.json"

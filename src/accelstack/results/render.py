@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from .baseline import MIN_SIZE_SAMPLES, Baseline
-from .figures import DEFAULT_BUSBW_DROP_PCT
+from .metrics import DEFAULT_BUSBW_DROP_PCT
 
 
 def baseline_table(held: Baseline) -> Table:

@@ -18,17 +18,27 @@ Pure: no I/O. Facts are read by attribute, so this module does not import the fa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..vendors import Component, vendor_names, vendors
 from .versions import MatchMode, VersionError, parse_version, versions_match
 
 if TYPE_CHECKING:
-    from ..facts.model import Facts
     from .compat import Matrix
 
 __all__ = ["COMPONENTS", "CRITICAL", "DEFAULT_MATCH", "REQUIRED_COMPONENTS", "SPECS", "VENDORS", "VENDOR_COMPONENTS",
            "WITH_TORCH", "Component", "InstalledVersions", "installed_matches", "installed_versions", "readme_table"]
+
+
+class Facts(Protocol):
+    """What this module reads of a host's facts (:class:`accelstack.facts.model.Facts`: the facts layer sits above
+    stacks and imports it, so the components name the attributes they read, not the class; each vendor's components
+    read their own section)."""
+
+    torch: Any
+    python_version: str | None
+    stack_python: str | None
+    stack_python_version: str | None
 
 VENDORS: tuple[str, ...] = vendor_names()
 ALL_VENDORS = frozenset(VENDORS)

@@ -5,14 +5,18 @@ Every task follows one flag contract (:mod:`accelstack.tasks.common`), and the c
 
 Task modules are imported only when their tasks are wanted: :data:`TASK_MODULES` names, without importing
 anything, the top-level names each module adds, so the console script builds a collection of just the
-modules its command line names (``accelstack facts`` imports neither provisioning, reports, diagnosis nor the
-lab: a third of its start-up time). ``ns``, the whole collection, is built on first use.
+modules its command line names (``accelstack facts`` imports neither provisioning, reports nor diagnosis: a third
+of its start-up time). ``ns``, the whole collection, is built on first use.
+
+A checkout adds task modules of its own (the lab's, ``accelstack_lab.tasks``: test tooling that no wheel ships):
+its ``tasks.py`` names them in the same form, as *extra* modules (full module names, each with an ``add_tasks(root)``),
+and both ``inv`` and the console script run from the checkout pass them to :func:`build_collection`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # invoke is imported where a collection is built: tasks.direct runs without it
@@ -25,13 +29,16 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "diagnose": ("diagnose",),
     "bundle": ("collect", "analyze"),
     "drift": ("drift",),
-    "lab": ("lab",),
-    "provision": ("provision", "repo"),
+    "provision": ("provision",),
     "validate": ("validate",),
     "nodecheck": ("node-check", "node-collective"),
     "report": ("report", "baseline", "history", "fleet-check"),
     "stack": ("stack",),
 }
+
+
+# A checkout's own task modules: full module name -> the top-level names its ``add_tasks(root)`` adds.
+ExtraModules = Mapping[str, tuple[str, ...]]
 
 
 def _add_module(root: Collection, name: str) -> None:
@@ -45,11 +52,8 @@ def _add_module(root: Collection, name: str) -> None:
         root.add_task(module.analyze)
     elif name == "drift":
         root.add_task(module.drift)
-    elif name == "lab":
-        root.add_collection(module.ns)
     elif name == "provision":
         root.add_task(module.provision)
-        root.add_collection(module.repo_ns)
     elif name == "validate":
         root.add_task(module.validate)
     elif name == "nodecheck":
@@ -64,30 +68,41 @@ def _add_module(root: Collection, name: str) -> None:
         raise KeyError(name)
 
 
-def build_collection(modules: Iterable[str] | None = None) -> Collection:
-    """The collection of the named task modules (keys of :data:`TASK_MODULES`), or of every one."""
+def build_collection(modules: Iterable[str] | None = None, extra: ExtraModules | None = None) -> Collection:
+    """The collection of the named task modules (keys of :data:`TASK_MODULES`, and of ``extra``: a checkout's
+    own), or of every one."""
     from invoke import Collection
 
     from .common import CONFIG_DEFAULTS, conform
 
-    wanted = set(TASK_MODULES if modules is None else modules)
+    extra = extra or {}
+    wanted = set([*TASK_MODULES, *extra] if modules is None else modules)
     root = Collection()
     for name in TASK_MODULES:  # the table's order, whatever the caller's
         if name in wanted:
             _add_module(root, name)
+    for name in extra:
+        if name in wanted:
+            importlib.import_module(name).add_tasks(root)
     _conform_all(root, conform)
     root.configure({"accelstack": dict(CONFIG_DEFAULTS)})
     return root
 
 
-def modules_for(argv: Sequence[str]) -> set[str] | None:
-    """The task modules a command line needs, or None for all of them: when it names no task (``--list``,
-    bare help, a misspelled name that invoke will report) or asks for the task list or completion."""
+def task_names(extra: ExtraModules | None = None) -> dict[str, str]:
+    """Every top-level task or collection name -> the module (of :data:`TASK_MODULES`, or ``extra``) adding it."""
+    return {name: module for table in (TASK_MODULES, extra or {}) for module, names in table.items() for name in names}
+
+
+def modules_for(argv: Sequence[str], extra: ExtraModules | None = None) -> set[str] | None:
+    """The task modules a command line needs (``extra``: a checkout's own, as :func:`build_collection` takes
+    them), or None for all of them: when it names no task (``--list``, bare help, a misspelled name that invoke
+    will report) or asks for the task list or completion."""
     words = list(argv[1:])
     if any(word in ("-l", "--list", "--complete", "--print-completion-script") or word.startswith("--list=")
            for word in words):
         return None
-    by_name = {name: module for module, names in TASK_MODULES.items() for name in names}
+    by_name = task_names(extra)
     # A flag's value that happens to equal a task name only imports one module more.
     wanted = {by_name[top] for word in words if not word.startswith("-")
               if (top := word.split(".", 1)[0].replace("_", "-")) in by_name}
@@ -106,7 +121,8 @@ _whole: Collection | None = None
 
 
 def __getattr__(name: str) -> Any:
-    # ``from accelstack.tasks import ns`` (tasks.py, tests): the whole collection, built once, when first asked.
+    # ``from accelstack.tasks import ns`` (tests): the product's whole collection, built once, when first asked (a
+    # checkout's tasks.py builds its own, with the checkout's task modules added).
     global _whole
     if name == "ns":
         if _whole is None:

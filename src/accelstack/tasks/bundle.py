@@ -35,7 +35,7 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
     A bundle holds npu-smi, hccn_tool, nvidia-smi -q -x and topo -m, lspci, ip addr, version files, the
     environment (secrets masked), pip list and dmesg.
     """
-    from ..bundle import collect  # loaded when this task runs, not for every task
+    from ..flows.bundle.run import collect  # loaded when this task runs, not for every task
 
     overrides = extra_vars(set or [])
     options = fanout_options(c, forks, connect_timeout, read_only=True)
@@ -74,8 +74,8 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
 def analyze(c: Any, bundle: str, expect_devices: int | None = None, json: bool = False,
             stack: str | None = None) -> int:
     """Read a bundle offline: the fact parsers, the offline checks and the log diagnosis, as if on the host."""
-    from ..bundle import analyze_bundle
     from ..diagnose import render_diagnosis
+    from ..flows.bundle.run import analyze_bundle
 
     facts, records, diagnosis = analyze_bundle(Path(bundle), expect_devices=expect_devices, stack=stack)
     failing = [r for r in records if r.status in ("fail", "error")]

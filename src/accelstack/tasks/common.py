@@ -71,7 +71,7 @@ ENV_PREFIX = "ACCELSTACK_"
 
 def config_defaults() -> dict[str, Any]:
     """The ``accelstack:`` configuration namespace the collection carries: every default, written once."""
-    from ..results.figures import DEFAULT_BUSBW_DROP_PCT
+    from ..results.metrics import DEFAULT_BUSBW_DROP_PCT
     from ..transport.connection import DEFAULT_CONNECT_TIMEOUT
     from ..transport.fanout import DEFAULT_FORKS
 

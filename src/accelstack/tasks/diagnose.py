@@ -25,6 +25,7 @@ from .common import AccelstackTask, boundary, inventory_hosts
 if TYPE_CHECKING:
     from ..diagnose import Diagnosis
     from ..diagnose.confirm import Confirmation
+    from ..inventory import Host, Inventory
 
 HELP = {
     "log": "a log file, a job folder or a .tar(.gz) of one (one bare LOG, more with repeated -l/--log; plain or "
@@ -128,7 +129,7 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
         print(f"warning: {note}", file=sys.stderr)
     confirmation = None
     if host and selected is not None:
-        from ..diagnose.confirm import Confirmation, confirm_on_host  # validation is only needed with --host
+        from ..diagnose.confirm import Confirmation  # the checks' declarations are only needed with --host
 
         confirmation = (confirm_on_host(diagnosis, *selected) if diagnosis.findings
                         else Confirmation(host, []))
@@ -142,6 +143,22 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
                 console.print(records_table(confirmation.records, title=f"confirmed on {host}"))
             console.print(render_confirmation(confirmation))
     return diagnosis.exit_code
+
+
+def confirm_on_host(diagnosis: Diagnosis, inventory: Inventory, hosts: Sequence[Host]) -> Confirmation:
+    """Run, on ``hosts`` of the loaded ``inventory`` (selected from ``--host``), every check declared to confirm one
+    of the diagnosis's causes, root cause's first, with the full tier's settings; each finding is then confirmed,
+    not confirmed, or undecided by the records of its own checks."""
+    # Validation is only needed with --host: a log is read without it.
+    from ..diagnose.confirm import Confirmation, confirming_checks, judge_findings
+    from ..engines.ssh.run import validate_inventory
+    from ..validate.registry import load_registry
+
+    registry = load_registry()
+    checks = confirming_checks((finding.cause for finding in diagnosis.findings), registry)
+    records = validate_inventory(inventory, hosts, only=set(checks), tier="full") if checks else []
+    return Confirmation(",".join(host.name for host in hosts), checks, records,
+                        judge_findings(diagnosis.findings, records, registry))
 
 
 def _print_help() -> None:

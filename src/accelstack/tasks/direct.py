@@ -30,16 +30,16 @@ def exit_code_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
 
 def node_check_command(*, tier: str = "health", only: str | None = None, json: bool = False, drain: bool = False,
                        config: str | None = None, node: str | None = None) -> int:
-    """``node-check``'s flags to its run (:func:`accelstack.nodecheck.node_check`), and a drain said on stderr.
+    """``node-check``'s flags to its run (:func:`accelstack.flows.nodecheck.run.node_check`), and a drain said on stderr.
     The parameters are the invoke task's (a test holds them together)."""
-    from ..nodecheck import node_check
+    from ..flows.nodecheck.run import node_check
 
     result = node_check(tier=tier, only=only, json_lines=json, drain=drain, config=config, node=node)
     outcome = result.drain
     if outcome is not None:
         if outcome.ok:
-            print(f"accelstack: drained {outcome.node}: {outcome.reason}", file=sys.stderr)
+            print(f"accelstack: drained {outcome.host}: {outcome.reason}", file=sys.stderr)
         else:
-            print(f"accelstack: could not drain {outcome.node} ({outcome.message}); reason was: {outcome.reason}",
+            print(f"accelstack: could not drain {outcome.host} ({outcome.output}); reason was: {outcome.reason}",
                   file=sys.stderr)
     return result.code

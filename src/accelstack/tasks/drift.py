@@ -8,8 +8,8 @@ from ..facts.gather import gather_facts, probe_options_for
 from ..results.output import Reporter
 from ..results.records import RunWriter
 from ..stacks import load_matrix, run_drift
+from ..stacks.context import resolve_contexts
 from ..stacks.render import drift_table
-from ..transport.context import resolve_contexts
 from ..transport.fanout import Fleet
 from .common import (
     HELP_COMMON,

@@ -40,6 +40,6 @@ def node_collective(c: Any, spec: str, config: str | None = None) -> None:
     """One rank of the multi-node allreduce, as a task of a Slurm step (started by inv validate --engine slurm).
 
     Takes its rank and rendezvous from Slurm's environment; not meant to be run by hand."""
-    from ..validate.slurm_collective import exec_node_collective
+    from ..engines.slurm.node import exec_node_collective
 
     exec_node_collective(spec, node_file=config)

@@ -1,12 +1,8 @@
-"""``inv provision``: take hosts to their pinned stack (``--check`` shows the plan and touches nothing), and
-``inv repo.build``: the lab's artifact repository."""
+"""``inv provision``: take hosts to their pinned stack (``--check`` shows the plan and touches nothing)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-from invoke import Collection
 
 from ..errors import ConfigError
 from ..results.output import Reporter
@@ -72,29 +68,3 @@ def provision(c: Any, inventory: str | None = None, limit: str | None = None, js
 
 def set_of(names: list[str]) -> frozenset[str]:
     return frozenset(names)
-
-
-@task(help={
-    "dest": "folder to write the repository into (default: .lab/repo)",
-    "stack": "stack name or path to build packages for; repeatable (default: every stack)",
-    "torch_wheel": "the real torch wheel (default: torch 2.13.0 from pip's find-links folders)",
-    "with_deps": "also add torch's dependency wheels (pip download from the site's configured index)",
-}, iterable=["stack"])
-@boundary
-def build(c: Any, dest: str | None = None, stack: list[str] | None = None, torch_wheel: str | None = None,
-          with_deps: bool = True) -> int:
-    """Build the lab's artifact repository: SIMULATED vendor packages, the real torch CPU wheel, manifest.yml."""
-    from ..lab.simulated import build_lab_repository
-    from ..paths import project_root
-    from ..provision.artifacts import add_dependency_wheels
-
-    target = Path(dest) if dest else project_root() / ".lab" / "repo"
-    build_lab_repository(target, torch_wheel=Path(torch_wheel) if torch_wheel else None, stacks=list(stack or []))
-    if with_deps:
-        add_dependency_wheels(target)
-    print(f"artifact repository: {target}/manifest.yml")
-    return 0
-
-
-repo_ns = Collection("repo")
-repo_ns.add_task(build)

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from ..errors import ConfigError
-from ..fleetcheck import FleetReporter
-from ..fleetcheck import fleet_check as run_fleet_check
+from ..flows.fleetcheck.render import FleetConsole
+from ..flows.fleetcheck.run import FleetReporter
+from ..flows.fleetcheck.run import fleet_check as run_fleet_check
 from ..history import History, parse_since
 from ..history.render import drains_table, history_table
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
-from ..report.fleet import FleetConsole
 from ..report.model import RERUN_FILE
 from ..results.baseline import (
     DEFAULT_KEEP,
@@ -225,8 +225,8 @@ def _preflight(names: list[str], limit: str | None,
     ``--limit`` applies to every inventory: a pattern that matches hosts in one inventory and none in another
     selects nothing there; it is an error only when it matches no host in any of them."""
     from ..inventory import load_inventory
+    from ..stacks.context import resolve_contexts
     from ..transport.connection import check_connection_files
-    from ..transport.context import resolve_contexts
 
     loaded: dict[str, tuple[Inventory, list[Host]]] = {}
     unmatched: ConfigError | None = None
@@ -262,8 +262,9 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
     3 bad input.
     """
     # Imported here: validation is a heavier layer, and report/history/baseline load without it.
-    from ..fleetcheck import check_max_drain
-    from ..validate import load_registry, select, validate_inventory
+    from ..engines.ssh.run import validate_inventory
+    from ..flows.fleetcheck.run import check_max_drain
+    from ..validate import load_registry, select
     from ..validate.registry import all_checks
 
     wanted = only_checks(only)

@@ -47,8 +47,8 @@ def validate(c: Any, inventory: str | None = None, limit: str | None = None, tie
     and a multi-node allreduce whose faults are isolated by bisection. With no inventory it validates this
     machine, including a 2-rank gloo allreduce.
     """
+    from ..engines.ssh.run import validate_inventory
     from ..validate import select  # loaded when this task runs, not for every task
-    from ..validate.run import validate_inventory
 
     forks_n = setting(c, "forks", forks)
     connect_s = setting(c, "connect_timeout", connect_timeout)

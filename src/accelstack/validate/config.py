@@ -16,7 +16,7 @@ from typing import Any
 
 from ..inventory.vartypes import check_vars
 from ..stacks import load_matrix
-from ..transport.context import HostContext
+from ..stacks.context import HostContext
 from ..vendors import get_vendor, vendors
 from .device_floors import load_device_floors
 
@@ -103,4 +103,16 @@ def host_config(ctx: HostContext, *, tier: str = "standard") -> dict[str, Any]:
     window = v.get("health_xid_window_s")
     if window is not None and "device_health" in config:  # one of the health script's limits
         config["device_health"] = {**config["device_health"], "xid_window_s": window}
+    return config
+
+
+# The health tier runs no collective: its host config carries the quick tier's sweep settings, which no check of
+# it reads.
+SWEEP_TIER = {"health": "quick"}
+
+
+def tier_config(ctx: HostContext, tier: str) -> dict[str, Any]:
+    """The host config every script of a ``tier`` run gets (:func:`host_config`, with ``tier`` set)."""
+    config = host_config(ctx, tier=SWEEP_TIER.get(tier, tier))
+    config["tier"] = tier
     return config

@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..paths import hostside
 from . import checks as _declarations
 from .checks import PYTHONS, SCOPES, TIERS, Check
-from .results import Judge
+from .judge import Judge
 
 __all__ = ["PYTHONS", "SCOPES", "TIERS", "Check", "Validator", "all_checks", "declarations_dir", "judge_for",
            "load_declarations", "load_registry", "select", "validators_dir"]

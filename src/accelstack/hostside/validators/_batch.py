@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Several validators in one interpreter: a tier's checks pay for one python start-up (and, with the stack's python,
 one torch import), and share one read of each vendor tool (``_common.read_tool``). Not a validator: no declaration
-names it; the control side (``accelstack.validate.host.run_batch``) runs it for node-check and over SSH alike.
+names it; the control side (``accelstack.engines.ssh.host.run_batch``) runs it for node-check and over SSH alike.
 
     python _batch.py '{"config": {...host config...}, "runs": [{"script": "env.py", "name": "env",
                        "checks": ["env"], "mode": null, "collectives": null, "deadline_s": 50, "timeout": 60}, ...]}'

@@ -3,7 +3,7 @@
 judgement helpers the vendors' health reads share, and the ``__main__`` entry.
 
 Not a validator: no declaration in ``accelstack/validate/checks/`` names it, while the upload
-(``accelstack.validate.remote.bundle``, every ``*.py`` here) carries it and its content hash covers it. A validator
+(``accelstack.engines.ssh.remote.ensure_uploaded``, every ``*.py`` here) carries it and its content hash covers it. A validator
 runs as ``python <folder>/<name>.py '<config json>'``, so this file's folder is ``sys.path[0]`` there; loaded by
 path (the unit tests) a validator puts its own folder on ``sys.path`` before importing this.
 
@@ -72,7 +72,7 @@ def vendor_modules():
 
 
 def record(check, status, summary, metrics=None, evidence=None, remedy=None):
-    """One check result as the control side reads it (accelstack.validate.results.to_record)."""
+    """One check result as the control side reads it (accelstack.validate.judge.to_record)."""
     return {"check": check, "status": status, "summary": summary, "metrics": metrics or {},
             "evidence": evidence or {}, "remedy": remedy}
 

@@ -10,7 +10,7 @@ control-side judgement of a check's records, and the checks ``inv diagnose --hos
 Adding a check is three files: the script (``hostside/validators/x.py``), its declaration (``checks/x.py``) and its
 outcome cases (``tests/data/outcomes/x/``); then regenerate the README table. A cluster check (``scope="cluster"``)
 declares its ``runner`` too, the control-side function that orchestrates it across the hosts
-(:data:`accelstack.validate.cluster.ClusterRunner`); the run iterates over the declarations and names no check.
+(:data:`accelstack.engines.ssh.cluster.ClusterRunner`); the run iterates over the declarations and names no check.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError
-from ..results import Judge
+from ..judge import Judge
 
 # health < quick < standard < full. health: vendor tools, sysfs/procfs, the kernel log, files and package metadata only
 # (no torch, no device context): safe beside a running job, a scheduler's periodic health check. quick adds what
@@ -33,7 +34,7 @@ PYTHONS = ("system", "stack")
 SCOPES = ("host", "cluster")
 ENGINES = ("ssh", "slurm")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-# What the run adds to the host config for every script it runs (accelstack.validate.host.run_script): a script
+# What the run adds to the host config for every script it runs (accelstack.engines.ssh.host.run_script): a script
 # may declare these beside the host config's keys.
 RUN_KEYS = ("mode", "collectives", "deadline_s")
 # The ``full`` tier runs the standard checks with bigger sweeps (each vendor's Vendor.sweep): no check is full-only yet.
@@ -54,13 +55,13 @@ class Check:
     what a script with several uses is asked to do (``config["mode"]``). ``config``: the keys of the host config
     (:func:`accelstack.validate.config.host_config`) the script reads. ``judge``: the control-side judgement of
     its records (``None``: the script's verdict stands); every host record then passes
-    :func:`accelstack.validate.results.never_pass_a_failed_tool`. ``thresholds``: the sections of
+    :func:`accelstack.validate.judge.never_pass_a_failed_tool`. ``thresholds``: the sections of
     ``data/thresholds.yml`` it is judged against. ``confirms``: the diagnosis causes
     (:data:`accelstack.diagnose.catalog.CAUSES`) it confirms on a host: ``inv diagnose --host`` runs it for them.
 
     ``runner``: the control-side function that computes its records, as ``"module:function"`` (resolved when the
     run needs it, so a declaration stays plain data) or the function itself. Every cluster check has one, called
-    ``runner(check, run)`` with a :class:`accelstack.validate.cluster.ClusterRun` (the joined hosts, thresholds,
+    ``runner(check, run)`` with a :class:`accelstack.engines.ssh.cluster.ClusterRun` (the joined hosts, thresholds,
     the run's vars and deadline); a host check without a script has one too, called ``runner(transport, ctx)``
     (``versions``). ``engines``: the engines that run it (``--engine ssh``, ``--engine slurm``: Slurm runs the
     host checks through node-check and the cluster checks that declare ``slurm``). ``rerun_below_floor``: a
@@ -106,6 +107,18 @@ class Check:
     def judge_for(self, record_check: str) -> Judge | None:
         """The control-side judge of one of this check's records; ``None`` for a record it does not own."""
         return self.judge if self.owns(record_check) else None
+
+    def run_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The config this check's script gets: the host config plus what the run adds (:data:`RUN_KEYS`: its
+        ``mode``, the sweep's ``collectives``, its ``deadline_s``)."""
+        config = dict(config)
+        if self.mode is not None:  # a script with several uses (collectives.py) is told which one
+            config["mode"] = self.mode
+        if self.mode == "sweep":
+            config["collectives"] = list(self.checks)
+        # The script's own deadline sits inside the shell's hard limit, so it reports before it is killed.
+        config["deadline_s"] = max(5.0, self.timeout - 10)
+        return config
 
     def run_function(self) -> Callable[..., list]:
         """The declared ``runner``, imported now if it is named by its dotted path; ValueError when it cannot be."""

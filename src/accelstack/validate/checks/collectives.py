@@ -1,7 +1,7 @@
 """Declares ``hostside/validators/collectives.py``, one script with three uses (``config["mode"]``): communicator
 init, single-node sweeps, and the multi-node torchrun worker."""
 
-from ..results import judge_multinode_bandwidth, judge_single_node_bandwidth
+from ..judge import judge_multinode_bandwidth, judge_single_node_bandwidth
 from . import Check
 
 # What a collective confirms in a failed job's logs: the communicator comes up and a collective completes.
@@ -22,13 +22,13 @@ CHECKS = (
           confirms=COLLECTIVE_CAUSES, rerun_below_floor=True),
     # Orchestrated by its runner (torchrun across the hosts over SSH; under --engine slurm, one Slurm step). Each
     # node's record is judged by `judge` against the multi-node allreduce rows; the isolation runs that follow a
-    # failure (validate.cluster.bisect_members) are held to the same rows, per group size, inside the runner: they
+    # failure (engines.ssh.cluster.bisect_members) are held to the same rows, per group size, inside the runner: they
     # are runs of a few hosts, not records, so no declaration can judge them.
     Check(("multinode",), "standard", script="collectives.py", python="stack", timeout=600, scope="cluster",
           mode="cluster",
           help="allreduce across hosts through torchrun over SSH, every rank's result checked, a deadline after "
                "which every remote process is killed, then bisection that names the node or link at fault (below)",
           config=(*SWEEP, "accelerator", "socket_ifnames"), judge=judge_multinode_bandwidth,
-          thresholds=("rows", "margin"), runner="accelstack.validate.cluster:run_multinode", needs_peers=True,
+          thresholds=("rows", "margin"), runner="accelstack.engines.ssh.cluster:run_multinode", needs_peers=True,
           owns_join_errors=True),
 )

@@ -1,6 +1,6 @@
 """Declares ``hostside/validators/devices.py``: the devices the vendor tool counts, without torch (health tier)."""
 
-from ..results import refine_devices
+from ..judge import refine_devices
 from . import Check
 
 CHECKS = (

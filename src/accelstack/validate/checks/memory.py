@@ -1,6 +1,6 @@
 """Declares ``hostside/validators/memory.py``: /dev/shm, memlock, device memory held by others."""
 
-from ..results import refine_memory
+from ..judge import refine_memory
 from . import Check
 
 CHECKS = (

@@ -1,10 +1,10 @@
 """Declares ``versions``: computed on the control side from the host's facts by its runner
-(``validate.host.versions_records``), no script of its own."""
+(``accelstack.engines.ssh.host.versions_records``), no script of its own."""
 
 from . import Check
 
 CHECKS = (
     Check(("versions",), "health", help="drift against the stack",
-          runner="accelstack.validate.host:versions_records",
+          runner="accelstack.engines.ssh.host:versions_records",
           confirms=("cann-mismatch", "driver-library-mismatch", "driver-too-old", "torch-build-mismatch")),
 )

@@ -1,6 +1,6 @@
 """Provoke real Slurm job ends on the lab's real Slurm (Debian's slurmctld/slurmd) and keep srun's console output.
 
-    PYTHONPATH=src python tests/data/diagnose_corpus/provoke/slurm_cases.py OUTDIR   (root)
+    PYTHONPATH=src:. python tests/data/diagnose_corpus/provoke/slurm_cases.py OUTDIR   (root; the lab is in the checkout)
 
 Brings up a two-host lab of its own (tag ``crp6``), Slurm over it, runs each case, and takes it all down again:
 - time-limit: a training loop under ``srun --time=1`` that runs past its minute;
@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from accelstack.lab import Lab
-from accelstack.lab.slurm import SlurmLab, _read_pid, _session_members
+from accelstack_lab import Lab
+from accelstack_lab.slurm import SlurmLab, _read_pid, _session_members
 
 SHORT = ("for i in 1 2 3 4 5; do echo \"[$(hostname)] step $i loss 2.$((RANDOM % 1000)) lr 3.0e-04\"; sleep 1; done; "
          "echo \"[$(hostname)] training finished, checkpoint saved\"")

@@ -1,0 +1,722 @@
+"""The diagnosis engine: stream log lines past the catalog and rank what it found, root cause first.
+
+Three layers decide, most specific first: the signatures (``signatures.yml``, with their remedies); the error
+taxonomies (``data/diagnose/``), which name the cause of a failure; and the structure of a failure (a traceback's
+last exception, torchrun's summary, a signal, the scheduler's job-end lines), so that a job that failed always gets
+a finding, ``unclassified`` at worst, and a healthy log gets none. Every finding says who acts on it.
+
+State is bounded (a count, the first few evidence lines, the first extraction per signature; capped lists of
+failures and of the lines around them), so the engine runs in constant memory whatever the size of the logs.
+Decisions that need the whole log (is this an Ascend host? was a checkpoint being saved? which error came first?)
+are taken once, at the end.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
+from ..vendors import ANY, Vendor
+from .catalog import Catalog, Signature, load_catalog
+from .causes import Cause, confirming_check, load_causes
+from .failures import LineHits, event_findings
+from .findings import EvidenceLine, Finding
+from .jobs import LogSource, expand_inputs
+from .reader import (
+    MAX_EVIDENCE_CHARS,
+    ReadState,
+    anchor_regex,
+    clean_line,
+    host_of,
+    open_log,
+    rank_of,
+    read_hits,
+    timestamp_of,
+)
+from .structure import FailureEvent, FailureTracker, split_prefix
+from .tables import load_tables
+
+EVIDENCE_CAP = 5
+RANKS_CAP = 1024
+# torch's default process-group timeouts (reference/nvidia.md §4.2): NCCL 10 min since torch 2.2, every other
+# backend (HCCL included) 30 min.
+DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
+# Heartbeat monitor defaults seen in logs: 600 s in older torch, 480 s in newer (reference/nvidia.md §4.2).
+DEFAULT_HEARTBEAT_S = (480, 600)
+_INT = re.compile(r"-?\d+")
+# An info or warning line: glog's I/W levels (torch's C++ logs, torchrun's), NCCL INFO, logging's WARNING.
+_QUIET_LEVEL = re.compile(r"(?:^|[\s\[:])[IW]\d{4} \d\d:\d\d|\bNCCL INFO\b|\bWARNING\b|\bWarning:|\bINFO\b")
+# Python's warnings module ("train.py:138: UserWarning: message"): a report the program went on after.
+_PY_WARNING = re.compile(r":\d+: [A-Z]\w*Warning: ")
+_LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+_NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
+WARN_CAP = 3
+CODES_CAP = 64
+
+
+@dataclass
+class Diagnosis:
+    findings: list[Finding] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    lines_read: int = 0
+    # One line per log that ended early (a gzip cut while being written): where it ends. Findings before the
+    # cut are kept.
+    truncated: list[str] = field(default_factory=list)
+
+    # Inputs that could not be read (a dangling link or a link loop in a job folder), each with why: the others
+    # were read.
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def root_cause(self) -> Finding | None:
+        return self.findings[0] if self.findings else None
+
+    @property
+    def first(self) -> Finding | None:
+        """The first finding: the root cause, whom the report leads with (its ``cause`` and ``actor``)."""
+        return self.root_cause
+
+    @property
+    def first_failure(self) -> Finding | None:
+        """The finding that happened first (by time across files), among those that are not a consequence."""
+        causes = [f for f in self.findings if not f.consequence_of and not f.symptom] or \
+            [f for f in self.findings if not f.consequence_of]
+        return min(causes, key=_EARLIEST_FIRST) if causes else None
+
+    @property
+    def exit_code(self) -> int:
+        if self.findings:
+            return EXIT_FAIL
+        return EXIT_BAD_INPUT if self.truncated else EXIT_OK
+
+    def confirm_validators(self) -> list[str]:
+        """The validators that would confirm the findings on a host, root cause's first, without repeats."""
+        names: list[str] = []
+        for finding in self.findings:
+            if finding.confirm_with and finding.confirm_with not in names:
+                names.append(finding.confirm_with)
+        return names
+
+    def to_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"findings": [finding.to_dict() for finding in self.findings]}
+        if self.first is not None:
+            root = self.first
+            document["first"] = {"id": root.id, "cause": root.cause, "actor": root.actor, "layer": root.layer,
+                                 **root.first_line.to_dict()}
+        first = self.first_failure
+        if first is not None:
+            line = first.earliest or first.first_line
+            document["first_failure"] = {"id": first.id, "cause": first.cause, **line.to_dict()}
+        if self.truncated:
+            document["truncated"] = list(self.truncated)
+        if self.skipped:
+            document["skipped"] = list(self.skipped)
+        return document
+
+
+@dataclass
+class _Hits:
+    count: int = 0
+    first_seq: int = 0
+    evidence: list[EvidenceLine] = field(default_factory=list)
+    extracted: dict[str, Any] = field(default_factory=dict)
+    ranks: set[int] = field(default_factory=set)
+    earliest: EvidenceLine | None = None
+    files: dict[str, None] = field(default_factory=dict)
+    hosts: dict[str, None] = field(default_factory=dict)
+    # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so.
+    collectives: dict[int, tuple[Any, Any, EvidenceLine]] = field(default_factory=dict)
+
+
+def _text_regex(anchors: tuple[str, ...]) -> re.Pattern[str]:
+    """The reader's trie of literals, for text: does a line hold one of them (a few compares a position)."""
+    return re.compile(anchor_regex(anchors).pattern.decode())
+
+
+def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in groups.items():
+        if value is None:
+            continue
+        value = value.strip()
+        out[key] = int(value) if _INT.fullmatch(value) else value
+    return out
+
+
+class Scanner:
+    """Feed logs (or lines); :meth:`result` ranks the findings. Used by every entry point."""
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or load_catalog()
+        self.tables = self.catalog.tables or load_tables()
+        self.causes: dict[str, Cause] = load_causes()
+        self._tracker = FailureTracker(self.tables)
+        # Per log: the lines a table row matched (for failures whose own lines name nothing) and the lines a
+        # signature or an error code matched (a failure they explain is not reported twice).
+        self._table_lines: dict[int, LineHits] = {}
+        self._signature_lines: dict[int, LineHits] = {}
+        self._anchors = anchor_regex(self.catalog.anchors)
+        self._signature_gate = _text_regex(self.catalog.signature_anchors)
+        self._context_gate = _text_regex(self.catalog.context_anchors)
+        self._anchors_text = re.compile(self._anchors.pattern.decode())
+        self._hits: dict[str, _Hits] = {}
+        self._aux: dict[str, dict[str, Any]] = {}
+        self._contexts_seen: set[str] = set()
+        self._base = 0  # lines of the sources read before the current one
+        self._last_error: str | None = None
+        self._want_last_error = False
+        self._sources: list[str] = []
+        self._truncated: list[str] = []
+        self._skipped: list[str] = []
+        self._source_base: dict[str, int] = {}
+        self._lines = 0
+        self._warns: list[EvidenceLine] = []
+        self._codes: dict[str, _Hits] = {}
+        self._code_vendor: dict[str, Vendor] = {}  # whose code pattern found it
+        self._source = LogSource(label="<lines>")
+
+    # ---- input ----
+
+    def feed_source(self, source: str, lines: Iterable[tuple[int, str]]) -> None:
+        """Lines already in hand; the same prefilter as for files decides which reach the signatures."""
+        self._begin(LogSource(label=source))
+        count = 0
+        after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
+        for lineno, raw in lines:
+            count = lineno
+            if self._anchors_text.search(raw):
+                self._line(lineno, raw)
+                after_hit = True
+                continue
+            if after_hit and self._wants_context():
+                self._line(lineno, raw)
+            after_hit = False
+        self._end(count)
+
+    def feed(self, path: str, lineno: int, raw: str) -> None:
+        """One line (kept for callers that stream lines themselves)."""
+        if self._source.label != path:
+            self._begin(LogSource(label=path))
+        if self._anchors_text.search(raw):
+            self._line(lineno, raw)
+            self._after_hit = True
+        else:
+            if self._after_hit and self._wants_context():
+                self._line(lineno, raw)
+            self._after_hit = False
+        self._lines += 1
+
+    def feed_log(self, source: LogSource) -> None:
+        """One log file (or archive member), through the prefilter; a cut gzip keeps what was read."""
+        if source.skipped:
+            self._skipped.append(f"{source.label}: {source.skipped}; not read, the other logs were")
+            return
+        if source.truncated:
+            self._truncated.append(f"{source.label}: {source.truncated}")
+            return
+        self._begin(source)
+        stream, owned = source.open() if source.opener else open_log(source.path or source.label)
+        state = ReadState()
+        try:
+            direct = source.path if source.opener is None and source.path not in (None, "-") else None
+            for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
+                if hit.context and not self._wants_context():
+                    continue
+                self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))
+        finally:
+            if owned:
+                stream.close()
+        if state.truncated:
+            self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {state.lines},"
+                                   " findings up to there are kept")
+        self._end(state.lines)
+
+    def _wants_context(self) -> bool:
+        """Whether the line after a hit is read although it holds no anchor: the NCCL WARN after "Last error:", the
+        rest of an exception's message."""
+        return self._want_last_error or self._tracker.wants_context()
+
+    def _begin(self, source: LogSource) -> None:
+        self._source_base.setdefault(source.label, self._base)
+        self._source = source
+        self._sources.append(source.label)
+        self._want_last_error = False
+        self._after_hit = False
+        self._tracker.begin(len(self._sources) - 1, self._base)
+
+    def _end(self, lines: int) -> None:
+        self._tracker.end()
+        self._base += lines
+        self._lines += lines
+
+    # ---- one line that passed the prefilter ----
+
+    def _line(self, lineno: int, raw: str) -> None:
+        text = clean_line(raw)
+        if not text:
+            return
+        if self._want_last_error:
+            # torch prints "Last error:" and the NCCL WARN that carries the real cause on the next line.
+            self._last_error = text[:MAX_EVIDENCE_CHARS]
+            self._want_last_error = False
+        if self._last_error is None and "Last error:" in text:
+            match = _LAST_ERROR.search(text)
+            if match:
+                if match.group("text").strip():
+                    self._last_error = match.group("text").strip()[:MAX_EVIDENCE_CHARS]
+                else:
+                    self._want_last_error = True
+        catalog = self.catalog
+        if (len(self._contexts_seen) < len(catalog.contexts) and self._context_gate.search(text)
+                and catalog.context_prefilter.search(text)):
+            for name, patterns in catalog.contexts.items():
+                if name not in self._contexts_seen and any(p.search(text) for p in patterns):
+                    self._contexts_seen.add(name)
+        evidence: EvidenceLine | None = None
+        matched = False
+        if self._signature_gate.search(text) and catalog.prefilter.search(text):
+            for sig in catalog.signatures:
+                for pattern in sig.patterns:
+                    match = pattern.search(text)
+                    if match is None:
+                        continue
+                    groups = _typed(match.groupdict())
+                    if not _passes(sig, groups):
+                        continue
+                    evidence = evidence or self._evidence(lineno, text)
+                    self._record(self._hits, sig.id, groups, evidence)
+                    # A Python warning explains no failure around it (the program went on after it): it covers
+                    # only a failure of its own line.
+                    self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                        lineno, split_prefix(text)[0], (sig.id, bool(_PY_WARNING.search(text))))
+                    matched = True
+                    if sig.vendor in catalog.contexts and sig.requires_context is None:
+                        # A vendor's own error is that vendor's context too (Ascend's); one that depends on the
+                        # context must not vouch for itself.
+                        self._contexts_seen.add(sig.vendor)
+                    break
+                if sig.extract_patterns:
+                    aux = self._aux.setdefault(sig.id, {})
+                    for pattern in sig.extract_patterns:
+                        match = pattern.search(text)
+                        if match:
+                            for key, value in _typed(match.groupdict()).items():
+                                aux.setdefault(key, value)
+        if not matched and len(self._warns) < WARN_CAP and "NCCL WARN" in text:
+            self._warns.append(self._evidence(lineno, text))
+        for vendor, code_pattern in catalog.code_patterns:
+            for match in code_pattern.finditer(text):
+                code = match.group("code")
+                self._code_vendor.setdefault(code, vendor)
+                if code in self._codes or len(self._codes) < CODES_CAP:
+                    evidence = evidence or self._evidence(lineno, text)
+                    self._record(self._codes, code, {"code": code}, evidence)
+                    if not self._wrapper_code(code, vendor):
+                        # A code that names a cause explains the failure around it; a wrapper (torch_npu's
+                        # "ERR00100 PTA call acl api failed") only says a call failed and leaves it to the failure's
+                        # own lines ("error code is 507035").
+                        self._signature_lines.setdefault(len(self._sources) - 1, LineHits()).add(
+                            lineno, split_prefix(text)[0], (f"code:{code}", False))
+        self._failure_line(lineno, text, evidence)
+
+    def _failure_line(self, lineno: int, text: str, evidence: EvidenceLine | None) -> None:
+        """The structure and the tables: is this line part of a failure, and which table rows does it name?"""
+        source = len(self._sources) - 1
+        made: list[EvidenceLine] = [evidence] if evidence is not None else []
+
+        def line_evidence() -> EvidenceLine:
+            if not made:
+                made.append(self._evidence(lineno, text))
+            return made[0]
+
+        rows = tuple(row for _, row in self.tables.literal_hits(text))
+        self._tracker.line(lineno, text, line_evidence, rows)
+        if rows and not _QUIET_LEVEL.search(text):
+            # Info and warning lines quote errors on the way to something that works (the IB probe that falls back
+            # to sockets, a connect that is retried) or report the launcher's own cleanup ("Sending process 42
+            # closing signal SIGTERM"): they name no failure's cause.
+            self._table_lines.setdefault(source, LineHits()).add(lineno, split_prefix(text)[0], rows)
+
+    def _evidence(self, lineno: int, text: str) -> EvidenceLine:
+        source = self._source
+        rank = rank_of(text)
+        stamp = timestamp_of(text)
+        return EvidenceLine(
+            path=source.label, lineno=lineno, rank=rank if rank is not None else source.rank,
+            text=text[:MAX_EVIDENCE_CHARS], host=host_of(text) or source.host,
+            ts=stamp[0] if stamp else None, time=stamp[1] if stamp else None)
+
+    def _record(self, table: dict[str, _Hits], key: str, groups: dict[str, Any], line: EvidenceLine) -> None:
+        hits = table.get(key)
+        if hits is None:
+            hits = table[key] = _Hits(first_seq=self._base + line.lineno, extracted=dict(groups))
+        hits.count += 1
+        if len(hits.evidence) < EVIDENCE_CAP:
+            hits.evidence.append(line)
+        for name, value in groups.items():
+            # A later line may carry a field the first one lacked (the NCCL version, the interface).
+            hits.extracted.setdefault(name, value)
+        if line.rank is not None and len(hits.ranks) < RANKS_CAP:
+            hits.ranks.add(line.rank)
+        if line.ts is not None and (hits.earliest is None or line.ts < (hits.earliest.ts or 0.0)):
+            hits.earliest = line
+        if len(hits.files) < RANKS_CAP:
+            hits.files.setdefault(line.path, None)
+        if line.host and len(hits.hosts) < RANKS_CAP:
+            hits.hosts.setdefault(line.host, None)
+        if (line.rank is not None and "op_type" in groups and "seq_num" in groups
+                and len(hits.collectives) < RANKS_CAP):
+            hits.collectives.setdefault(line.rank, (groups["seq_num"], groups["op_type"], line))
+
+    # ---- the verdict ----
+
+    def result(self) -> Diagnosis:
+        catalog = self.catalog
+        kept: dict[str, _Hits] = {}
+        for sig in catalog.signatures:
+            hits = self._hits.get(sig.id)
+            if hits is None:
+                continue
+            if sig.requires_context and sig.requires_context not in self._contexts_seen:
+                continue
+            if sig.unless_context and sig.unless_context in self._contexts_seen:
+                continue
+            if sig.requires_failure and not self._tracker.failed():
+                continue
+            kept[sig.id] = hits
+        for sig in catalog.signatures:
+            # The refining pattern is a subset of the general one, so equal counts mean the very same lines.
+            refined = sig.refines
+            if refined and sig.id in kept and refined in kept and kept[refined].count <= kept[sig.id].count:
+                del kept[refined]
+
+        findings = [self._finding(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items()]
+        findings.extend(self._code_findings(findings))
+        findings.extend(self._failure_findings(findings, set(kept)))
+        findings.extend(self._desync_findings(kept))
+        self._name_nccl_warn(findings)
+        _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
+        _warnings_below_failures(findings)
+        findings.sort(key=functools.cmp_to_key(_rank_order))
+        _mark_consequences(findings)
+        return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
+                         truncated=list(self._truncated), skipped=list(self._skipped))
+
+    def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
+        """Failures the structure found that no signature or error code explains, classified by the tables; the
+        reports that only repeat a failure (torchrun's summary, an exit code) when the logs hold nothing else."""
+        symptom = {sig.id: sig.symptom for sig in self.catalog.signatures if sig.id in kept}
+        for finding in findings:
+            if finding.id.split("-", 1)[0] in {vendor.name for vendor, _pattern in self.catalog.code_patterns}:
+                codes = finding.extracted.get("codes") or [finding.extracted.get("code")]
+                symptom.update({f"code:{code}": finding.symptom for code in codes if code})
+        covering: dict[int, LineHits] = {}
+        for source, lines in self._signature_lines.items():
+            kept_lines = covering[source] = LineHits()
+            for lineno, rank, (value, warning) in zip(lines.linenos, lines.ranks, lines.values, strict=True):
+                if value in symptom:
+                    kept_lines.add(lineno, rank, symptom[value] or warning)
+        events = self._tracker.events
+        out = event_findings(events, self.tables, self.causes, self._table_lines, covering,
+                             lambda event: event.primary)
+        if all(finding.symptom for finding in (*findings, *out)):
+            # Nothing but symptoms (a peer that closed the connection, a timeout) or nothing at all: the launcher's
+            # report of which rank failed first and how (torchrun's root cause, a signal, an exit code) is the
+            # best account of the failure the logs hold, where that rank left no error of its own.
+            nothing = not findings and not out
+            reported = {event.stream for event in events if event.primary and event.stream is not None}
+
+            def adds(event: FailureEvent) -> bool:
+                if event.primary:
+                    return False
+                if nothing:
+                    return True
+                if event.rank is not None:
+                    return event.rank not in reported
+                return event.signal is not None or (event.exitcode is not None and event.exitcode < 0)
+
+            out += event_findings(events, self.tables, self.causes, self._table_lines, covering, adds)
+        return out
+
+    def _desync_findings(self, kept: dict[str, _Hits]) -> list[Finding]:
+        """Ranks that timed out in different collectives (rank 1 in an all-gather, rank 0 in an all-reduce two
+        collectives later) no longer issue the same sequence of collectives: the timeouts are the consequence of
+        that desync, which is the program's (torch's desync debugger and flight recorder read it the same way)."""
+        waiting: dict[int, tuple[Any, Any, EvidenceLine]] = {}
+        for sig_id, hits in kept.items():
+            if self.catalog.by_id(sig_id).cause == "collective-timeout":
+                for rank, item in hits.collectives.items():
+                    waiting.setdefault(rank, item)
+        if len({op for _, op, _ in waiting.values()}) < 2:
+            return []  # every rank waits in the same kind of collective: a straggler or a dead rank, not a desync
+        ranks = sorted(waiting)
+        evidence = [waiting[rank][2] for rank in ranks][:EVIDENCE_CAP]
+        shown = ", ".join(f"rank {rank} in {waiting[rank][1]} #{waiting[rank][0]}" for rank in ranks[:8])
+        cause = self.causes["collective-mismatch"]
+        return [Finding(
+            id="collective-desync", cause=cause.id, vendor="any", title="ranks timed out in different collectives",
+            explanation=(f"The ranks were not waiting in the same collective when they timed out ({shown}): they no "
+                         "longer issue the same sequence of collectives, so each waits for one its peers never "
+                         "call. The timeouts are the consequence; the code path that differs between ranks (a "
+                         "rank-dependent branch, an extra collective in a checkpoint or evaluation step) is the "
+                         "cause."),
+            remedy=cause.remedy, confirm_with=None, priority=cause.priority,
+            source_ref="torch ProcessGroupNCCL's WorkNCCL(SeqNum, OpType) in the watchdog's timeout lines; "
+                       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+            evidence=evidence, evidence_count=len(waiting),
+            extracted={"ranks": ranks, "collectives": {str(r): f"{waiting[r][1]} #{waiting[r][0]}" for r in ranks}},
+            first_line=evidence[0], actor=cause.actor, layer="signature",
+            first_seq=min(self._base_seq(line) for line in evidence),
+            earliest=min((line for line in evidence if line.ts is not None), key=lambda line: line.ts or 0.0,
+                         default=None),
+            files=sorted({line.path for line in evidence}), hosts=sorted({line.host for line in evidence if line.host}))]
+
+    def _base_seq(self, line: EvidenceLine) -> int:
+        """A line's place in reading order (the offset of its log among those read, plus its number)."""
+        return self._source_base.get(line.path, 0) + line.lineno
+
+    def _wrapper_code(self, code: str, vendor: Vendor) -> bool:
+        """A code that wraps the real error (torch_npu's ERR02007 "DIST not found" beside "Failed to find function
+        ..."), or a generic one (EH9999 "Inner Error"): it names no cause of its own."""
+        entry = self.catalog.error_codes.get(code)
+        return entry["cause"] == "unknown-error-code" if entry else code.startswith(vendor.error_code_wrappers)
+
+    def _code_findings(self, findings: list[Finding]) -> list[Finding]:
+        """A vendor's error codes (Ascend's): a known code gives its cause (unless a signature already named it), an
+        unknown code is reported as such with its line."""
+        out: list[Finding] = []
+        causes = {f.cause for f in findings}
+        lines = {(e.path, e.lineno) for f in findings for e in f.evidence}
+        unknown: dict[Vendor, dict[str, _Hits]] = {}
+        for code, hits in self._codes.items():
+            entry = self.catalog.error_codes.get(code)
+            vendor = self._code_vendor[code]
+            # Codes that wrap the real error (torch_npu's ERR02007 "DIST not found" beside "Failed to find
+            # function ..."), and generic codes (EH9999 "Inner Error") name none: both speak only when nothing
+            # else in the logs does.
+            if self._wrapper_code(code, vendor) and findings:
+                continue
+            if entry is None:
+                unknown.setdefault(vendor, {})[code] = hits
+                continue
+            if entry["cause"] in causes or all((e.path, e.lineno) in lines for e in hits.evidence):
+                continue
+            causes.add(entry["cause"])
+            out.append(self._synthetic(f"{vendor.name}-{code}", entry["cause"],
+                                       f"{vendor.label} error {code}: {entry['title']}",
+                                       entry["meaning"], entry["remedy"],
+                                       entry["confirm_with"] or confirming_check(entry["cause"]),
+                                       entry["priority"], entry["source"], hits, {"code": code},
+                                       symptom=entry["symptom"], actor=entry.get("actor"), vendor=vendor.name))
+        for vendor, found in unknown.items():
+            out.append(self._unknown_codes(vendor, found))
+        return out
+
+    def _unknown_codes(self, vendor: Vendor, unknown: dict[str, _Hits]) -> Finding:
+        """One finding for the codes of a vendor that its tables do not list, with their lines."""
+        first = min(unknown.values(), key=lambda h: h.first_seq)
+        merged = _Hits(count=sum(h.count for h in unknown.values()), first_seq=first.first_seq,
+                       evidence=sorted((e for h in unknown.values() for e in h.evidence),
+                                       key=lambda e: (e.path, e.lineno))[:EVIDENCE_CAP],
+                       ranks={r for h in unknown.values() for r in h.ranks},
+                       earliest=min((h.earliest for h in unknown.values() if h.earliest),
+                                    key=lambda e: e.ts or 0.0, default=None))
+        codes = sorted(unknown)
+        return self._synthetic(
+            f"{vendor.name}-unknown-code", "unknown-error-code", f"{vendor.label} error code(s) not in the catalog: "
+            f"{', '.join(codes)}",
+            f"The log carries an {vendor.label} error code that the catalog does not know, so its cause is not "
+            "named here; the lines are shown so nothing is dropped.",
+            vendor.error_code_lookup, confirming_check("unknown-error-code"), 35, vendor.error_code_source, merged,
+            {"codes": codes}, vendor=vendor.name)
+
+    def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str | None,
+                   priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
+                   symptom: bool = False, actor: str | None = None, vendor: str = ANY) -> Finding:
+        extracted = dict(extracted)
+        if hits.ranks:
+            extracted["ranks"] = sorted(hits.ranks)
+        return Finding(id=sig_id, cause=cause, vendor=vendor, title=title, explanation=explanation,
+                       remedy=remedy, confirm_with=confirm_with, priority=priority, source_ref=source,
+                       evidence=list(hits.evidence), evidence_count=hits.count, extracted=extracted,
+                       first_line=hits.evidence[0], first_seq=hits.first_seq, symptom=symptom,
+                       actor=actor or self.causes[cause].actor, layer="table",
+                       earliest=hits.earliest, files=sorted({e.path for e in hits.evidence}),
+                       hosts=sorted({e.host for e in hits.evidence if e.host}))
+
+    def _name_nccl_warn(self, findings: list[Finding]) -> None:
+        """NCCL's generic result (unhandled system error...) is a symptom: name the WARN line that says why."""
+        if not self._warns:
+            return
+        for finding in findings:
+            if finding.cause != "nccl-internal":
+                continue
+            warn = self._warns[0]
+            finding.extracted.setdefault("nccl_warn", warn.text)
+            finding.evidence.insert(0, warn)
+            del finding.evidence[EVIDENCE_CAP:]
+            finding.explanation += f" NCCL's warning before it says what broke: {warn.text.split('NCCL WARN', 1)[-1].strip()}"
+
+    def _finding(self, sig: Signature, hits: _Hits) -> Finding:
+        extracted = dict(hits.extracted)
+        for key, value in self._aux.get(sig.id, {}).items():
+            extracted.setdefault(key, value)
+        _derive(sig, extracted, self.catalog, self._last_error)
+        if hits.ranks:
+            extracted["ranks"] = sorted(hits.ranks)
+        return Finding(
+            id=sig.id,
+            cause=sig.cause,
+            vendor=sig.vendor,
+            title=sig.title,
+            explanation=sig.explanation,
+            remedy=sig.remedy,
+            confirm_with=sig.confirm_with,
+            priority=sig.priority,
+            source_ref=sig.source,
+            evidence=list(hits.evidence),
+            evidence_count=hits.count,
+            extracted=extracted,
+            first_line=hits.evidence[0],
+            actor=sig.actor or self.causes[sig.cause].actor,
+            layer="signature",
+            first_seq=hits.first_seq,
+            symptom=sig.symptom,
+            earliest=hits.earliest,
+            files=list(hits.files),
+            hosts=list(hits.hosts),
+        )
+
+
+def _earlier(a: Finding, b: Finding) -> bool:
+    """Did ``a`` first happen before ``b``? By time when both have one, else by reading order."""
+    if a.earliest is not None and b.earliest is not None and a.earliest.ts != b.earliest.ts:
+        return (a.earliest.ts or 0.0) < (b.earliest.ts or 0.0)
+    return a.first_seq < b.first_seq
+
+
+def _time_order(a: Finding, b: Finding) -> int:
+    return -1 if _earlier(a, b) else (1 if _earlier(b, a) else 0)
+
+
+_EARLIEST_FIRST = functools.cmp_to_key(_time_order)
+
+
+def _rank_order(a: Finding, b: Finding) -> int:
+    if a.priority != b.priority:
+        return -1 if a.priority > b.priority else 1
+    if _earlier(a, b):
+        return -1
+    return 1 if _earlier(b, a) else 0
+
+
+def _apply_follows(findings: list[Finding], follows: dict[str, tuple[str, ...]]) -> None:
+    """A finding that comes after one of the causes it follows (a heartbeat monitor firing after the collective
+    timed out) is that cause's consequence and ranks below it."""
+    for finding in findings:
+        causes = follows.get(finding.id, ())
+        earlier = [f for f in findings if f.cause in causes and f is not finding and not _earlier(finding, f)]
+        if not earlier:
+            continue
+        first = min(earlier, key=_EARLIEST_FIRST)
+        finding.priority = min(finding.priority, first.priority - 1)
+        finding.consequence_of = first.cause
+        finding.explanation += (
+            f" Here it fired after the {first.cause} ({first.title}, first at {first.first_line.where()}):"
+            " a consequence of it, not the cause.")
+
+
+def _passes(sig: Signature, groups: dict[str, Any]) -> bool:
+    return all(groups.get(key) in allowed for key, allowed in sig.when.items())
+
+
+def _derive(sig: Signature, extracted: dict[str, Any], catalog: Catalog, last_error: str | None) -> None:
+    """Fields that follow from what was extracted: is the timeout torch's default, what the codes mean."""
+    for old, new in (("device_old", "device"), ("total_old", "total")):
+        if old in extracted:
+            extracted.setdefault(new, extracted.pop(old))
+    timeout = extracted.get("timeout_ms")
+    backend = extracted.get("backend")
+    if isinstance(timeout, int) and backend in DEFAULT_TIMEOUT_MS:
+        default = DEFAULT_TIMEOUT_MS[backend]
+        extracted["default_timeout"] = timeout == default
+        extracted["default_timeout_ms"] = default
+        extracted["timeout_min"] = round(timeout / 60_000, 2)
+        if backend == "NCCL" and timeout == 1_800_000:
+            extracted["timeout_note"] = "30 min: torch <= 2.1 default or set explicitly"
+    stuck = extracted.get("stuck_seconds")
+    if isinstance(stuck, int):
+        extracted["default_heartbeat"] = stuck in DEFAULT_HEARTBEAT_S
+    if sig.cause in ("xid-fatal", "xid-warn"):
+        if "xid" not in extracted:
+            extracted["xid"] = 79  # the multi-line "fallen off the bus" form carries no number
+        extracted["severity"] = "fatal" if sig.cause == "xid-fatal" else "warn"
+    if sig.cause == "nccl-internal":
+        names = {"ncclUnhandledCudaError": 1, "ncclSystemError": 2, "ncclInternalError": 3, "ncclRemoteError": 6}
+        code = names.get(str(extracted.get("result_name")))
+        if code is None:
+            by_text = {text: num for num, text in catalog.nccl_result_codes.items()}
+            code = by_text.get(str(extracted.get("result")))
+        if code is not None:
+            extracted["nccl_code"] = code
+            extracted.setdefault("result", catalog.nccl_result_codes.get(code))
+        if last_error:
+            extracted["last_error"] = last_error
+
+
+def _warnings_below_failures(findings: list[Finding]) -> None:
+    """A signature that matched only Python warnings ("x.py:138: UserWarning: ...") did not stop the program: it
+    went on after them. Where the logs show the failure the job ended with (an exception, a signal, an error a
+    table names), that failure leads and the warning follows it as context."""
+    failures = [f for f in findings if f.layer != "signature" and not f.symptom and not _only_warnings(f)]
+    if not failures:
+        return
+    floor = max(f.priority for f in failures)
+    for finding in findings:
+        if finding.layer == "signature" and finding.priority >= floor and _only_warnings(finding):
+            finding.priority = floor - 1
+            finding.explanation += (" Here it was a warning only (the program went on after it): the failure the"
+                                    " job ended with leads.")
+
+
+def _only_warnings(finding: Finding) -> bool:
+    return bool(finding.evidence) and all(_PY_WARNING.search(line.text) for line in finding.evidence)
+
+
+def _mark_consequences(findings: list[Finding]) -> None:
+    roots = [f for f in findings if not f.symptom]
+    for finding in findings:
+        if not finding.symptom:
+            continue
+        if finding.consequence_of:
+            continue
+        earlier = [r for r in roots if r.priority > finding.priority and not _earlier(finding, r)]
+        if not earlier:
+            continue
+        root = min(earlier, key=_EARLIEST_FIRST)
+        finding.consequence_of = root.cause
+        finding.explanation += (
+            f" Probably a consequence of the earlier {root.cause} ({root.title}, first at"
+            f" {root.first_line.where()}): fix that first."
+        )
+
+
+def diagnose_lines(lines: Iterable[str], source: str = "<stdin>", catalog: Catalog | None = None) -> Diagnosis:
+    """Diagnose lines already in hand (a string's splitlines, a captured output, a generator)."""
+    scanner = Scanner(catalog)
+    scanner.feed_source(source, enumerate(lines, start=1))
+    return scanner.result()
+
+
+def diagnose_paths(paths: list[str], catalog: Catalog | None = None) -> Diagnosis:
+    """Diagnose logs together as one job: files (plain or gzip, ``-`` for stdin), job folders (every log in
+    them, rotated and gzipped ones too) and .tar/.tar.gz archives of them."""
+    scanner = Scanner(catalog)
+    for source in expand_inputs(paths):
+        scanner.feed_log(source)
+    return scanner.result()
+

@@ -1,0 +1,1 @@
+"""Support bundles: gathered in one round trip per host, analyzed offline."""

@@ -1,0 +1,1 @@
+"""The nightly fleet check: validate, compare with the baseline, report, drain."""

@@ -1,0 +1,1 @@
+"""``accelstack node-check``: a node's host checks, run on the node itself."""
