@@ -262,3 +262,61 @@ def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host
     assert libraries.evidence["libraries"]["libhccl.so"]["path"].startswith(SIM_ROOT)
     assert libraries.remedy and "CANN" in libraries.remedy and "torch_npu 2.6.0" in libraries.remedy
     assert shlex.quote("libraries") in libraries.evidence["command"] or "libraries.py" in libraries.evidence["command"]
+
+
+@pytest.fixture()
+def amd_host(healthy: object, tmp_path: Path) -> Iterator[str]:
+    """lab2 as a simulated AMD MI300X host: the lab's simulated amd-smi (8 GPUs, a devices file of its own) under a
+    private root in /opt, on the env file's PATH."""
+    import json
+
+    from accelstack_lab.simulated.amd import TOOL, amd_devices
+
+    devices = f"{SIM_ROOT}/amd/devices.json"
+    tool = tmp_path / "amd-smi"
+    tool.write_text(TOOL.read_text().replace("@@DEVICES_FILE@@", devices))
+    doc = tmp_path / "devices.json"
+    doc.write_text(json.dumps(amd_devices({"count": 8}, host="lab2")))
+    host = load_inventory(lab_inventory(healthy, tmp_path)).select("lab2")[0]
+    with Fleet() as fleet:
+        t = fleet.connect(host)
+        t.run(f"mkdir -p {SIM_ROOT}/amd {SIM_ROOT}/opt/rocm/bin", check=True)
+        t.put(tool, f"{SIM_ROOT}/opt/rocm/bin/amd-smi", mode=0o755)
+        t.put(doc, devices)
+        t.run(f"printf 'export PATH={SIM_ROOT}/opt/rocm/bin:$PATH\\nexport NCCL_SOCKET_IFNAME=eth0\\n' "
+              f"> /etc/profile.d/accelstack.sh", check=True)
+    yield "lab2"
+    with Fleet() as fleet:
+        fleet.connect(host).run(f"rm -rf {SIM_ROOT} /etc/profile.d/accelstack.sh")
+
+
+def test_simulated_amd_host_end_to_end_pass_fault_and_a_held_gpu(amd_host: str, healthy: object,
+                                                                  tmp_path: Path) -> None:
+    """The AMD vendor's host-side half over SSH on a lab host: healthy passes, an uncorrectable ECC error written
+    into GPU 3 fails health.ecc naming it, and a foreign process on GPU 0 makes the torch check skip naming it."""
+    path = lab_inventory(healthy, tmp_path, stack="amd-mi300x-rocm6.2", accelerator="MI300X", expect_devices=8)
+    host = load_inventory(path).select(amd_host)[0]
+    records = {r.check: r for r in validate(path, only={"health", "devices"}, limit=amd_host)}
+    assert {c: r.status for c, r in records.items() if c.startswith("health")} == {
+        "health.ecc": "pass", "health.bad_pages": "pass", "health.temperature": "pass", "health.throttle": "pass",
+        "health.power": "pass", "health.pcie": "pass"}, {c: r.summary for c, r in records.items()}
+    assert records["health.ecc"].evidence["sku"] == "MI300X"
+    assert records["devices"].metrics["tool_devices"] == 8, records["devices"].summary
+
+    def edit(index: int, **values: object) -> None:
+        import json
+        code = ("import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['devices'][%d].update(json.loads(sys.argv[2])); "
+                "json.dump(d, open(p, 'w'))" % index)
+        with Fleet() as fleet:
+            fleet.connect(host).run(f"python3 -c {shlex.quote(code)} {SIM_ROOT}/amd/devices.json "
+                                    f"{shlex.quote(json.dumps(values))}", check=True)
+
+    edit(3, ecc_uncorrectable=2)
+    records = {r.check: r for r in validate(path, only={"health"}, limit=amd_host)}
+    ecc = records["health.ecc"]
+    assert ecc.status == "fail" and ecc.summary == "gpu 3: 2 uncorrectable ECC error(s) in UMC", ecc.summary
+    assert ecc.remedy and "RMA" in ecc.remedy
+    edit(0, processes=[{"pid": 4242, "name": "python3", "vram_mb": 81920}], vram_used_mb=82203)
+    torch = {r.check: r for r in validate(path, only={"torch_devices"}, limit=amd_host)}["torch_devices"]
+    assert torch.status == "skip", (torch.status, torch.summary)
+    assert torch.summary.startswith("gpu 0 is in use by pid 4242 python3 (81920 MiB)"), torch.summary
