@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "src"))
 from accelstack.engines.collective import CPU_CLUSTER_SWEEP  # noqa: E402
 from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
-from accelstack.transport.fanout import Fleet  # noqa: E402
+from accelstack.transport.fanout import HostPool  # noqa: E402
 from accelstack_lab import Lab, lab_ids  # noqa: E402
 from tests.test_validate_lab import _install_venv  # noqa: E402
 
@@ -59,8 +59,8 @@ def plain_run(lab: Lab, inventory: str, sweep: dict, nproc: int) -> tuple[list[d
     hosts = load_inventory(inventory).select(None)
     master = hosts[0].address
     port = 29123
-    with Fleet() as fleet:
-        transports = [fleet.connect(h) for h in hosts]
+    with HostPool() as pool:
+        transports = [pool.connect(h) for h in hosts]
         for t in transports:
             with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
                 handle.write(PLAIN)

@@ -32,7 +32,7 @@ from accelstack.engines.ssh.cluster import isolate, pairwise, prepare_members, r
 from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.stacks.context import resolve_contexts  # noqa: E402
-from accelstack.transport.fanout import Fleet  # noqa: E402
+from accelstack.transport.fanout import HostPool  # noqa: E402
 from accelstack.validate.config import host_config  # noqa: E402
 from accelstack.validate.registry import validators_dir  # noqa: E402
 from accelstack.validate.thresholds import load_thresholds  # noqa: E402
@@ -67,8 +67,8 @@ def pairwise_ring(inventory: str) -> dict:
     contexts = resolve_contexts(hosts)
     configs = {name: host_config(ctx, tier="standard") for name, ctx in contexts.items()}
     thresholds = load_thresholds()
-    with Fleet() as fleet:
-        members, errors = prepare_members(list(contexts.values()), lambda ctx: fleet.connect(ctx.host),
+    with HostPool() as pool:
+        members, errors = prepare_members(list(contexts.values()), lambda ctx: pool.connect(ctx.host),
                                           validators_dir(), configs)
         if errors:
             raise SystemExit(f"pairwise: {errors[0].host}: {errors[0].summary}")

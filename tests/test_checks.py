@@ -39,12 +39,12 @@ from accelstack.validate.checks import __main__ as checks_main_module
 from accelstack.validate.checks.__main__ import main as checks_main
 from accelstack.validate.config import host_config
 from accelstack.validate.judge import (
+    judge_devices,
+    judge_memory,
     judge_multinode_bandwidth,
+    judge_record,
     judge_single_node_bandwidth,
     parse_document,
-    refine,
-    refine_devices,
-    refine_memory,
     to_record,
 )
 from accelstack.validate.registry import (
@@ -131,18 +131,18 @@ def test_threshold_keys_are_sections_of_the_thresholds_file() -> None:
 
 
 def test_judges_come_from_the_declarations() -> None:
-    assert judge_for(REGISTRY, "devices") is refine_devices
-    assert judge_for(REGISTRY, "memory.devices") is refine_memory and judge_for(REGISTRY, "memory.shm") is refine_memory
+    assert judge_for(REGISTRY, "devices") is judge_devices
+    assert judge_for(REGISTRY, "memory.devices") is judge_memory and judge_for(REGISTRY, "memory.shm") is judge_memory
     assert judge_for(REGISTRY, "allreduce") is judge_for(REGISTRY, "allgather") is judge_single_node_bandwidth
     # multinode's runner judges each node's record with its declared judge, against the multi-node allreduce rows;
     # these checks judge themselves on the host.
     assert judge_for(REGISTRY, "multinode") is judge_multinode_bandwidth and judge_for(REGISTRY, "health.ecc") is None
     assert judge_for(REGISTRY, "no_such_check") is None
     below = Record(host="n1", check="allgather", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
-    judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
+    judged = judge_record(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
     assert judged.summary.endswith("not judged: no threshold row for this accelerator, scope and rank count")
     below = Record(host="n1", check="allreduce", status="pass", summary="ok", metrics={"busbw_gbps": 1.0, "ranks": 8})
-    judged = refine(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
+    judged = judge_record(below, {"accelerator": "H100"}, load_thresholds(), judge_for(REGISTRY, below.check))
     assert judged.status == "fail" and "460" in judged.summary
     # A multi-node record is named multinode and judged as the allreduce it ran, at multi-node scope.
     thresholds = load_thresholds()
@@ -360,7 +360,7 @@ def test_a_new_check_is_a_script_a_declaration_and_its_cases(tmp_path: Path) -> 
         proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=60)
         [item] = parse_document(proc.stdout)
         record = to_record("n1", item, command=command)
-        judged = refine(record, config, load_thresholds(), judge_for(registry, record.check))
+        judged = judge_record(record, config, load_thresholds(), judge_for(registry, record.check))
         assert judged.status == status, json.dumps(item)
 
     # The shipped registry is untouched: nothing but the two copies changed.
@@ -429,7 +429,7 @@ def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_p
     """A cluster check declares its runner: the run's cluster phase runs it from the declaration, with the joined
     hosts, beside the shipped cluster checks and in the order of their declared timeouts."""
     from accelstack.engines.ssh.run import validate_hosts
-    from accelstack.transport.fanout import FanoutOptions, Fleet
+    from accelstack.transport.fanout import FanoutOptions, HostPool
 
     validators, declarations = with_new_check(tmp_path, "peer_names.py", CLUSTER_SCRIPT, CLUSTER_DECLARATION)
     registry = load_registry(validators, declarations)
@@ -441,8 +441,8 @@ def test_a_new_cluster_check_is_three_files_too_and_the_run_names_no_check(tmp_p
     for also, status in (([], "pass"), (["no-such-host.invalid"], "fail")):
         contexts = resolve_contexts(local.select(), overrides={"peer_names_also": also})
         sink = _Records()
-        with Fleet(FanoutOptions(forks=2)) as fleet:
-            records = validate_hosts(fleet, contexts, selected, tier="standard", reporter=sink, folder=validators)
+        with HostPool(FanoutOptions(forks=2)) as pool:
+            records = validate_hosts(pool, contexts, selected, tier="standard", reporter=sink, folder=validators)
         host = local.select()[0].name
         # Its 30 s timeout is below clock's 60 s: it runs first.
         assert [(r.host, r.check) for r in records] == [(host, "peer_names"), (host, "clock")], records

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from accelstack.inventory import load_inventory
-from accelstack.transport.fanout import Fleet
+from accelstack.transport.fanout import HostPool
 from accelstack_lab.simulated import formats, versions
 
 from .conftest import run_cli
@@ -58,8 +58,8 @@ def ascend_host(healthy_lab: object, tmp_path: Path):  # type: ignore[no-untyped
     path = tmp_path / "ascend.yml"
     path.write_text(yaml.safe_dump(doc))
     host = load_inventory(str(path)).select("lab1")[0]
-    with Fleet() as fleet:
-        transport = fleet.connect(host)
+    with HostPool() as pool:
+        transport = pool.connect(host)
         transport.run(f"rm -rf /usr/local/Ascend {VENV} && /usr/bin/python3 -m venv --without-pip {VENV}",
                       check=True, timeout=120)
         yield path, transport

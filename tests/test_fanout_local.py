@@ -11,7 +11,7 @@ from accelstack.errors import CommandFailed, CommandTimeout
 from accelstack.inventory import Host
 from accelstack.transport import fanout
 from accelstack.transport.connection import LocalTransport, Transport
-from accelstack.transport.fanout import FanoutOptions, Fleet
+from accelstack.transport.fanout import FanoutOptions, HostPool
 
 
 def local_hosts(n: int) -> list[Host]:
@@ -24,8 +24,8 @@ def test_every_host_gets_an_outcome_and_a_bug_on_one_does_not_stop_the_others() 
             raise RuntimeError("boom")
         return transport.run("echo $((6*7))", check=True).stdout.strip()
 
-    with Fleet(FanoutOptions(forks=4)) as fleet:
-        outcomes = {o.host.name: o for o in fleet.map(local_hosts(10), work)}
+    with HostPool(FanoutOptions(forks=4)) as pool:
+        outcomes = {o.host.name: o for o in pool.map(local_hosts(10), work)}
     assert set(outcomes) == {f"h{i}" for i in range(10)}
     assert outcomes["h3"].error is not None and "boom" in str(outcomes["h3"].error)
     assert all(outcomes[f"h{i}"].value == "42" for i in range(10) if i != 3)
@@ -45,16 +45,16 @@ def test_pool_is_bounded_by_forks() -> None:
         with lock:
             running -= 1
 
-    with Fleet(FanoutOptions(forks=3)) as fleet:
-        list(fleet.map(local_hosts(12), work))
+    with HostPool(FanoutOptions(forks=3)) as pool:
+        list(pool.map(local_hosts(12), work))
     assert peak == 3
 
 
 def test_connection_is_opened_once_per_host_and_reused() -> None:
-    fleet = Fleet()
+    pool = HostPool()
     host = local_hosts(1)[0]
-    assert fleet.connect(host) is fleet.connect(host)
-    fleet.close()
+    assert pool.connect(host) is pool.connect(host)
+    pool.close()
 
 
 def test_command_timeout_kills_the_process_group() -> None:
@@ -70,8 +70,8 @@ def test_command_timeout_kills_the_process_group() -> None:
 
 
 def test_per_host_deadline_cuts_later_commands() -> None:
-    with Fleet(FanoutOptions(host_deadline=0.6)) as fleet:
-        outcome = next(iter(fleet.map(local_hosts(1), lambda t: [t.run("sleep 0.4"), t.run("sleep 5")])))
+    with HostPool(FanoutOptions(host_deadline=0.6)) as pool:
+        outcome = next(iter(pool.map(local_hosts(1), lambda t: [t.run("sleep 0.4"), t.run("sleep 5")])))
     assert isinstance(outcome.error, CommandTimeout)
 
 
@@ -96,14 +96,14 @@ def test_a_last_phase_releases_each_host_as_it_finishes_and_every_outcome_still_
     monkeypatch.setattr(fanout, "transport_for",
                         lambda host, **kwargs: Counting(host, deadline=kwargs["deadline"]))
     hosts = local_hosts(40)
-    with Fleet(FanoutOptions(forks=8)) as fleet:
+    with HostPool(FanoutOptions(forks=8)) as pool:
         seen = []
-        for outcome in fleet.map(hosts, lambda t: t.run("echo ok", check=True).stdout.strip(), release=True):
+        for outcome in pool.map(hosts, lambda t: t.run("echo ok", check=True).stdout.strip(), release=True):
             seen.append(outcome.host.name)
             # Released as it finished: by the time its outcome is read, its connection is gone.
             assert outcome.host.name in closed and outcome.value == "ok"
         assert sorted(seen) == sorted(h.name for h in hosts) and sorted(closed) == sorted(seen)
-        assert fleet._transports == {}
+        assert pool._transports == {}
         # A later phase on the same hosts connects again.
-        again = list(fleet.map(hosts[:3], lambda t: t.run("true").ok))
-        assert [o.value for o in again] == [True] * 3 and len(fleet._transports) == 3
+        again = list(pool.map(hosts[:3], lambda t: t.run("true").ok))
+        assert [o.value for o in again] == [True] * 3 and len(pool._transports) == 3

@@ -199,7 +199,7 @@ def test_fleet_check_task_passes_tier_and_checks_each_host_once(tmp_path: Path,
     from invoke import Context
 
     import accelstack.engines.ssh.run
-    from accelstack.tasks.report import fleet_check as task
+    from accelstack.tasks.report import check_fleet as task
 
     calls: list[tuple[str, str, set[str] | None, list[str]]] = []
 
@@ -251,7 +251,7 @@ def test_fleet_check_task_refuses_a_broken_inventory_with_file_line_before_any_h
     from invoke import Context
     from invoke.exceptions import Exit
 
-    from accelstack.tasks.report import fleet_check as task
+    from accelstack.tasks.report import check_fleet as task
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     good = _inventory(tmp_path / "good.yml", ["h1"])
@@ -270,7 +270,7 @@ def test_fleet_check_task_refuses_bad_tier_or_check_before_any_host(tmp_path: Pa
     from invoke import Context
     from invoke.exceptions import Exit
 
-    from accelstack.tasks.report import fleet_check as task
+    from accelstack.tasks.report import check_fleet as task
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     with pytest.raises(Exit) as exited:
@@ -429,7 +429,7 @@ def test_fleet_check_task_applies_set_before_any_host_and_limits_across_inventor
     from invoke.exceptions import Exit
 
     import accelstack.engines.ssh.run
-    from accelstack.tasks.report import fleet_check as task
+    from accelstack.tasks.report import check_fleet as task
 
     monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
     a = _inventory(tmp_path / "a.yml", ["npu1", "npu2"])

@@ -17,7 +17,7 @@ import pytest
 from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record, read_run
-from accelstack.transport.fanout import Fleet
+from accelstack.transport.fanout import HostPool
 from accelstack.validate import load_registry
 
 from .labtools import assert_interrupted, cli_process, first_results, install_venv, interrupt, lab_inventory
@@ -108,13 +108,13 @@ def test_a_killed_uploads_tmp_file_is_gone_once_the_next_run_reaches_the_host(he
                                                                               tmp_path: Path) -> None:
     host = load_inventory(str(healthy_lab.inventory)).select("lab1")[0]  # type: ignore[attr-defined]
     stale = "/var/tmp/accelstack/validators/0123456789abcdef/storage.py.accelstack-tmp"
-    with Fleet() as fleet:
-        transport = fleet.connect(host)
+    with HostPool() as pool:
+        transport = pool.connect(host)
         transport.run("true")  # this run's first command has swept already: what follows stays
         transport.run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
         assert transport.run(f"test -f {stale}").ok
-    with Fleet() as fleet:
-        transport = fleet.connect(host)
+    with HostPool() as pool:
+        transport = pool.connect(host)
         first = transport.run(f"test -f {stale}; echo gone=$? >&2")
         assert first.stderr == "gone=1\n"  # removed; and the session id line never reaches the caller
 

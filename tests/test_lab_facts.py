@@ -15,7 +15,7 @@ import yaml
 
 from accelstack.inventory import Host, load_inventory
 from accelstack.results.records import read_run
-from accelstack.transport.fanout import FanoutOptions, Fleet
+from accelstack.transport.fanout import FanoutOptions, HostPool
 
 from .conftest import REPO, lab_ids, run_cli
 
@@ -35,13 +35,13 @@ def test_facts_from_four_hosts_over_ssh(healthy_lab: object, tmp_path: Path) -> 
     # A killed upload's tmp file on lab1: facts only reads, so it leaves that too (a writing run sweeps it).
     stale = "/var/tmp/accelstack/validators/0123456789abcdef/devices.py.accelstack-tmp"
     lab1 = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
-    with Fleet() as fleet:
-        fleet.connect(lab1).run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
+    with HostPool() as pool:
+        pool.connect(lab1).run(f"mkdir -p {Path(stale).parent} && echo half > {stale}", check=True)
     proc = run_cli("facts", "--inventory", str(inventory_path(healthy_lab)), "--json",
                    env={"ACCELSTACK_RUNS": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
-    with Fleet(FanoutOptions(read_only=True)) as fleet:  # a writing run's first command would sweep it
-        assert fleet.connect(lab1).run(f"cat {stale} && rm -f {stale}").stdout == "half\n"
+    with HostPool(FanoutOptions(read_only=True)) as pool:  # a writing run's first command would sweep it
+        assert pool.connect(lab1).run(f"cat {stale} && rm -f {stale}").stdout == "half\n"
     by_host = records_of(proc.stdout)
     assert sorted(by_host) == ["lab1", "lab2", "lab3", "lab4"]
     for name, record in by_host.items():
@@ -126,8 +126,8 @@ def test_inventory_values_reach_the_shell_as_data(healthy_lab: object, tmp_path:
     assert not Path(marker).exists()
     check = run_cli("facts", "--inventory", str(hostile), "--json", "--limit", "lab1")
     host = load_inventory(str(hostile)).select("lab1")[0]
-    with Fleet() as fleet:
-        transport = fleet.connect(host)
+    with HostPool() as pool:
+        transport = pool.connect(host)
         assert transport.run(f"test -e {marker}").exit_status == 1
     assert check.returncode in (0, 1)
 
@@ -137,15 +137,15 @@ def test_unknown_host_key_is_refused_unless_accepting_is_asked_for(healthy_lab: 
     empty = tmp_path / "known_hosts"
     strict = Host(name="lab1", address=host.address, user="root", key_file=host.key_file,
                   known_hosts=str(empty))
-    with Fleet(FanoutOptions(connect_attempts=1)) as fleet:
-        outcome = next(iter(fleet.map([strict], lambda t: t.run("true"))))
+    with HostPool(FanoutOptions(connect_attempts=1)) as pool:
+        outcome = next(iter(pool.map([strict], lambda t: t.run("true"))))
     assert outcome.error is not None and "not in" in str(outcome.error)
     assert not empty.exists() or empty.read_text() == ""
 
     accepting = Host(name="lab1", address=host.address, user="root", key_file=host.key_file,
                      known_hosts=str(empty), accept_new_host_keys=True)
-    with Fleet() as fleet:
-        outcome = next(iter(fleet.map([accepting], lambda t: t.run("hostname").stdout.strip())))
+    with HostPool() as pool:
+        outcome = next(iter(pool.map([accepting], lambda t: t.run("hostname").stdout.strip())))
     assert outcome.value == "lab1"
     assert host.address in empty.read_text()
 
@@ -164,8 +164,8 @@ def test_known_hosts_hashed_changed_and_revoked_entries(healthy_lab: object, tmp
         path = tmp_path / name
         path.write_text(text)
         probe = Host(name="lab1", address=host.address, user="root", key_file=host.key_file, known_hosts=str(path))
-        with Fleet(FanoutOptions(connect_attempts=1)) as fleet:
-            outcome = next(iter(fleet.map([probe], lambda t: t.run("hostname").stdout.strip())))
+        with HostPool(FanoutOptions(connect_attempts=1)) as pool:
+            outcome = next(iter(pool.map([probe], lambda t: t.run("hostname").stdout.strip())))
         return outcome.error or outcome.value
 
     hashed = tmp_path / "hashed"
@@ -185,8 +185,8 @@ def test_many_connections_to_one_stock_sshd_without_a_spurious_error(healthy_lab
     base = load_inventory(str(inventory_path(healthy_lab))).select("lab1")[0]
     clones = [Host(name=f"clone{i}", address=base.address, user="root", key_file=base.key_file,
                    known_hosts=base.known_hosts) for i in range(48)]
-    with Fleet(FanoutOptions(forks=48)) as fleet:
-        outcomes = list(fleet.map(clones, lambda t: t.run("hostname").stdout.strip()))
+    with HostPool(FanoutOptions(forks=48)) as pool:
+        outcomes = list(pool.map(clones, lambda t: t.run("hostname").stdout.strip()))
     assert [o.error for o in outcomes if o.error] == []
     assert {o.value for o in outcomes} == {"lab1"}
 
@@ -234,14 +234,14 @@ def test_disk_full_and_link_slow_are_real_and_heal_undoes_them(healthy_lab: obje
 
     healthy_lab.fault("lab4", "disk-full")  # type: ignore[attr-defined]
     healthy_lab.fault("lab4", "link-slow")  # type: ignore[attr-defined]
-    with Fleet() as fleet:
-        transport = fleet.connect(host)
+    with HostPool() as pool:
+        transport = pool.connect(host)
         avail = transport.run("df --output=avail -k /data | tail -1", check=True).stdout.strip()
         assert int(avail) == 0
         assert transport.run("echo x > /data/more").exit_status != 0  # the write really fails
     assert "tbf" in qdisc() or "netem" in qdisc()
     healthy_lab.heal("lab4")  # type: ignore[attr-defined]
     assert "tbf" not in qdisc() and "netem" not in qdisc()
-    with Fleet() as fleet:
-        avail = fleet.connect(host).run("df --output=avail -k /data | tail -1", check=True).stdout.strip()
+    with HostPool() as pool:
+        avail = pool.connect(host).run("df --output=avail -k /data | tail -1", check=True).stdout.strip()
     assert int(avail) > 200 * 1024

@@ -22,7 +22,7 @@ Layout: ``tests/data/outcomes/<check>/`` holds
                 "evidence": {"key": value}}}    # a subset of the record's evidence
 
 Kinds (what the control side does with it is what ``accelstack.engines.ssh.host.run_script`` does: the document is
-parsed, every check becomes a record with :func:`to_record` and is judged with :func:`refine` by its check's declared
+parsed, every check becomes a record with :func:`to_record` and is judged with :func:`judge_record` by its check's declared
 judge):
 
 * ``script``: run the registry's script ``<validator>.py`` as the run does, through :func:`command_for` (the same shell
@@ -85,8 +85,8 @@ from accelstack.stacks import drift_records, load_matrix, load_stack
 from accelstack.validate.device_floors import load_device_floors
 from accelstack.validate.judge import (
     host_error_record,
+    judge_record,
     parse_document,
-    refine,
     to_record,
     unparsable_record,
 )
@@ -181,7 +181,7 @@ def judge_output(stdout: str, stderr: str, exit_status: int, command: str, confi
                                   exit_status=exit_status, inventory=config.get("inventory"))]
     records = [to_record(HOST, item, command=command, stdout=stdout, stderr=stderr) for item in items]
     registry = load_registry()
-    return [refine(record, config, load_thresholds(), judge_for(registry, record.check)) for record in records]
+    return [judge_record(record, config, load_thresholds(), judge_for(registry, record.check)) for record in records]
 
 
 def case_config(case: dict[str, Any], places: dict[str, str]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from accelstack.inventory import load_inventory
-from accelstack.transport.fanout import Fleet
+from accelstack.transport.fanout import HostPool
 
 from .conftest import lab_ids
 from .labtools import by_host, cli, host_root, lab_repository, records
@@ -135,8 +135,8 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
     assert (usr_local / "nccl" / "lib" / "libnccl.so.2.26.2").is_file()
     # The system NCCL is on the loader's path through ld.so.conf.d (after torch's own RUNPATH), not in the env.
     assert "provision.system_nccl.loader-path" in {r["check"] for r in steps}
-    with Fleet() as fleet:
-        cache = fleet.connect(load_inventory(str(inv)).select("lab1")[0]).run("ldconfig -p", check=True).stdout
+    with HostPool() as pool:
+        cache = pool.connect(load_inventory(str(inv)).select("lab1")[0]).run("ldconfig -p", check=True).stdout
     assert "/usr/local/nccl/lib/libnccl.so.2" in cache
     assert (host_root(nlab["lab"], "lab1") / "opt" / "accelstack" / "etc" / "hostfile").read_text().splitlines() == [
         f"{SUBNET}.0.11 slots=8", f"{SUBNET}.0.12 slots=8"]

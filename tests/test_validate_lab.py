@@ -19,7 +19,7 @@ import pytest
 from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
-from accelstack.transport.fanout import Fleet
+from accelstack.transport.fanout import HostPool
 
 from .conftest import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab
@@ -199,14 +199,14 @@ def test_the_health_tier_over_ssh_runs_its_checks_in_one_interpreter_per_host(he
 
 def test_socket_ifname_naming_a_missing_interface_fails_env(healthy: object, tmp_path: Path) -> None:
     host = load_inventory(lab_inventory(healthy, tmp_path)).select("lab1")[0]
-    with Fleet() as fleet:
-        fleet.connect(host).run("printf 'export NCCL_SOCKET_IFNAME=ib9\\n' > /etc/profile.d/accelstack.sh",
+    with HostPool() as pool:
+        pool.connect(host).run("printf 'export NCCL_SOCKET_IFNAME=ib9\\n' > /etc/profile.d/accelstack.sh",
                                 check=True)
     try:
         records = validate(lab_inventory(healthy, tmp_path), only={"env"}, limit="lab1")
     finally:
-        with Fleet() as fleet:
-            fleet.connect(host).run("rm -f /etc/profile.d/accelstack.sh")
+        with HostPool() as pool:
+            pool.connect(host).run("rm -f /etc/profile.d/accelstack.sh")
     env = {r.check: r for r in records}
     assert env["env"].status == "pass"  # the file is there and a login shell has it
     bad = env["env.nccl_socket_ifname"]
@@ -228,8 +228,8 @@ def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
     libdir = f"{SIM_ROOT}/usr/local/Ascend/ascend-toolkit/latest/lib64"
     env_file = "\n".join([f"export PATH={SIM_ROOT}/usr/local/bin:$PATH", f"export LD_LIBRARY_PATH={libdir}",
                           "export HCCL_SOCKET_IFNAME=eth0", ""])
-    with Fleet() as fleet:
-        t = fleet.connect(host)
+    with HostPool() as pool:
+        t = pool.connect(host)
         t.run(f"mkdir -p {SIM_ROOT}/etc {libdir} /var/tmp/acv-sim", check=True)
         t.run(f"printf 'root:x:0:0::/root:/bin/sh\\nHwHiAiUser:x:1000:1000::/home/H:/bin/sh\\n' > "
               f"{SIM_ROOT}/etc/passwd && printf 'root:x:0:\\nHwHiAiUser:x:1000:\\n' > {SIM_ROOT}/etc/group",
@@ -240,8 +240,8 @@ def ascend_host(healthy: object, tmp_path: Path) -> Iterator[str]:
         t.put(lib, f"{libdir}/libhccl.so", mode=0o755)
         t.run(f"cat > /etc/profile.d/accelstack.sh <<'EOF'\n{env_file}EOF", check=True)
     yield "lab3"
-    with Fleet() as fleet:
-        fleet.connect(host).run(f"rm -rf {SIM_ROOT} /var/tmp/acv-sim /etc/profile.d/accelstack.sh")
+    with HostPool() as pool:
+        pool.connect(host).run(f"rm -rf {SIM_ROOT} /var/tmp/acv-sim /etc/profile.d/accelstack.sh")
 
 
 def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host: str, healthy: object,
@@ -250,8 +250,8 @@ def test_simulated_ascend_host_missing_a_device_and_with_an_old_cann(ascend_host
 
     path = lab_inventory(healthy, tmp_path, stack="ascend-910b-cann8.2.rc1", accelerator="910B3", expect_devices=8)
     host = load_inventory(path).select(ascend_host)[0]
-    with Fleet() as fleet:
-        fleet.connect(host).run(faults.drop_device_command(3, root=SIM_ROOT), check=True)
+    with HostPool() as pool:
+        pool.connect(host).run(faults.drop_device_command(3, root=SIM_ROOT), check=True)
     records = {r.check: r for r in validate(path, only={"devices", "libraries"}, limit=ascend_host)}
     devices = records["devices"]
     assert devices.status == "fail"
@@ -278,16 +278,16 @@ def amd_host(healthy: object, tmp_path: Path) -> Iterator[str]:
     doc = tmp_path / "devices.json"
     doc.write_text(json.dumps(amd_devices({"count": 8}, host="lab2")))
     host = load_inventory(lab_inventory(healthy, tmp_path)).select("lab2")[0]
-    with Fleet() as fleet:
-        t = fleet.connect(host)
+    with HostPool() as pool:
+        t = pool.connect(host)
         t.run(f"mkdir -p {SIM_ROOT}/amd {SIM_ROOT}/opt/rocm/bin", check=True)
         t.put(tool, f"{SIM_ROOT}/opt/rocm/bin/amd-smi", mode=0o755)
         t.put(doc, devices)
         t.run(f"printf 'export PATH={SIM_ROOT}/opt/rocm/bin:$PATH\\nexport NCCL_SOCKET_IFNAME=eth0\\n' "
               f"> /etc/profile.d/accelstack.sh", check=True)
     yield "lab2"
-    with Fleet() as fleet:
-        fleet.connect(host).run(f"rm -rf {SIM_ROOT} /etc/profile.d/accelstack.sh")
+    with HostPool() as pool:
+        pool.connect(host).run(f"rm -rf {SIM_ROOT} /etc/profile.d/accelstack.sh")
 
 
 def test_simulated_amd_host_end_to_end_pass_fault_and_a_held_gpu(amd_host: str, healthy: object,
@@ -307,8 +307,8 @@ def test_simulated_amd_host_end_to_end_pass_fault_and_a_held_gpu(amd_host: str, 
         import json
         code = ("import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['devices'][%d].update(json.loads(sys.argv[2])); "
                 "json.dump(d, open(p, 'w'))" % index)
-        with Fleet() as fleet:
-            fleet.connect(host).run(f"python3 -c {shlex.quote(code)} {SIM_ROOT}/amd/devices.json "
+        with HostPool() as pool:
+            pool.connect(host).run(f"python3 -c {shlex.quote(code)} {SIM_ROOT}/amd/devices.json "
                                     f"{shlex.quote(json.dumps(values))}", check=True)
 
     edit(3, ecc_uncorrectable=2)

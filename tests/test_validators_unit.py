@@ -29,7 +29,7 @@ from accelstack.validate import (
     select,
     to_record,
 )
-from accelstack.validate.judge import dmesg_lines, judge_bandwidth, log_lines, refine_devices
+from accelstack.validate.judge import dmesg_lines, judge_bandwidth, judge_devices, log_lines
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
@@ -184,7 +184,7 @@ def test_devices_count_against_expectation_with_the_facts_parser() -> None:
     text = sample.read_text()
     record = Record(host="n", check="devices", status="pass", summary="torch sees 8",
                     metrics={"torch_devices": None}, evidence={"tool_exit": 0, "tool_output": text})
-    judged = refine_devices(record, {"vendor": "ascend", "expect_devices": 99})
+    judged = judge_devices(record, {"vendor": "ascend", "expect_devices": 99})
     assert judged.status == "fail" and "99 expected" in judged.summary
 
 
@@ -603,21 +603,21 @@ def test_a_missing_system_python_names_the_os_package() -> None:
 
 
 def test_no_host_record_passes_with_its_tool_failing_in_its_own_evidence() -> None:
-    from accelstack.validate.judge import refine
+    from accelstack.validate.judge import judge_record
     from accelstack.validate.thresholds import load_thresholds
 
     for status in ("pass", "warn"):
         record = Record(host="n", check="some_future_check", status=status, summary="looks fine",  # type: ignore[arg-type]
                         evidence={"command": "hl-smi -Q", "tool_exit": 127, "tool_output": "hl-smi: not found"})
-        judged = refine(record, {"vendor": "nvidia"}, load_thresholds())
+        judged = judge_record(record, {"vendor": "nvidia"}, load_thresholds())
         assert judged.status == "error" and judged.summary.startswith("hl-smi is not installed"), judged.summary
         assert judged.remedy
     fine = Record(host="n", check="some_future_check", status="pass", summary="ok",
                   evidence={"command": "x", "tool_exit": 0})
-    assert refine(fine, {}, load_thresholds()).status == "pass"
+    assert judge_record(fine, {}, load_thresholds()).status == "pass"
     measured_bad = Record(host="n", check="some_future_check", status="fail", summary="bad",
                           evidence={"tool_exit": 3})
-    assert refine(measured_bad, {}, load_thresholds()).status == "fail"  # a fail stays what the check measured
+    assert judge_record(measured_bad, {}, load_thresholds()).status == "fail"  # a fail stays what the check measured
 
 
 def test_a_host_naming_no_accelerator_is_never_held_to_the_cpu_lab_floor() -> None:

@@ -1,7 +1,7 @@
 """The signature catalog: ``data/signatures.yml`` loaded, checked and compiled once.
 
 The catalog is data so that a fleet operator can add a signature without touching Python; this module only
-refuses entries that would make the engine lie (an unknown cause id, a regex that does not compile, a
+refuses entries that would make the diagnosis lie (an unknown cause id, a regex that does not compile, a
 ``refines`` that points nowhere).
 """
 
@@ -31,9 +31,9 @@ CAUSES: tuple[str, ...] = tuple(load_causes())
 _REQUIRED = ("id", "cause", "vendor", "title", "patterns", "explanation", "remedy", "priority", "source")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 MIN_ANCHOR = 3
-# Lines the engine reads for itself, whatever the catalog says: torch's "Last error:" (the cause is on it or on
+# Lines the diagnosis reads for itself, whatever the catalog says: torch's "Last error:" (the cause is on it or on
 # the next line) and NCCL's WARN lines (what broke before NCCL's generic "unhandled system error").
-ENGINE_ANCHORS = ("Last error:", "NCCL WARN")
+DIAGNOSIS_ANCHORS = ("Last error:", "NCCL WARN")
 
 
 @dataclass(frozen=True)
@@ -241,11 +241,11 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
     all_patterns = [p for sig in signatures for p in (*sig.patterns, *sig.extract_patterns)]
     context_patterns = [p for pats in contexts.values() for p in pats]
     codes = {int(k): str(v) for k, v in (data.get("nccl_result_codes") or {}).items()}
-    anchors: list[str] = list(ENGINE_ANCHORS)
+    anchors: list[str] = list(DIAGNOSIS_ANCHORS)
     for sig in signatures:
         for pattern in (*sig.patterns, *sig.extract_patterns):
             anchors.extend(anchors_of(pattern, f"{origin}: {sig.id}"))
-    signature_anchors = minimal_anchors(anchors[len(ENGINE_ANCHORS):])
+    signature_anchors = minimal_anchors(anchors[len(DIAGNOSIS_ANCHORS):])
     context_anchors: list[str] = []
     for name, pats in contexts.items():
         for pattern in pats:

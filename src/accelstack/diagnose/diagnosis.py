@@ -1,4 +1,4 @@
-"""The diagnosis engine: stream log lines past the catalog and rank what it found, root cause first.
+"""The diagnosis: stream log lines past the catalog and rank what it found, root cause first.
 
 Three layers decide, most specific first: the signatures (``signatures.yml``, with their remedies); the error
 taxonomies (``data/diagnose/``), which name the cause of a failure; and the structure of a failure (a traceback's
@@ -6,7 +6,7 @@ last exception, torchrun's summary, a signal, the scheduler's job-end lines), so
 a finding, ``unclassified`` at worst, and a healthy log gets none. Every finding says who acts on it.
 
 State is bounded (a count, the first few evidence lines, the first extraction per signature; capped lists of
-failures and of the lines around them), so the engine runs in constant memory whatever the size of the logs.
+failures and of the lines around them), so a diagnosis runs in constant memory whatever the size of the logs.
 Decisions that need the whole log (is this an Ascend host? was a checkpoint being saved? which error came first?)
 are taken once, at the end.
 """

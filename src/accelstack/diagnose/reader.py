@@ -124,7 +124,7 @@ class LogTruncated(Exception):
 class Hit:
     lineno: int
     raw: bytes
-    # True for the line after a hit that holds no anchor itself (grep -A1): read only when the engine asks.
+    # True for the line after a hit that holds no anchor itself (grep -A1): read only when the diagnosis asks.
     context: bool = False
 
 

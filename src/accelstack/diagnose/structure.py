@@ -5,7 +5,7 @@ sums its workers' failures up (``ChildFailedError``, the root cause's rank, exit
 runtime and the interpreter report a process that died (``Segmentation fault``, ``Killed``, ``terminate called
 after throwing``, ``Fatal Python error``); Slurm ends a job with ``*** JOB ... CANCELLED AT ... DUE TO ... ***`` and
 srun reports each task's end; an Ascend plog writes ``[ERROR]`` lines. Each becomes a :class:`FailureEvent`, which the
-engine classifies with the tables (or calls ``unclassified``, the error quoted) unless a signature already explains
+diagnosis classifies with the tables (or calls ``unclassified``, the error quoted) unless a signature already explains
 it. Reports that only repeat another process's failure (torchrun's summary, a launcher's non-zero exit, srun's
 "Exited with exit code") are *secondary*: they are a finding only when the logs hold nothing else.
 
@@ -112,7 +112,7 @@ EXCEPTION_ANCHORS = ("Error", "Exception", "Interrupt", "SystemExit")
 
 @dataclass
 class Line:
-    """A line as the tracker keeps it: where it is and what it says (the engine's EvidenceLine, abstracted)."""
+    """A line as the tracker keeps it: where it is and what it says (the diagnosis's EvidenceLine, abstracted)."""
 
     lineno: int
     text: str
@@ -124,7 +124,7 @@ class FailureEvent:
     source: int  # index of the log in reading order
     stream: int | None  # the rank of the lines' prefix (None: no prefix)
     seq: int  # position in reading order, for "which came first"
-    first: object  # the engine's EvidenceLine of the line that shows the failure
+    first: object  # the diagnosis's EvidenceLine of the line that shows the failure
     primary: bool = True
     exc_type: str | None = None
     message: str = ""

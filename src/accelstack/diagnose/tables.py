@@ -116,7 +116,7 @@ _END = r"(?![A-Za-z0-9])"
 
 
 def literal_trie(literals: list[str]) -> str:
-    """One regex of the literals, shaped as a trie so that the engine rejects a position after a byte or two
+    """One regex of the literals, shaped as a trie so that the regex engine rejects a position after a byte or two
     (hundreds of literals in a plain alternation cost a millisecond a line). Longer continuations come before the
     end of a shorter literal, so a match is the longest literal at its place; a literal that starts or ends with a
     word character must stand as a word there."""
@@ -135,7 +135,7 @@ def literal_trie(literals: list[str]) -> str:
             return alternatives[0]
         return "(?:" + "|".join(alternatives) + ")"
 
-    # The start boundary is checked by the caller (a lookbehind on every branch costs the engine its first-byte
+    # The start boundary is checked by the caller (a lookbehind on every branch costs the regex engine its first-byte
     # test at every position).
     return emit(trie) if trie else r"(?!x)x"
 

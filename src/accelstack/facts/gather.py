@@ -11,7 +11,7 @@ from ..results.records import Record, Status, error_record
 from ..stacks import Stack, load_stack
 from ..stacks.context import DEFAULT_STACK_PYTHON, HostContext
 from ..transport.connection import CommandResult, Transport
-from ..transport.fanout import Fleet, Outcome
+from ..transport.fanout import HostPool, Outcome
 from . import Facts, ProbeOptions, parse_probe_output, probe_command
 
 PROBE_TIMEOUT = 60.0
@@ -90,10 +90,10 @@ def facts_record(outcome: Outcome[Facts]) -> Record:
                   duration_s=round(outcome.duration_s, 3))
 
 
-def gather_facts(fleet: Fleet, hosts: list[Host],
+def gather_facts(pool: HostPool, hosts: list[Host],
                  options_for: Callable[[Host], ProbeOptions] = probe_options_for) -> Iterable[Outcome[Facts]]:
     """Yield each host's facts (or its error) as it arrives. Its callers (facts, drift) use the hosts for
-    nothing else, so each connection closes when its host is done (``release``, see :meth:`Fleet.map`)."""
+    nothing else, so each connection closes when its host is done (``release``, see :meth:`HostPool.map`)."""
     by_name = {host.name: host for host in hosts}
-    return fleet.map(hosts, lambda transport: probe(transport, options_for(by_name[transport.host.name])),
+    return pool.map(hosts, lambda transport: probe(transport, options_for(by_name[transport.host.name])),
                      release=True)

@@ -1,7 +1,7 @@
 """Provisioning: roles as data, a pure plan, an idempotent apply, artifacts by checksum, rolling reboots.
 
     prepared = prepare(hosts, ProvisionOptions(repo="/srv/accelstack-repo"))
-    with Fleet() as fleet:
+    with HostPool() as fleet:
         plans = provision(fleet, hosts, ProvisionOptions(check_only=True), reporter.add, prepared=prepared)
 """
 

@@ -26,7 +26,7 @@ from ..results.records import Record, error_record, read_run, runs_dir
 from ..stacks.components import installed_matches
 from ..stacks.context import HostContext, resolve_contexts
 from ..transport.connection import Transport
-from ..transport.fanout import Fleet
+from ..transport.fanout import HostPool
 from .artifacts import ArtifactError, ArtifactRepository, remote_verify_command
 from .plan import ClusterMember, HostPlan, Planner, cluster_context, require_roles
 from .reboot import RebootSettings, rolling_reboot
@@ -127,7 +127,7 @@ def probe_and_state(transport: Transport, options: ProbeOptions, query: StateQue
     return facts, parse_state(state_text)
 
 
-def survey(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, HostSurvey | AccelstackError]:
+def survey(pool: HostPool, hosts: list[Host], prepared: Prepared) -> dict[str, HostSurvey | AccelstackError]:
     """Facts and state for every host, on one connection: the probe and the state command in one round trip,
     then a top-up state command only for what the facts added to the query."""
 
@@ -150,7 +150,7 @@ def survey(fleet: Fleet, hosts: list[Host], prepared: Prepared) -> dict[str, Hos
         return HostSurvey(facts, state, time.monotonic() - began)
 
     out: dict[str, HostSurvey | AccelstackError] = {}
-    for outcome in fleet.map(hosts, work):
+    for outcome in pool.map(hosts, work):
         if outcome.value is not None:
             out[outcome.host.name] = outcome.value
         else:
@@ -305,12 +305,12 @@ def host_record(name: str, plan: HostPlan, outcome: HostOutcome, duration: float
                   evidence={"steps": [r.check for r in outcome.steps]}, duration_s=round(duration, 3))
 
 
-def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
+def provision(pool: HostPool, hosts: list[Host], options: ProvisionOptions,
               on_record: Callable[[Record], None], *, prepared: Prepared | None = None) -> dict[str, HostPlan]:
     """The whole run. Records go to ``on_record`` as they happen; returns the plans (for --check output)."""
     prepared = prepared or prepare(hosts, options)
     started = time.monotonic()
-    surveyed = survey(fleet, hosts, prepared)
+    surveyed = survey(pool, hosts, prepared)
     plans = plan_all(hosts, prepared, surveyed)
     by_name = {h.name: h for h in hosts}
     for name, got in surveyed.items():
@@ -336,18 +336,18 @@ def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
             outcomes[host.name] = HostOutcome()
             if plan.changes:
                 to_apply.append(host)
-    _apply_pass(fleet, to_apply, plans, prepared, outcomes, durations, failed, on_record)
+    _apply_pass(pool, to_apply, plans, prepared, outcomes, durations, failed, on_record)
     # Installers change the facts the cluster files are rendered from (device count, hccn device IPs): once
     # anything was installed, survey again and bring the rendered files up to date, so the next run is a no-op.
     installed = any(c.kind in ("installer", "pip") for h in to_apply if h.name not in failed
                     for c in plans[h.name].changes)
     if installed:
         healthy = [h for h in hosts if h.name in outcomes and h.name not in failed]
-        resurveyed = survey(fleet, healthy, prepared)
+        resurveyed = survey(pool, healthy, prepared)
         replans = plan_all(healthy, prepared, resurveyed)
         again = [h for h in healthy if h.name in replans and replans[h.name].changes
                  and not replans[h.name].problems]
-        _apply_pass(fleet, again, replans, prepared, outcomes, durations, failed, on_record)
+        _apply_pass(pool, again, replans, prepared, outcomes, durations, failed, on_record)
         for name, plan in replans.items():
             plans[name].reboot_pending = plans[name].reboot_pending or plan.reboot_pending
     for host in hosts:
@@ -356,17 +356,17 @@ def provision(fleet: Fleet, hosts: list[Host], options: ProvisionOptions,
     if options.reboot:
         # The marker on the host decides: it covers reboots asked for by this run and by earlier ones.
         candidates = [by_name[name] for name, plan in plans.items() if not plan.problems]
-        _reboot(fleet, candidates, prepared, options, on_record)
+        _reboot(pool, candidates, prepared, options, on_record)
     return plans
 
 
-def _apply_pass(fleet: Fleet, hosts: list[Host], plans: dict[str, HostPlan], prepared: Prepared,
+def _apply_pass(pool: HostPool, hosts: list[Host], plans: dict[str, HostPlan], prepared: Prepared,
                 outcomes: dict[str, HostOutcome], durations: dict[str, float], failed: set[str],
                 on_record: Callable[[Record], None]) -> None:
     def work(transport: Transport) -> HostOutcome:
         return apply_host(transport, plans[transport.host.name], prepared, on_record)
 
-    for result in fleet.map(hosts, work):
+    for result in pool.map(hosts, work):
         name = result.host.name
         durations[name] = durations.get(name, 0.0) + result.duration_s
         if result.value is not None:
@@ -381,14 +381,14 @@ def _apply_pass(fleet: Fleet, hosts: list[Host], plans: dict[str, HostPlan], pre
             on_record(error_record(name, CHECK, result.error, durations[name]))
 
 
-def _reboot(fleet: Fleet, marked: list[Host], prepared: Prepared, options: ProvisionOptions,
+def _reboot(pool: HostPool, marked: list[Host], prepared: Prepared, options: ProvisionOptions,
             on_record: Callable[[Record], None]) -> None:
     if not marked:
         return
-    check = fleet.map(marked, lambda t: t.run(f"test -e {REBOOT_MARKER}", timeout=15).ok)
+    check = pool.map(marked, lambda t: t.run(f"test -e {REBOOT_MARKER}", timeout=15).ok)
     order = {h.name: i for i, h in enumerate(marked)}
     confirmed = sorted((o.host for o in check if o.value), key=lambda h: order[h.name])
-    transports = [fleet.connect(h) for h in confirmed]
+    transports = [pool.connect(h) for h in confirmed]
 
     def settings_for(host: Host) -> RebootSettings:
         vars_ = prepared.contexts[host.name].vars

@@ -11,7 +11,7 @@ from rich.console import Console
 from ..facts.gather import probe_options_for
 from ..results.output import Reporter, records_table
 from ..results.records import Record, RunWriter, error_record, exit_code_for, utc_now
-from ..transport.fanout import Fleet
+from ..transport.fanout import HostPool
 from .common import (
     HELP_COMMON,
     boundary,
@@ -51,8 +51,8 @@ def collect_bundles(c: Any, inventory: str | None = None, limit: str | None = No
         host = by_name[transport.host.name]
         return collect(transport, probe_options_for(host), dest, stack=host.vars.get("stack"))
 
-    with Fleet(options) as fleet:
-        for outcome in fleet.map(hosts, work, release=True):  # one round trip per host, nothing after it
+    with HostPool(options) as pool:
+        for outcome in pool.map(hosts, work, release=True):  # one round trip per host, nothing after it
             if outcome.error is not None or outcome.value is None:
                 reporter.add(error_record(outcome.host.name, "collect", outcome.error or Exception("no bundle")))
                 continue

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import EXIT_INTERRUPTED, EXIT_OK, AccelstackError
+from .stdout import guard_stdout
+
+guard_stdout()  # a reader that leaves (`| head`) ends no run and prints no traceback
 
 
 def exit_code_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> int:

@@ -10,7 +10,7 @@ from ..results.records import RunWriter
 from ..stacks import load_matrix, run_drift
 from ..stacks.context import resolve_contexts
 from ..stacks.render import drift_table
-from ..transport.fanout import Fleet
+from ..transport.fanout import HostPool
 from .common import (
     HELP_COMMON,
     boundary,
@@ -40,8 +40,8 @@ def drift(c: Any, inventory: str | None = None, limit: str | None = None, json: 
     check_runs_folder()
     writer = RunWriter("drift", meta={"inventory": str(inv.path), "limit": limit})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="drift")
-    with Fleet(options) as fleet:
-        outcomes = gather_facts(fleet, hosts, lambda h: probe_options_for(h, contexts[h.name]))
+    with HostPool(options) as pool:
+        outcomes = gather_facts(pool, hosts, lambda h: probe_options_for(h, contexts[h.name]))
         for outcome in outcomes:
             installed = outcome.error if outcome.error else outcome.value.components()  # type: ignore[union-attr]
             stacks = {outcome.host.name: contexts[outcome.host.name].stack}

@@ -8,7 +8,7 @@ from ..facts.gather import facts_record, gather_facts
 from ..facts.render import facts_table
 from ..results.output import Reporter
 from ..results.records import RunWriter
-from ..transport.fanout import Fleet
+from ..transport.fanout import HostPool
 from .common import (
     HELP_COMMON,
     boundary,
@@ -35,8 +35,8 @@ def facts(c: Any, inventory: str | None = None, limit: str | None = None, json: 
     writer = RunWriter("facts", meta={"inventory": str(inv.path), "limit": limit, "hosts": [h.name for h in hosts]})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="facts")
     tables = []
-    with Fleet(options) as fleet:
-        for outcome in gather_facts(fleet, hosts):
+    with HostPool(options) as pool:
+        for outcome in gather_facts(pool, hosts):
             record = facts_record(outcome)
             reporter.add(record)
             if outcome.value is not None and not json:

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..results.output import Reporter
 from ..results.records import RunWriter
-from ..transport.fanout import Fleet
+from ..transport.fanout import HostPool
 from .common import (
     HELP_COMMON,
     boundary,
@@ -61,8 +61,8 @@ def provision(c: Any, inventory: str | None = None, limit: str | None = None, js
     writer = RunWriter("provision", meta={"inventory": str(inv.path), "limit": limit, "check_only": bool(check),
                                           "hosts": [h.name for h in hosts]})
     reporter = Reporter(writer, json_lines=json, total_hosts=len(hosts), title="provision")
-    with Fleet(fanout) as fleet:
-        plans = run_provision(fleet, hosts, options, reporter.add, prepared=prepared)
+    with HostPool(fanout) as pool:
+        plans = run_provision(pool, hosts, options, reporter.add, prepared=prepared)
     return reporter.finish(plan_table(plans) if check and not json else None)
 
 

@@ -15,8 +15,7 @@ from rich.console import Console
 
 from ..errors import ConfigError
 from ..flows.fleetcheck.render import FleetConsole
-from ..flows.fleetcheck.run import FleetReporter
-from ..flows.fleetcheck.run import fleet_check as run_fleet_check
+from ..flows.fleetcheck.run import FleetReporter, fleet_check
 from ..history import History, parse_since
 from ..history.render import drains_table, history_table
 from ..report import FORMATS, load_report, render, resolve_run, rich_report, verdict, write_atomic
@@ -249,7 +248,7 @@ def _preflight(names: list[str], limit: str | None,
 
 @task(iterable=["inventory", "set"], help=HELP_FLEET)
 @boundary
-def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
+def check_fleet(c: Any, inventory: list[str] | None = None, drain_cmd: str | None = None,
                 max_drain: str | None = None, reports_dir: str = "reports", busbw_drop_pct: float | None = None,
                 tier: str = "standard", only: str | None = None, limit: str | None = None, json: bool = False,
                 forks: int | None = None, connect_timeout: float | None = None,
@@ -329,7 +328,7 @@ def fleet_check(c: Any, inventory: list[str] | None = None, drain_cmd: str | Non
         again = ran if family in cluster_checks else [host for host in ran if host.name in hosts]
         return run(name, again, frozenset({family}), _Collector()) if again else []
 
-    result = run_fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
+    result = fleet_check(names, validate=validate, drain_cmd=drain_cmd, reports_dir=reports,
                              busbw_drop_pct=float(drop_pct), progress=progress, rerun=rerun, max_drain=max_drain)
     if json:
         for record in result.records:

@@ -90,10 +90,10 @@ def _describe_connect_error(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-class Fleet:
+class HostPool:
     """The connections of one run: opened on first use, reused by every phase, closed at the end.
 
-    ``fleet.map(hosts, work)`` calls ``work(transport)`` for each host in the pool and yields outcomes as they
+    ``pool.map(hosts, work)`` calls ``work(transport)`` for each host in the pool and yields outcomes as they
     finish (so records can be written as they arrive).
     """
 
@@ -260,7 +260,7 @@ class Fleet:
         for transport in transports:
             _close_quietly(transport)
 
-    def __enter__(self) -> Fleet:
+    def __enter__(self) -> HostPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from .bandwidth import algbw_gbps, busbw_factor, busbw_gbps
 from .judge import parse_document, to_record
-from .registry import TIERS, Check, Validator, load_registry, select
+from .registry import TIERS, Check, load_registry, select
 from .thresholds import Threshold, Thresholds, judge, load_thresholds
 
 __all__ = [
-    "TIERS", "Check", "Threshold", "Thresholds", "Validator", "algbw_gbps", "busbw_factor", "busbw_gbps",
+    "TIERS", "Check", "Threshold", "Thresholds", "algbw_gbps", "busbw_factor", "busbw_gbps",
     "judge", "load_registry", "load_thresholds", "parse_document", "select", "to_record",
 ]

@@ -173,7 +173,7 @@ def _tool_error(record: Record, tool: str, why: str, config: Mapping[str, Any], 
     return record
 
 
-def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
+def judge_devices(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
     """Count against ``expect_devices`` and health, from the tool output the script sent back. A tool that is
     missing, hangs, fails or prints what the parser cannot read is ``error``: nothing was counted. (A judge:
     ``thresholds`` is not used.)"""
@@ -226,7 +226,7 @@ def refine_devices(record: Record, config: Mapping[str, Any], thresholds: Thresh
     return record
 
 
-def refine_memory(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
+def judge_memory(record: Record, config: Mapping[str, Any], thresholds: Thresholds | None = None) -> Record:
     """Device memory already in use, and the processes holding it (a foreign job, a stale rank). A tool that is
     missing, fails or prints nothing the parser reads is ``error``, never a pass. (A judge: ``thresholds`` is not
     used.)"""
@@ -334,10 +334,10 @@ def judge_output(host: str, check: Judged, config: Mapping[str, Any], thresholds
                 for name in check.checks]
     records = [to_record(host, item, command=command, stdout=stdout, stderr=stderr, duration_s=duration)
                for item in items]
-    return [refine(record, config, thresholds, check.judge_for(record.check)) for record in records]
+    return [judge_record(record, config, thresholds, check.judge_for(record.check)) for record in records]
 
 
-def refine(record: Record, config: Mapping[str, Any], thresholds: Thresholds, judge: Judge | None = None) -> Record:
+def judge_record(record: Record, config: Mapping[str, Any], thresholds: Thresholds, judge: Judge | None = None) -> Record:
     """A host record's judgement: its check's own ``judge`` (the check's declaration names it, see
     :meth:`accelstack.validate.checks.Check.judge_for`), then :func:`never_pass_a_failed_tool`."""
     if judge is not None:

@@ -24,12 +24,8 @@ from . import checks as _declarations
 from .checks import PYTHONS, SCOPES, TIERS, Check
 from .judge import Judge
 
-__all__ = ["PYTHONS", "SCOPES", "TIERS", "Check", "Validator", "all_checks", "declarations_dir", "judge_for",
+__all__ = ["PYTHONS", "SCOPES", "TIERS", "Check", "all_checks", "declarations_dir", "judge_for",
            "load_declarations", "load_registry", "select", "validators_dir"]
-
-# The name the run's modules know a registry entry by: a declaration with its script's path filled in.
-Validator = Check
-
 
 def validators_dir() -> Path:
     """The host validators, shipped inside the package: a wheel runs them as a checkout does."""
@@ -86,13 +82,13 @@ def load_declarations(folder: Path | None = None) -> list[Check]:
     return found
 
 
-def load_registry(folder: Path | None = None, declarations: Path | None = None) -> list[Validator]:
+def load_registry(folder: Path | None = None, declarations: Path | None = None) -> list[Check]:
     """Every declared check, its script found in ``folder`` (default: the shipped validators); sorted by tier,
     then name. ``declarations`` is the folder of declaration modules (default: the shipped ones)."""
     folder = folder or validators_dir()
     if not folder.is_dir():
         raise ConfigError(f"no validators folder at {folder}", hint="reinstall accelstack: the package ships them")
-    found: list[Validator] = []
+    found: list[Check] = []
     for check in load_declarations(declarations):
         path = None
         if check.script is not None:
@@ -114,16 +110,16 @@ def load_registry(folder: Path | None = None, declarations: Path | None = None) 
     return sorted(found, key=lambda v: (TIERS.index(v.tier), v.name))
 
 
-def all_checks(registry: Iterable[Validator]) -> list[str]:
+def all_checks(registry: Iterable[Check]) -> list[str]:
     return [c for v in registry for c in v.checks]
 
 
-def judge_for(registry: Iterable[Validator], record_check: str) -> Judge | None:
+def judge_for(registry: Iterable[Check], record_check: str) -> Judge | None:
     """The control-side judge of a record (``memory.devices``, ``allreduce``): its check's declared ``judge``."""
     return next((v.judge for v in registry if v.owns(record_check)), None)
 
 
-def select(registry: Iterable[Validator], tier: str = "standard", only: set[str] | None = None) -> list[Validator]:
+def select(registry: Iterable[Check], tier: str = "standard", only: set[str] | None = None) -> list[Check]:
     """The validators a run executes: every one in the tier, or (with ``only``) those producing a named check,
     whatever their tier. An unknown name is a configuration error (exit 3), before any host is touched."""
     if tier not in TIERS:

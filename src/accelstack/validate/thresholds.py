@@ -17,7 +17,7 @@ from ..paths import package_data
 from ..results.records import Status
 from ..vendors import vendors
 
-SCOPES = ("single-node", "multi-node")
+FLOOR_SCOPES = ("single-node", "multi-node")
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ def _row(item: Any, origin: str) -> Threshold:
     missing = [k for k in ("accelerator", "scope", "collective") if k not in item]
     if missing:
         raise ConfigError(f"threshold row {dict(item)} lacks {', '.join(missing)}", where=origin)
-    if item["scope"] not in SCOPES:
-        raise ConfigError(f"threshold scope {item['scope']!r} is not one of {', '.join(SCOPES)}", where=origin)
+    if item["scope"] not in FLOOR_SCOPES:
+        raise ConfigError(f"threshold scope {item['scope']!r} is not one of {', '.join(FLOOR_SCOPES)}", where=origin)
     floor = item.get("min_busbw_gbps")
     return Threshold(str(item["accelerator"]), str(item["scope"]), str(item["collective"]),
                      None if floor is None else float(floor), int(item["ranks"]) if item.get("ranks") else None,

@@ -23,7 +23,7 @@ from ...errors import ConfigError
 from ...inventory import Host, Inventory
 from ...results.records import Record, RecordSink
 from ...validate.checks import Check
-from ...validate.registry import Validator, load_registry, select
+from ...validate.registry import load_registry, select
 from ...validate.thresholds import load_thresholds
 from ..base import DrainResult, Engine, RunRecords
 from ..collective import DEFAULT_DEADLINE, new_tag
@@ -146,7 +146,7 @@ class SlurmEngine(Engine):
         for request, group in groups.items():
             self._silent += self._host_step(list(checks), group, run, tier=tier, only=only, gres=request)
 
-    def _host_step(self, validators: list[Validator], usable: list[str], run: RunRecords, *, tier: str,
+    def _host_step(self, validators: list[Check], usable: list[str], run: RunRecords, *, tier: str,
                    only: set[str] | None, gres: str | None) -> list[str]:
         """One srun over ``usable``; returns the nodes that gave no record."""
         error_checks = [v.name for v in validators]
@@ -249,7 +249,7 @@ class SlurmEngine(Engine):
         return drain_node(self.client, node, reason)
 
 
-def slurm_checks(tier: str, only: set[str] | None) -> list[Validator]:
+def slurm_checks(tier: str, only: set[str] | None) -> list[Check]:
     """What ``--engine slurm`` runs of the selection: the checks declared for it (``engines``): the host checks
     (node-check's tiers) and the multi-node step. Asking by name for a check Slurm does not run (clock, ports) is
     exit 3."""
@@ -264,7 +264,7 @@ def slurm_checks(tier: str, only: set[str] | None) -> list[Validator]:
     return [v for v in validators if "slurm" in v.engines]
 
 
-def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | None = None,
+def validate_slurm(validators: list[Check], *, tier: str, only: set[str] | None = None,
                    partition: str | None = None, nodes: str | None = None,
                    reporter: RecordSink | None = None, command: str | None = None,
                    inventory: Inventory | None = None, hosts: Sequence[Host] = (),
@@ -283,7 +283,7 @@ def validate_slurm(validators: list[Validator], *, tier: str, only: set[str] | N
     return engine.validate(validators, tier=tier, only=only, sink=reporter)
 
 
-def interrupted_records(records: list[Record], nodes: list[str], validators: list[Validator], *,
+def interrupted_records(records: list[Record], nodes: list[str], validators: list[Check], *,
                         multinode: bool) -> list[Record]:
     """After Ctrl-C: an ``error`` record for each node and selected check that has no record yet (it could not be
     measured), as the SSH engine writes them. Pure."""
@@ -303,7 +303,7 @@ def interrupted_records(records: list[Record], nodes: list[str], validators: lis
             for node in nodes for check, name in checks if not done(node, check, name)]
 
 
-def unreported_records(reported: dict[str, list[str]], validators: list[Validator], *, code: int,
+def unreported_records(reported: dict[str, list[str]], validators: list[Check], *, code: int,
                        evidence: dict[str, Any]) -> list[Record]:
     """For each node that gave some records (``reported``: node -> its record checks), an ``error`` record for
     each selected validator that gave none there: the step ended before the node reported it, so it was not
@@ -311,7 +311,7 @@ def unreported_records(reported: dict[str, list[str]], validators: list[Validato
     missing = []
     for node, checks in reported.items():
         named = set(checks)
-        heads = named | {c.split(".", 1)[0] for c in checks}  # what Validator.owns matches, for all at once
+        heads = named | {c.split(".", 1)[0] for c in checks}  # what Check.owns matches, for all at once
         missing += [(node, v) for v in validators if v.name not in named and not heads.intersection(v.checks)]
     return [_node_error(node, v.name, f"the Slurm step ended (srun exited {code}) before it reported {v.name} "
                         f"on {node}", {**evidence, "exit_status": code},

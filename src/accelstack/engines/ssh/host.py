@@ -20,8 +20,8 @@ from ...results.records import Record, error_record
 from ...stacks import drift_records, load_matrix
 from ...stacks.context import HostContext
 from ...transport.connection import Transport
+from ...validate.checks import Check
 from ...validate.judge import NOT_STARTED, dmesg_lines, judge_output, unparsable_record
-from ...validate.registry import Validator
 from ...validate.thresholds import Thresholds
 from .remote import command_for, ensure_uploaded, python_for
 
@@ -42,14 +42,14 @@ def versions_records(transport: Transport, ctx: HostContext) -> list[Record]:
     return records
 
 
-def script_command(validator: Validator, ctx: HostContext, remote: str, config: dict[str, Any]) -> str:
+def script_command(validator: Check, ctx: HostContext, remote: str, config: dict[str, Any]) -> str:
     """The one command that runs this check's script alone on the host (what a person re-runs by hand)."""
     assert validator.script is not None
     return command_for(f"{remote}/{validator.script}", python_for(validator, ctx.python),
                        validator.run_config(config), timeout=validator.timeout)
 
 
-def run_script(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
+def run_script(transport: Transport, validator: Check, ctx: HostContext, remote: str,
                config: dict[str, Any], thresholds: Thresholds) -> list[Record]:
     command = script_command(validator, ctx, remote, config)
     started = time.monotonic()
@@ -61,12 +61,12 @@ def run_script(transport: Transport, validator: Validator, ctx: HostContext, rem
                         stderr=result.stderr, exit_status=result.exit_status, duration=time.monotonic() - started)
 
 
-def _below_floor(validator: Validator, records: list[Record]) -> bool:
+def _below_floor(validator: Check, records: list[Record]) -> bool:
     return validator.rerun_below_floor and any(
         validator.owns(r.check) and r.status == "fail" and "below the" in r.summary for r in records)
 
 
-def run_validator(transport: Transport, validator: Validator, ctx: HostContext, remote: str,
+def run_validator(transport: Transport, validator: Check, ctx: HostContext, remote: str,
                   config: dict[str, Any], thresholds: Thresholds, first: list[Record] | None = None) -> list[Record]:
     """Run once (or take ``first``, the records a batch already has); for a check declared ``rerun_below_floor``,
     a bandwidth result below its floor is run again before it fails the host (healthy nodes fluctuate: Azure NHC's
@@ -99,7 +99,7 @@ BATCH_SCRIPT = "_batch.py"
 BATCH_MARGIN_S = 20.0
 
 
-def batch_run(validator: Validator) -> dict[str, Any]:
+def batch_run(validator: Check) -> dict[str, Any]:
     """One run of a batch: the script, the checks its errors are reported for, its limit and what the run adds to
     the host config."""
     assert validator.script is not None
@@ -109,9 +109,9 @@ def batch_run(validator: Validator) -> dict[str, Any]:
             "timeout": validator.timeout, **validator.run_config({})}
 
 
-def run_batch(transport: Transport, validators: list[Validator], ctx: HostContext, remote: str,
-              config: dict[str, Any], thresholds: Thresholds) -> tuple[list[tuple[Validator, list[Record]]],
-                                                                        list[Validator]]:
+def run_batch(transport: Transport, validators: list[Check], ctx: HostContext, remote: str,
+              config: dict[str, Any], thresholds: Thresholds) -> tuple[list[tuple[Check, list[Record]]],
+                                                                        list[Check]]:
     """Several scripts of one python in one interpreter on the host (one start-up, one torch import, one read of
     each vendor tool), one command. Returns each reported validator with its judged records, exactly as
     :func:`run_script` would judge that script alone (its own command in the evidence, its own output), and the
@@ -144,8 +144,8 @@ def run_batch(transport: Transport, validators: list[Validator], ctx: HostContex
                                        stderr=result.stderr, exit_status=result.exit_status, duration_s=elapsed,
                                        inventory=config.get("inventory")) for check in v.checks])
                 for i, v in enumerate(validators)], []
-    done: list[tuple[Validator, list[Record]]] = []
-    left: list[Validator] = []
+    done: list[tuple[Check, list[Record]]] = []
+    left: list[Check] = []
     for index, validator in enumerate(validators):
         doc = reported.get(index)
         if doc is None:
@@ -159,7 +159,7 @@ def run_batch(transport: Transport, validators: list[Validator], ctx: HostContex
     return done, left
 
 
-def host_groups(validators: list[Validator]) -> list[list[Validator]]:
+def host_groups(validators: list[Check]) -> list[list[Check]]:
     """The host-scope checks in the order the host runs them: the system-python scripts in one interpreter (the
     health tier's checks: vendor tools, sysfs, files), the control-side ones (``versions``), then the stack-python
     scripts in one interpreter (what needs torch or a device context). Within a group, the registry's order."""
@@ -169,11 +169,11 @@ def host_groups(validators: list[Validator]) -> list[list[Validator]]:
     return [group for group in [system, *computed, stack] if group]
 
 
-OnStart = Callable[[Validator], None]
-OnDone = Callable[[Validator, list[Record]], None]
+OnStart = Callable[[Check], None]
+OnDone = Callable[[Check, list[Record]], None]
 
 
-def run_host(transport: Transport, ctx: HostContext, validators: list[Validator], folder: Path,
+def run_host(transport: Transport, ctx: HostContext, validators: list[Check], folder: Path,
              thresholds: Thresholds, *, tier: str, config: dict[str, Any], on_start: OnStart | None = None,
              on_done: OnDone | None = None, stop: Callable[[], bool] | None = None) -> list[Record]:
     """Every selected host-scope validator on one host; one outcome, never an exception for a check. Scripts of
@@ -187,7 +187,7 @@ def run_host(transport: Transport, ctx: HostContext, validators: list[Validator]
     scripts = [v for v in host_validators if v.script is not None]
     remote = ""
 
-    def finish(validator: Validator, batch: list[Record]) -> None:
+    def finish(validator: Check, batch: list[Record]) -> None:
         if not (stop is not None and stop()):
             dmesg.attach(batch)
         records.extend(batch)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...transport.connection import Transport
-from ...validate.registry import Validator
+from ...validate.checks import Check
 from ...vendors import vendors
 
 REMOTE_BASE = "/var/tmp/accelstack/validators"
@@ -55,7 +55,7 @@ def ensure_uploaded(transport: Transport, folder: Path) -> tuple[str, bool]:
     return target, True
 
 
-def python_for(validator: Validator, stack_python: str, system_python: str = SYSTEM_PYTHON) -> str:
+def python_for(validator: Check, stack_python: str, system_python: str = SYSTEM_PYTHON) -> str:
     return stack_python if validator.python == "stack" else system_python
 
 

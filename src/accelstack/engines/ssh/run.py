@@ -17,11 +17,11 @@ from ...inventory import Host, Inventory
 from ...results.records import Record, RecordSink, RunWriter
 from ...stacks.context import HostContext, resolve_contexts
 from ...transport.connection import Transport
-from ...transport.fanout import FanoutOptions, Fleet
+from ...transport.fanout import FanoutOptions, HostPool
 from ...validate.checks import Check
 from ...validate.config import tier_config
 from ...validate.judge import host_error_record
-from ...validate.registry import Validator, load_registry, select, validators_dir
+from ...validate.registry import load_registry, select, validators_dir
 from ...validate.thresholds import Thresholds, load_thresholds
 from ..base import KILL_WAIT_S, Engine, RunRecords
 from .cluster import ClusterRun, prepare_members
@@ -36,17 +36,17 @@ def thresholds_for(contexts: dict[str, HostContext], base: Thresholds) -> dict[s
 
 
 class SSHEngine(Engine):
-    """Checks over SSH: the hosts of ``contexts`` (each host's stack and vars), worked on through ``fleet`` (the
+    """Checks over SSH: the hosts of ``contexts`` (each host's stack and vars), worked on through ``pool`` (the
     run's pool of connections, opened once per host), the scripts uploaded from ``folder``; ``deadline_s`` is the
     multi-node collective's (``--deadline``: None leaves the inventory's, else the default)."""
 
     name = "ssh"
 
-    def __init__(self, fleet: Fleet, contexts: dict[str, HostContext], *, folder: Path | None = None,
+    def __init__(self, pool: HostPool, contexts: dict[str, HostContext], *, folder: Path | None = None,
                  deadline_s: float | None = None, drain_template: str | None = None) -> None:
         super().__init__(drain_template=drain_template)
-        self.fleet = fleet
-        self.cancelled = fleet.cancelled  # the pool's: its workers stop starting checks once it is set
+        self.pool = pool
+        self.cancelled = pool.cancelled  # the pool's: its workers stop starting checks once it is set
         self.contexts = contexts
         self.folder = folder or validators_dir()
         self.deadline_s = deadline_s
@@ -61,10 +61,10 @@ class SSHEngine(Engine):
         return self._configs
 
     def cancel(self) -> None:
-        self.fleet.cancel()
+        self.pool.cancel()
 
     def wait_idle(self) -> None:
-        self.fleet.wait_idle(KILL_WAIT_S)
+        self.pool.wait_idle(KILL_WAIT_S)
 
     def run_host_checks(self, checks: Sequence[Check], run: RunRecords, *, tier: str,
                         only: set[str] | None = None) -> None:
@@ -76,11 +76,11 @@ class SSHEngine(Engine):
         def host_work(transport: Transport) -> list[Record]:
             name = transport.host.name
 
-            def on_start(validator: Validator) -> None:
+            def on_start(validator: Check) -> None:
                 for check in validator.checks:
                     run.begin(name, check)
 
-            def on_done(validator: Validator, batch: list[Record]) -> None:
+            def on_done(validator: Check, batch: list[Record]) -> None:
                 if name in given_up:
                     return  # the fan-out already reported this host (per-host deadline)
                 finished[name].add(validator.name)
@@ -91,7 +91,7 @@ class SSHEngine(Engine):
             return run_host(transport, self.contexts[name], validators, self.folder, self.per_host[name], tier=tier,
                             config=configs[name], on_start=on_start, on_done=on_done, stop=self.cancelled.is_set)
 
-        for outcome in self.fleet.map([ctx.host for ctx in self.contexts.values()], host_work):
+        for outcome in self.pool.map([ctx.host for ctx in self.contexts.values()], host_work):
             if outcome.error is not None:
                 # The host could not be worked on (unreachable, per-host deadline): one record for the host,
                 # whose remedy re-checks it, naming the checks it did not get to.
@@ -106,7 +106,7 @@ class SSHEngine(Engine):
         # Hosts that answered nothing in the host phase (unreachable) are not asked to join a collective.
         down = {r.host for r in run.records if r.status == "error" and "Unreachable" in str(r.evidence.get("error"))}
         ordered = [ctx for ctx in self.contexts.values() if ctx.host.name not in down]
-        members, errors = prepare_members(ordered, lambda ctx: self.fleet.connect(ctx.host), self.folder, configs)
+        members, errors = prepare_members(ordered, lambda ctx: self.pool.connect(ctx.host), self.folder, configs)
         owner = next((c for c in checks if c.owns_join_errors), None)
         if owner is not None:
             # A check that measures what the host could not join for (multinode) records it: `error`, not `fail`.
@@ -165,13 +165,13 @@ class SSHEngine(Engine):
         return missing
 
 
-def validate_hosts(fleet: Fleet, contexts: dict[str, HostContext], validators: list[Validator], *,
+def validate_hosts(pool: HostPool, contexts: dict[str, HostContext], validators: list[Check], *,
                    tier: str, reporter: RecordSink | None = None, folder: Path | None = None,
                    deadline_s: float | None = None) -> list[Record]:
-    """Every selected check on every host over ``fleet``; records are handed to ``reporter`` as each check ends.
+    """Every selected check on every host over ``pool``; records are handed to ``reporter`` as each check ends.
     On Ctrl-C the remote work is killed, every check without a record gets an ``error`` "not run" record, and
     :class:`~accelstack.transport.fanout.RunInterrupted` is raised."""
-    engine = SSHEngine(fleet, contexts, folder=folder, deadline_s=deadline_s)
+    engine = SSHEngine(pool, contexts, folder=folder, deadline_s=deadline_s)
     return engine.validate(validators, tier=tier, sink=reporter)
 
 
@@ -194,8 +194,8 @@ def validate_inventory(inventory: Inventory, hosts: Sequence[Host], *,
         fanout = FanoutOptions(forks=int(forks))
         if connect_timeout is not None:
             fanout.connect_timeout = connect_timeout
-        with Fleet(fanout) as fleet:
-            return validate_hosts(fleet, contexts, validators, tier=tier, reporter=reporter or own_writer,
+        with HostPool(fanout) as pool:
+            return validate_hosts(pool, contexts, validators, tier=tier, reporter=reporter or own_writer,
                                   deadline_s=deadline_s)
     except KeyboardInterrupt:
         interrupted = True

@@ -7,7 +7,7 @@ The read is the vendor's (its host-side module's ``list_devices``, ``vendors/<ve
 ``nvidia-smi -q -x`` this interpreter reads (the ``health`` check judges the same answer), every GPU's index, name,
 bus id, memory, compute mode and the processes on it, sent back compact as evidence; Ascend's one ``npu-smi info``
 table, sent back as it is. The count against ``expect_devices`` and each device's health are judged on the control
-side (``accelstack.validate.judge.refine_devices``, with the vendor's parsers), so the rules live next to their
+side (``accelstack.validate.judge.judge_devices``, with the vendor's parsers), so the rules live next to their
 tested parsers; a tool that is missing, hangs or fails is ``error`` there (nothing was counted). Processes on a
 device are listed, not judged: a job may be running (``memory`` judges headroom, the torch checks leave a held
 device alone). The cpu stack has no vendor tool: ``skip``, or ``fail`` when devices are expected. Stdlib only,

@@ -65,7 +65,7 @@ def main(config):
                              remedy="set memlock unlimited in /etc/security/limits.d and the service or container "
                              "that starts training (ulimit -l unlimited)", check="memory.memlock"))
     # The vendor's tool reads (its host-side module's memory_evidence), judged on the control side
-    # (accelstack.validate.judge.refine_memory, Vendor.device_memory); a read that failed measured nothing.
+    # (accelstack.validate.judge.judge_memory, Vendor.device_memory); a read that failed measured nothing.
     evidence, failed = vendor.memory_evidence()
     if failed:
         checks.append(result("error", failed, {}, evidence, "install or repair the driver so that %s answers "
@@ -73,7 +73,7 @@ def main(config):
                              % (vendor.TOOL, "--inventory %s " % config["inventory"] if config.get("inventory") else "",
                                 config.get("host") or "<host>"), check="memory.devices"))
     elif evidence:
-        # Judged on the control side (accelstack.validate.judge.refine_memory); provisional until then.
+        # Judged on the control side (accelstack.validate.judge.judge_memory); provisional until then.
         checks.append(result("pass", "device memory: see control-side judgement", {}, evidence,
                              check="memory.devices"))
     return checks

@@ -1,6 +1,6 @@
 """Declares ``hostside/validators/devices.py``: the devices the vendor tool counts, without torch (health tier)."""
 
-from ..judge import refine_devices
+from ..judge import judge_devices
 from . import Check
 
 CHECKS = (
@@ -9,7 +9,7 @@ CHECKS = (
                "info` the tier reads (no torch, no device context: safe beside a job); the processes on each device "
                "are listed, not judged",
           config=("host", "inventory", "vendor", "expect_devices"),
-          judge=refine_devices,
+          judge=judge_devices,
           # signatures.yml names `devices` for these: the vendor tool's count and health confirm them, and
           # torch_devices (the quick tier) confirms what needs a device context.
           confirms=("device-assert", "device-busy", "device-hardware", "no-device", "unknown-error-code",
