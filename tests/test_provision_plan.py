@@ -199,6 +199,27 @@ def test_ascend_env_file_sources_set_env_and_adds_the_driver_libraries() -> None
     assert "export HCCL_CONNECT_TIMEOUT=600" in content  # from the stack's env
 
 
+def test_each_vendor_writes_its_own_part_of_the_env_file_and_only_ascend_a_rank_table() -> None:
+    # The shared template includes vendors/<vendor>/templates/env.sh.j2; no shared template names a vendor.
+    from accelstack.vendors.amd.facts import AmdFacts
+
+    at_pin = {  # the AMD host has its driver, ROCm and torch: the plan has only the env role's files to write
+        "amd-mi300x-rocm6.2": Facts(hostname="node1", stack_python_version="3.11.9",
+                                    interfaces=facts().interfaces, torch=TorchFacts(version="2.5.1+rocm6.2", hip="6.2"),
+                                    vendor_facts={"amd": AmdFacts(driver_version="6.8.5", rocm="6.2.2")}),
+        ASCEND_STACK: facts(ascend=AscendFacts()), "cpu": facts()}
+    steps = {}
+    for stack, host_facts in at_pin.items():
+        plan, _, _ = plan_for(host(stack=stack), host_facts)
+        steps[stack] = {c.step: c.writes[0].content for c in plan.changes if c.step.startswith("env.") and c.writes}
+    amd = steps["amd-mi300x-rocm6.2"]["env.env-file"]
+    assert "export PATH=/opt/rocm/bin${PATH:+:$PATH}" in amd and "export ROCM_PATH=/opt/rocm" in amd
+    assert "CUDA_HOME" not in amd and "set_env.sh" not in amd
+    assert "CUDA_HOME" not in steps["cpu"]["env.env-file"] and "PATH" not in steps["cpu"]["env.env-file"]
+    assert "env.rank-table" in steps[ASCEND_STACK]
+    assert "env.rank-table" not in steps["amd-mi300x-rocm6.2"] and "env.rank-table" not in steps["cpu"]
+
+
 def test_rank_table_v1_from_hccn_device_ips() -> None:
     npus = [NpuChip(npu_id=i) for i in range(2)]
     members = [ClusterMember(f"n{i}", f"10.0.0.{i}", "ascend", facts(ascend=AscendFacts(npus=npus)),

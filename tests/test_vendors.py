@@ -13,6 +13,7 @@ And the registry: every vendor folder is a vendor, its attributes are consistent
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
@@ -109,6 +110,32 @@ def test_no_module_outside_vendors_names_a_vendor() -> None:
         if lines and relative.as_posix() not in PENDING:
             found[relative.as_posix()] = lines
     assert found == {}, "ask the vendor (accelstack.vendors: get_vendor(name)) instead: " + repr(found)
+
+
+# Templates and role steps are code too (jinja expressions and ``when:`` conditions): none compares the vendor with
+# a name. A vendor's part of a shared file is its own template (``vendors/<name>/templates/``, included by name);
+# what a step needs to know of a vendor is one of its attributes in the context (``vendor_rank_table``).
+JINJA_VENDOR = re.compile(r"""\bvendor\s*(?:==|!=|\bin\b|\bnot\s+in\b)\s*[\[(]?\s*["']""")
+
+
+def jinja_vendor_comparisons(text: str) -> list[int]:
+    return [number for number, line in enumerate(text.splitlines(), 1) if JINJA_VENDOR.search(line)]
+
+
+def test_the_template_check_finds_a_vendor_compared_with_a_name() -> None:
+    assert jinja_vendor_comparisons('{% if vendor == "ascend" %}\nx\n  when: vendor != \'cpu\'\n'
+                                    '  when: vendor in ["nvidia", "amd"]\n') == [1, 3, 4]
+    assert jinja_vendor_comparisons('{% include "vendors/" ~ vendor ~ "/env.sh.j2" ignore missing %}\n'
+                                    '  when: vendor_rank_table\n') == []
+
+
+def test_no_shared_template_or_role_compares_the_vendor_with_a_name() -> None:
+    root = PACKAGE.parent.parent
+    files = [*sorted((root / "templates").rglob("*")), *sorted((root / "roles").rglob("*")),
+             *sorted((PACKAGE / "provision").rglob("*.j2"))]
+    found = {str(path.relative_to(root)): lines for path in files if path.is_file()
+             for lines in [jinja_vendor_comparisons(path.read_text(encoding="utf-8"))] if lines}
+    assert found == {}, "put the vendor's part in vendors/<name>/templates/ or ask one of its attributes: " + repr(found)
 
 
 # ----- the registry -----------------------------------------------------------------------------------------------

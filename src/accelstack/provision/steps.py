@@ -20,6 +20,7 @@ from ..stacks import Stack
 from ..stacks.components import COMPONENTS, WITH_TORCH, installed_matches
 from ..stacks.versions import VersionError, local_tag, versions_match
 from ..transport.connection import Transport
+from ..vendors import get_vendor
 from .artifacts import Artifact, remote_path
 from .state import REBOOT_MARKER, RemoteState, StateQuery
 from .templating import atomic_write_command, sha256_text
@@ -112,7 +113,8 @@ class HostView:
 
     def context(self) -> dict[str, Any]:
         return {**self.vars, "stack": self.stack, "pins": self.stack.components, "paths": self.stack.paths,
-                "vendor": self.stack.vendor, "facts": self.facts, "installed": self.installed, "at_pin": self.at_pin,
+                "vendor": self.stack.vendor, "vendor_rank_table": get_vendor(self.stack.vendor).rank_table,
+                "facts": self.facts, "installed": self.installed, "at_pin": self.at_pin,
                 "inventory_hostname": self.host, **self.extra}
 
 

@@ -22,7 +22,7 @@ import jinja2
 
 from ..errors import TemplateError
 from ..facts import Facts
-from ..vendors import get_vendor
+from ..vendors import get_vendor, vendors
 
 # Inventory var -> environment variable, in the order the env file writes them.
 COLLECTIVE_VARS: tuple[tuple[str, str], ...] = (
@@ -47,8 +47,13 @@ def sha256_text(text: str) -> str:
 
 
 def template_environment(search_paths: Iterable[Path]) -> jinja2.Environment:
+    # A vendor's own templates (vendors/<name>/templates/) are "vendors/<name>/<file>": the shared env file
+    # includes its vendor's part by that name, so no shared template compares a vendor's name.
+    vendor_templates = {v.name: jinja2.FileSystemLoader(str(v.data("templates"))) for v in vendors()
+                        if v.data("templates").is_dir()}
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(p) for p in search_paths]),
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader([str(p) for p in search_paths]),
+                                    jinja2.PrefixLoader({"vendors": jinja2.PrefixLoader(vendor_templates)})]),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
         trim_blocks=True, lstrip_blocks=True,
     )

@@ -183,6 +183,7 @@ class Vendor:
     # Its collective library addresses each device by an IP that provisioning reads from the host (Ascend's
     # /etc/hccn.conf, else hccn_tool) for a rank table (HCCL's).
     device_ips: bool = False
+    rank_table: bool = False  # its collective library reads a rank table file (HCCL's rank_table.json): the env role writes one
     collective_timeout_s: float = 600.0  # the default per-collective timeout of a check
 
     # ---- what a stack pins -----------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ class AscendVendor(Vendor):
     # HCCL's first connection waits for every rank's CANN to load the operators: a cold start takes minutes.
     collective_timeout_s = 1800.0
     device_ips = True
+    rank_table = True
     listed_pins = ("torch_npu", "cann_toolkit", "ascend_driver", "torch", "python")
     compat_rules = ("torch_npu", "cann_hdk", "same_release")
     error_code = ERROR_CODE
