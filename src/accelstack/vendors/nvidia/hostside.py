@@ -238,7 +238,7 @@ def xid_severity(xid):
         return "fail", "Xid %d (%s): drain and reset" % (xid, FATAL_XIDS[xid])
     if xid in WARN_XIDS:
         return "warn", "Xid %d (%s)" % (xid, WARN_XIDS[xid])
-    return "warn", "Xid %d (not classified in the reference: look it up in NVIDIA's Xid catalog)" % xid
+    return "warn", "Xid %d (not classified in accelstack's Xid table: look it up in NVIDIA's Xid catalog)" % xid
 
 
 # ----- pure judgements -----
