@@ -1,10 +1,11 @@
 """Real Slurm on the lab: Debian's ``munged``, ``slurmctld`` and one ``slurmd`` per lab host, one partition.
 
-The recipe is the measured one in ``reference/slurm-lab.md``: one munged and one slurmctld on this machine (the
-controller in a UTS namespace of its own, named ``<tag>ctl``, so the config does not depend on this machine's
-hostname), one slurmd inside each lab host's network, mount and UTS namespaces, registering under the host's
-name. Everything lives under the lab's state folder (``/var/lib/accelstack-lab/<tag>/slurm``), outside the paths a
-lab host shadows, so every slurmd and client reads the same ``slurm.conf``; ``lab.down`` removes the folder.
+The recipe was measured by this project on Debian 12's Slurm 22.05 (a 2-core machine without systemd): one munged
+and one slurmctld on this machine (the controller in a UTS namespace of its own, named ``<tag>ctl``, so the config
+does not depend on this machine's hostname), one slurmd inside each lab host's network, mount and UTS namespaces,
+registering under the host's name. Everything lives under the lab's state folder
+(``/var/lib/accelstack-lab/<tag>/slurm``), outside the paths a lab host shadows, so every slurmd and client reads
+the same ``slurm.conf``; ``lab.down`` removes the folder.
 
 The only setting a normal cluster would not need is ``CgroupPlugin=cgroup/v1`` (22.05's slurmd always loads a
 cgroup plugin; with proctrack/linuxproc and task/none it is never used). ``SlurmdTimeout=10`` lets a node whose
@@ -142,7 +143,7 @@ class SlurmLab:
         cpus = os.cpu_count() or 1
         d = self.dir
         lines = [
-            "# Written by `inv lab.up --slurm`; removed by lab.down. The lab's recipe: reference/slurm-lab.md.",
+            "# Written by `inv lab.up --slurm`; removed by lab.down. The lab's recipe: accelstack_lab/slurm.py.",
             f"ClusterName={self.lab.tag}lab",
             f"SlurmctldHost={self.controller}({self.lab.bridge_address})",
             f"SlurmctldPort={self.port}",

@@ -2,7 +2,8 @@
 
 Paths inside these files are written as ``@@NAME@@`` tokens that the host-side installer replaces with the
 real (or ``ACCELSTACK_SIM_ROOT``-prefixed) install paths, so the formats live here, testable without a host.
-Formats: reference ascend.md 1.3 / 1.4 (Ascend), nvidia.md 3.3 and the CUDA ``version.json`` layout.
+Formats: an installed CANN 8.1.RC1 tree (https://github.com/leideng/CANN-8.1.RC1) and the captures under
+tests/data/captures/ (Ascend), NCCL's ``NCCL version`` banner and the CUDA ``version.json`` layout.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 
 from . import versions
 
-# Components that CANN's latest/version.cfg lists, in the order of the 8.1.RC1 tree (reference ascend.md 1.3).
+# Components that CANN's latest/version.cfg lists, in the order of the 8.1.RC1 tree
+# (https://github.com/leideng/CANN-8.1.RC1).
 TOOLKIT_COMPONENTS = ("runtime", "compiler", "hccl", "opp", "toolkit", "aoe", "ncs")
 KERNELS_COMPONENT = "opp_kernel"
 
@@ -96,7 +98,8 @@ def version_cfg(release: versions.CannRelease, components: tuple[str, ...]) -> s
 
 
 def toolkit_component_install_info() -> str:
-    """``<ver>/toolkit/ascend_install.info`` (reference ascend.md 1.3); the run user is known at install time."""
+    """``<ver>/toolkit/ascend_install.info`` (as in https://github.com/leideng/CANN-8.1.RC1); the run user is known at
+    install time."""
     return "\n".join([
         "Install_Type=full",
         "Chip_Type=all",
@@ -109,7 +112,8 @@ def toolkit_component_install_info() -> str:
 
 
 def toolkit_set_env() -> str:
-    """``ascend-toolkit/set_env.sh``: what the CANN <= 8.3 script exports (reference ascend.md 1.4).
+    """``ascend-toolkit/set_env.sh``: what the CANN <= 8.3 script exports (the 8.1.RC1 one in
+    https://github.com/leideng/CANN-8.1.RC1).
 
     Like the real one it leaves the driver's lib64 folders out: the env role adds them.
     """
@@ -133,7 +137,8 @@ def toolkit_set_env() -> str:
 
 
 def nnal_version_info(version: str, arch: str) -> str:
-    """``nnal/atb/<ver>/version.info``: indented ``key : value`` lines (reference ascend.md 1.3)."""
+    """``nnal/atb/<ver>/version.info``: indented ``key : value`` lines
+    (tests/data/captures/nnal_atb_version_info_8.1.RC1.txt)."""
     return "\n".join([
         f"    Ascend-cann-atb : {version}",
         f"    Ascend-cann-atb Version : {version}.B150",

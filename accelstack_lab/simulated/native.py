@@ -63,7 +63,8 @@ def nccl_source(nccl_version: str, cuda_minor: str) -> str:
     return "\n".join([
         f"/* Simulated libnccl.so.2 for the accelstack lab, NCCL {nccl_version} (simulated): NOT NVIDIA NCCL. */",
         "typedef int ncclResult_t;",
-        # `strings libnccl.so.2 | grep "NCCL version"` is how a wheel's NCCL is identified (nvidia.md 3.3).
+        # `strings libnccl.so.2 | grep "NCCL version"` is how a wheel's NCCL is identified
+        # (https://github.com/pytorch/pytorch/issues/150049).
         "const char accelstack_simulated_nccl_banner[] = " + _c_string(banner + " (simulated)") + ";",
         f"ncclResult_t ncclGetVersion(int *version) {{ if (!version) return 4; *version = {code}; return 0; }}",
         f"ncclResult_t ncclGetUniqueId() {{ return {NCCL_SYSTEM_ERROR}; }}",

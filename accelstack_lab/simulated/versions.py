@@ -1,10 +1,10 @@
 """Version facts the simulated (lab-only) vendor packages are built from.
 
-Every table says where its rows come from. ``[V]`` rows are copied from the reference notes
-(``shared/reference/ascend.md``, ``nvidia.md``), which cite the original capture; ``[I]`` rows are our own
-inference, written down so a simulated file never pretends to be more certain than its source. The simulated
-files use these values so that the lab's hosts carry version files in the real formats; they are never evidence
-about real vendor releases.
+Every table says where its rows come from. ``[V]`` rows are copied from a public capture or vendor file named
+beside the table (the same captures are under tests/data/captures/, their sources in its README.md); ``[K]`` rows
+are background knowledge, not re-verified; ``[I]`` rows are our own inference, written down so a simulated file
+never pretends to be more certain than its source. The simulated files use these values so that the lab's hosts
+carry version files in the real formats; they are never evidence about real vendor releases.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ SIMULATED_MARK = "simulated"
 #
 # torch_npu resolves HcclCommInitRootInfoConfig from libhccl.so with dlsym and fails with
 # "RuntimeError: Failed to find function HcclCommInitRootInfoConfig" when the loaded CANN lacks it
-# (reference ascend.md section 6, Ascend/pytorch torch_npu/csrc/distributed/HcclCompile.h; seen with torch 2.5.1
-# in modelscope/ms-swift#4211). The reference does NOT name the first CANN release that exports it.
+# (https://github.com/Ascend/pytorch/blob/master/torch_npu/csrc/distributed/HcclCompile.h; seen with torch 2.5.1
+# in https://github.com/modelscope/ms-swift/issues/4211). No public source names the first CANN release that
+# exports it.
 # [I] What the sources do show: the function is declared in the hccl.h that CANN 8.x ships, with
 # HCCL_COMM_CONFIG_VERSION 1 (the first version of the config struct), and vllm-ascend#672 reports
 # hcclCommInitRootInfoConfig *returning an error* (so present) on the CANN before 8.1.RC1. We therefore place
@@ -77,8 +78,9 @@ def hccl_exports(version: str) -> tuple[str, ...]:
 
 # --- CANN -------------------------------------------------------------------------------------------------
 
-# Since CANN 8.5 the kernels package is the "ops" package (reference ascend.md 1.1, vllm-ascend install doc and
-# hicann/oam-tools quick_install) [V].
+# Since CANN 8.5 the kernels package is the "ops" package (vllm-ascend's install guide,
+# https://github.com/vllm-project/vllm-ascend/blob/main/docs/source/installation.md, and hicann/oam-tools
+# docs/en/quick_install.md, https://github.com/hicann/oam-tools) [V].
 OPS_RENAME_CANN = "8.5.0"
 
 
@@ -91,8 +93,9 @@ class CannRelease:
     timestamp: str
 
 
-# 8.1.RC1 is verbatim from the installed tree (leideng/CANN-8.1.RC1, reference ascend.md 1.3) [V];
-# 7.0.T10's innerversion is from the mind-cluster capture [V]. The other rows extrapolate the family numbering
+# 8.1.RC1 is verbatim from the installed tree (https://github.com/leideng/CANN-8.1.RC1) [V];
+# 7.0.T10's innerversion is from the Ascend/mind-cluster capture
+# (tests/data/captures/ascend_toolkit_install_7.0.T10.txt) [V]. The other rows extrapolate the family numbering
 # (C18 = 8.0.RC2 ... C21 = 8.1.RC1, as 8.1.RC1's compatible_version list suggests) [I].
 CANN_RELEASES: dict[str, CannRelease] = {
     r.version: r
@@ -156,8 +159,8 @@ class FirmwareRelease:
     compatible_drv: tuple[str, ...]
 
 
-# 23.0.7 and 25.0.rc1.1 are verbatim captures (reference ascend.md 1.3) [V]; 24.1.rc1's firmware range and
-# its missing package_version are from the 24.1.rc1 sample quoted there [V]; the rest [I].
+# 23.0.7 and 25.0.rc1.1 are verbatim captures (tests/data/captures/ascend_driver_version_*.txt) [V]; 24.1.rc1's
+# firmware range and its missing package_version are from a public 24.1.rc1 sample [V]; the rest [I].
 DRIVER_RELEASES: dict[str, DriverRelease] = {
     r.version: r
     for r in (
@@ -188,7 +191,8 @@ FIRMWARE_RELEASES: dict[str, FirmwareRelease] = {
     )
 }
 
-# CANN -> (driver, firmware), the docs-site installer map (reference ascend.md 2.3) [V].
+# CANN -> (driver, firmware), the Ascend docs site's installer map (_static/package_info.js in its fork
+# https://github.com/zheliuyu/docs-dev) [V].
 HDK_FOR_CANN: dict[str, tuple[str, str]] = {
     "8.2.RC1": ("25.0.rc1.1", "7.7.0.1.231"),
     "8.1.RC1": ("24.1.rc2", "7.3.0.1.231"),
@@ -217,14 +221,16 @@ def firmware_release(version: str, driver: str | None = None) -> FirmwareRelease
 
 
 def driver_arch(arch: str) -> str:
-    """HDK file names spell x86_64 as ``x86-64`` (reference ascend.md 1.1); CANN names keep ``x86_64``."""
+    """HDK file names spell x86_64 as ``x86-64`` (Ascend-hdk-910b-npu-driver_24.1.rc2_linux-x86-64.run); CANN names
+    keep ``x86_64``."""
     return "x86-64" if arch == "x86_64" else arch
 
 
 # --- NVIDIA -----------------------------------------------------------------------------------------------
 
-# The highest CUDA a driver branch supports, which nvidia-smi prints as "CUDA Version" (reference nvidia.md 2.1
-# and 3.1: 590 -> 13.1 is captured [V]; the others are the branch each CUDA toolkit ships with [K]).
+# The highest CUDA a driver branch supports, which nvidia-smi prints as "CUDA Version" (590 -> 13.1 is captured:
+# tests/data/captures/nvidia_smi_query_h100_590.48.01.csv's source [V]; the others are the branch each CUDA toolkit
+# ships with, https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html [K]).
 CUDA_FOR_DRIVER_BRANCH: dict[int, str] = {
     520: "11.8", 525: "12.0", 530: "12.1", 535: "12.2", 545: "12.3", 550: "12.4", 555: "12.5",
     560: "12.6", 565: "12.7", 570: "12.8", 575: "12.9", 580: "13.0", 590: "13.1",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SIMULATED hccn_tool for the accelstack lab (installed by the simulated Ascend driver package).
 
-Answers the queries in the real tool's formats (reference ascend.md 4.3) from the driver's
+Answers the queries in the real tool's formats (tests/data/captures/hccn_tool_*.txt) from the driver's
 ``.simulated/devices.json``: ``-i N -ip -g``, ``-link -g``, ``-net_health -g``, ``-gateway -g``. Sets a device
 IP like the real tool, ``-i N -ip -s address A netmask M``, which also persists it in ``/etc/hccn.conf``
 (``address_N=``, ``netmask_N=``), where the real tool keeps it.

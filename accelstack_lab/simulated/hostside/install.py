@@ -512,7 +512,8 @@ def install_ascend_firmware(package, flags):  # type: (dict, dict) -> int
     swap_into_place(staged, target)
     say(flags, "[Firmware] [%s] [INFO]Firmware package installed successfully! Reboot now or after driver "
                "installation for the installation/upgrade to take effect (simulated %s)" % (now(), package["version"]))
-    # The vendor's "installed, reboot needed" status: ascend-deployer accepts rc 0 or 2 (reference ascend.md 1.1).
+    # The vendor's "installed, reboot needed" status: ascend-deployer accepts rc 0 or 2 (Ascend/ascend-deployer
+    # playbooks/install/task_firmware.yml, failed_when: rc != 0 and rc != 2).
     return 2
 
 
@@ -619,7 +620,8 @@ def install_nnal(package, flags):  # type: (dict, dict) -> int
     if flags.get("--uninstall"):
         return uninstall(os.path.join(atb, version), [os.path.join(atb, "latest")], "NNAL", flags=flags)
     mode_of(flags, ["--install", "--full", "--upgrade"])
-    # The real NNAL installer needs the toolkit's environment (reference ascend.md 1.1: source set_env.sh first).
+    # The real NNAL installer needs the toolkit's environment (source set_env.sh first: vllm-ascend's install guide,
+    # https://github.com/vllm-project/vllm-ascend/blob/main/docs/source/installation.md).
     home = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME_PATH")
     if not home or not os.path.isdir(home):
         raise InstallError("[ERROR]ASCEND_TOOLKIT_HOME is not set or does not exist: source "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SIMULATED npu-smi for the accelstack lab (installed by the simulated Ascend driver package). Not Huawei's tool.
 
-Prints the real tool's formats (reference ascend.md 4.1, 4.2) for the devices recorded in the driver's
+Prints the real tool's formats (tests/data/captures/npu_smi_info_*.txt) for the devices recorded in the driver's
 ``.simulated/devices.json``; driver and firmware versions come from their ``version.info`` files, as the real
 tool reports what is installed. A device marked ``present: false`` is gone from every listing (a lab fault).
 

@@ -2,11 +2,12 @@
 """SIMULATED nvidia-smi for the accelstack lab (installed by the simulated NVIDIA driver package, in
 /usr/local/bin because a lab host shares /usr/bin with the machine). Not NVIDIA's tool.
 
-Formats follow reference nvidia.md 2.1-2.3: ``--query-gpu`` CSV (header units in brackets, ``noheader``,
-``nounits``), ``-q -x`` XML (the health sections in the shape of a real H100's, driver 580: persistence mode,
-clock-event reasons, ECC volatile and aggregate, retired pages, remapped rows, temperature against T.Limit),
-``nvlink -s``, ``topo -m``, ``-L``, ``--version`` and the default table. Devices come from ``devices.json`` next
-to the driver's state; a device marked ``present: false`` has fallen off the bus.
+Formats follow the real captures in tests/data/captures/ (nvidia_smi_*; their sources in its README.md) and
+tests/data/h100/: ``--query-gpu`` CSV (header units in brackets, ``noheader``, ``nounits``), ``-q -x`` XML (the
+health sections in the shape of a real H100's, driver 580: persistence mode, clock-event reasons, ECC volatile and
+aggregate, retired pages, remapped rows, temperature against T.Limit), ``nvlink -s``, ``topo -m``, ``-L``,
+``--version`` and the default table. Devices come from ``devices.json`` next to the driver's state; a device marked
+``present: false`` has fallen off the bus.
 
 Fault knobs, per device in ``devices.json`` (all optional, healthy when absent): ``persistence_mode``
 (``Disabled``), ``clocks_event_reasons`` (active reasons, e.g. ``["hw_slowdown"]``; default ``gpu_idle`` while
@@ -330,7 +331,7 @@ def health_sections(d):  # type: (dict) -> list
 
 
 def nvlink_status(doc):  # type: (dict) -> str
-    """``nvidia-smi nvlink -s``: per GPU, ``Link N: 26.562 GB/s`` or ``Link N: <inactive>`` (nvidia.md 2.3)."""
+    """``nvidia-smi nvlink -s``: per GPU, ``Link N: 26.562 GB/s`` or ``Link N: <inactive>`` (as an H100 prints it)."""
     lines = []
     for d in require_devices(doc):
         lines.append("GPU %d: %s (UUID: %s)" % (d["index"], d["name"], d["uuid"]))

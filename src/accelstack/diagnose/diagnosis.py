@@ -42,10 +42,11 @@ from .tables import load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
-# torch's default process-group timeouts (reference/nvidia.md §4.2): NCCL 10 min since torch 2.2, every other
-# backend (HCCL included) 30 min.
+# torch's default process-group timeouts (https://pytorch.org/docs/stable/distributed.html#torch.distributed.
+# init_process_group; pytorch PR #110947): NCCL 10 min since torch 2.2, every other backend (HCCL included) 30 min.
 DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
-# Heartbeat monitor defaults seen in logs: 600 s in older torch, 480 s in newer (reference/nvidia.md §4.2).
+# Heartbeat monitor defaults seen in logs: 600 s in older torch, 480 s in newer (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC,
+# https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp).
 DEFAULT_HEARTBEAT_S = (480, 600)
 _INT = re.compile(r"-?\d+")
 # An info or warning line: glog's I/W levels (torch's C++ logs, torchrun's), NCCL INFO, logging's WARNING.

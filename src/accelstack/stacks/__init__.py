@@ -1,4 +1,4 @@
-"""Pinned stacks, compatibility matrices, preflight and drift (the second step of the flow in DESIGN.md)."""
+"""Pinned stacks, compatibility matrices, preflight and drift (the second step of the flow in README.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""algbw and busbw as nccl-tests defines them (``doc/PERFORMANCE.md``; reference nvidia.md 1.3). Pure.
+"""algbw and busbw as nccl-tests defines them (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md).
+Pure.
 
 ``algbw = S / t`` in GB/s (1e9 bytes); ``busbw = algbw x factor`` with n ranks: allreduce 2(n-1)/n; allgather,
 reducescatter and alltoall (n-1)/n; broadcast and reduce 1. For allgather S is the gathered total. busbw is the

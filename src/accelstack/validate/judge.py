@@ -17,7 +17,8 @@ from .config import inventory_of
 from .thresholds import Thresholds, judge
 
 TAIL_LINES = 20
-# What a person reading a failed collective wants first (reference nvidia.md 5, ascend.md 6).
+# What a person reading a failed collective wants first: NCCL's WARN lines and result strings, torch's watchdog,
+# torch_npu's ERR codes and CANN's E?#### codes (the signatures in data/signatures.yml name their sources).
 LOG_LINE = re.compile(r"NCCL (INFO|WARN)|NCCL error|HCCL|hccl|ERR\d{5}|E[IHJ]\d{4}|[Gg]loo|ProcessGroup|Watchdog|"
                       r"[Tt]imed? ?out|Connection (reset|closed|refused)|RuntimeError|Error:")
 # Words, not substrings: "npu" inside "input" once attached a keyboard line to a GPU failure.

@@ -41,7 +41,8 @@ ALLOCATION_WAIT_S = 60
 # torch imports and the accelstack command's own start on every rank: the step's time limit allows for them.
 STARTUP_ALLOWANCE_S = 30
 KILL_AFTER_S = 15
-# What srun prints when a node cannot run its tasks (reference slurm-lab.md 8).
+# What srun prints when a node cannot run its tasks (Slurm 22.05, seen by this project on the lab's real Slurm with
+# a lab host's link down: tests/test_slurm_collective.py).
 NODE_FAILURE = re.compile(r"(?:failed on node|Node failure on|on failed node|error on node) ([A-Za-z0-9._-]+?)[:\s,]")
 TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|TimeLimit|time limit", re.IGNORECASE)
 

@@ -70,7 +70,7 @@ def run_validator(transport: Transport, validator: Check, ctx: HostContext, remo
                   config: dict[str, Any], thresholds: Thresholds, first: list[Record] | None = None) -> list[Record]:
     """Run once (or take ``first``, the records a batch already has); for a check declared ``rerun_below_floor``,
     a bandwidth result below its floor is run again before it fails the host (healthy nodes fluctuate: Azure NHC's
-    repeat-until-pass, anchors.md 3)."""
+    repeat-until-pass, https://github.com/Azure/azurehpc/pull/690 and /pull/628)."""
     records = first if first is not None else run_script(transport, validator, ctx, remote, config, thresholds)
     if not _below_floor(validator, records):
         return records

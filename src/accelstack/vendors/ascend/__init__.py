@@ -80,7 +80,8 @@ class AscendVendor(Vendor):
     error_code_lookup = ("Look the code up in the CANN error code reference for your CANN version (and the plog under "
                          "~/ascend/log for that PID); add it to the Ascend vendor's diagnose/ascend-cann.yml with its "
                          "cause.")
-    error_code_source = "reference/ascend.md §6 (error code format)"
+    error_code_source = ("torch_npu's error code format: https://github.com/Ascend/pytorch/blob/master/docs/zh/"
+                         "user_guide/troubleshooting/error_code_description/error_code_mechanism.md")
 
     def components(self) -> tuple[Component, ...]:
         return (

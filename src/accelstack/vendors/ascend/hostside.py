@@ -38,7 +38,8 @@ PCI_ACCELERATORS = (("0x19e5", "0x1200"),)  # Huawei processing accelerators
 VISIBLE_UUIDS = ()
 VISIBLE_ASCENDING = True  # the runtime stops at the first id out of order
 DEVICE_IPS = True
-# dcmi's -8005/-8020, "the device is used" (reference ascend.md 6, the npu-device-busy signature): _holders.py reads
+# dcmi's -8005/-8020, "the device is used" (https://github.com/vllm-project/vllm-ascend/issues/2698,
+# https://github.com/Ascend/cann-container-image/issues/46; the npu-dcmi-device-busy signature): _holders.py reads
 # a device as someone else's by them.
 BUSY_ERRORS = r"ret is -80(?:05|20)|device is used"
 OOM_ERRORS = None
@@ -238,7 +239,7 @@ def checks(npu_smi, limits):
                        evidence={"tool_output": text[-2000:]},
                        remedy="read the devices check's record; lspci | grep 19e5 shows whether the NPUs are on the bus")]
     details, ecc, errors = {}, {}, []
-    for chip in chips:  # the detail view of a chip that is not OK (reference ascend.md 4.2: -i N -c C -t health)
+    for chip in chips:  # the detail view of a chip that is not OK (npu-smi info -i N -c C -t health)
         if (chip["health"] or "").upper() != "OK" and chip["npu_id"] not in details:
             h_status, h_text = run_tool([npu_smi, "info", "-t", "health", "-i", str(chip["npu_id"]), "-c",
                                          str(chip["chip_id"] or 0)], timeout=30)

@@ -53,12 +53,13 @@ OOM_ERRORS = r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY"
 # Its health limits' defaults (the shipped ones travel in the config's device_health: vendors/nvidia/floors.yml).
 LIMITS = {"busy_utilization_pct": 5, "max_retired_pages": 60, "xid_window_s": 24 * 3600}
 # Only Xids this recent are judged (``xid_window_s``; an inventory sets it with ``health_xid_window_s``). The
-# reference gives no window; this one is the interval of the slowest regular run (the nightly fleet-check,
-# DESIGN.md "Users"), so every Xid is judged by at least one run, and a fault the device still carries afterwards
+# sources give no window; this one is the interval of the slowest regular run (the nightly fleet-check,
+# README.md), so every Xid is judged by at least one run, and a fault the device still carries afterwards
 # is what ecc, remapped_rows and the reset-required flags measure. Xids older than that, or older than the last
 # driver (re)load, are history: kept in the evidence, not judged.
 XID_WINDOW_S = LIMITS["xid_window_s"]
-# Reference nvidia.md 5, "Xid severity (DCGM's classification)".
+# Xid severity as NVIDIA's Xid catalog buckets it:
+# https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
 FATAL_XIDS = {48: "double-bit ECC", 74: "NVLink", 79: "fallen off the bus", 94: "contained ECC",
               95: "uncontained ECC", 119: "GSP RPC timeout", 120: "GSP error", 140: "unrecovered ECC"}
 WARN_XIDS = {31: "memory page fault", 32: "memory (bad push buffer)", 43: "GPU stopped processing "
@@ -199,7 +200,7 @@ def parse_nvlink_status(text):
 
 def parse_xids(text):
     """Kernel log -> [(bus id or None, xid, line)]. A GPU that fell off the bus is Xid 79 even in the multi-line
-    form that carries no Xid number (reference nvidia.md 5)."""
+    form that carries no Xid number (https://docs.nvidia.com/deploy/xid-errors/index.html, Xid 79)."""
     found = []
     for line in (text or "").splitlines():
         match = XID_LINE.search(line)
@@ -237,7 +238,7 @@ def xid_severity(xid):
         return "fail", "Xid %d (%s): drain and reset" % (xid, FATAL_XIDS[xid])
     if xid in WARN_XIDS:
         return "warn", "Xid %d (%s)" % (xid, WARN_XIDS[xid])
-    return "warn", "Xid %d (not classified in the reference: look it up in NVIDIA's Xid catalog)" % xid
+    return "warn", "Xid %d (not classified in accelstack's Xid table: look it up in NVIDIA's Xid catalog)" % xid
 
 
 # ----- pure judgements -----
