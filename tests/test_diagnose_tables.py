@@ -32,6 +32,7 @@ EXPECTED = {
     "kernel": ("kernel:UE memory read error", "device-hardware", "node"),
     "linux": ("linux:SIGSEGV", "native-crash", "job"),
     "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),
+    "nccl-net": ("nccl-net:Got completion from peer", "rdma", "node"),
     "python": ("python:No module named", "missing-module", "config"),
     "remote": ("remote:requests.exceptions.ConnectionError", "unclassified", "service"),
     "resolver": ("resolver:EAI_NONAME", "connect-timeout", "config"),
