@@ -34,6 +34,7 @@ EXPECTED = {
     "kernel": ("kernel:UE memory read error", "device-hardware", "node"),
     "linux": ("linux:SIGSEGV", "native-crash", "job"),
     "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),
+    "nccl-net": ("nccl-net:Got completion from peer", "rdma", "node"),
     "python": ("python:No module named", "missing-module", "config"),
     "remote": ("remote:requests.exceptions.ConnectionError", "unclassified", "service"),
     "resolver": ("resolver:EAI_NONAME", "connect-timeout", "config"),
@@ -161,3 +162,77 @@ def test_a_misspelt_table_field_is_named():
     with pytest.raises(ConfigError, match="unknown field"):
         parse_tables([("t.yml", {"id": "t", "title": "T", "vendor": "any", "source": "s", "standlone": True,
                                  "literals": {"xyz": {"cause": "program-error"}}})])
+
+
+# ---- the taxonomies are complete: each row carries what a log prints for it ----
+
+def _table_rows(table):
+    return [row for row in TABLES.rows if row.table == table]
+
+
+def test_every_cuda_runtime_error_carries_the_string_torch_prints():
+    # torch prints cudaGetErrorString's string ("CUDA error: out of memory"), not the enum's name: a row without it
+    # would never name the failures that torch reports.
+    # Without a string: cudaErrorInvalidSource prints cudaErrorInvalidKernelImage's ("device kernel image is
+    # invalid"), and the newest codes' strings are in no public reference yet (their names are still found).
+    no_string = {225, 300, 402, 811, 812, 913, 914, 915}
+    for row in _table_rows("cuda-runtime"):
+        strings = [literal for literal in row.literals if literal != row.key]
+        assert strings or row.code in no_string, row.id
+    hits = lambda text: [row.id for _, row in TABLES.literal_hits(text)]  # noqa: E731
+    assert hits("RuntimeError: CUDA error: the launch timed out and was terminated") == \
+        ["cuda-runtime:cudaErrorLaunchTimeout"]
+    assert hits("RuntimeError: Triton Error [CUDA]: out of memory") == ["cuda-runtime:cudaErrorMemoryAllocation"]
+    # A string of common words needs the prefix a library prints before it.
+    assert hits("the file not found in the cache, downloading") == []
+
+
+def test_every_errno_row_carries_its_strerror_string():
+    for row in _table_rows("errno"):
+        assert len(row.literals) >= 2 and isinstance(row.code, int), row.id
+
+
+def test_an_acl_code_is_read_after_error_code_is_and_never_as_a_bare_number():
+    hits = lambda text: {row.id for _, row in TABLES.literal_hits(text)}  # noqa: E731
+    assert hits("RuntimeError: aclrtSynchronizeDevice:torch_npu/csrc/core/npu/NPUStream.cpp:123 NPU function "
+                "error: UCE ERROR., error code is 507053") == {"ascend-acl:ACL_ERROR_RT_DEVICE_MEM_ERROR"}
+    assert hits("call aclnnAdd failed, error code is 100024") == {"ascend-acl:ACL_ERROR_OP_NOT_FOUND"}
+    assert hits("step 100024 loss 2.31 lr 1e-4") == set()
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    (["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+      "RuntimeError: CUDA error: the launch timed out and was terminated"],
+     ("cuda-runtime:cudaErrorLaunchTimeout", "device-hardware", "node")),
+    (["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+      "RuntimeError: CURAND error: CURAND_STATUS_ALLOCATION_FAILED when calling `curandCreateGenerator`"],
+     ("cuda-libraries:CURAND_STATUS_ALLOCATION_FAILED", "out-of-memory", "job")),
+    (["Traceback (most recent call last):", '  File "serve.py", line 40, in <module>',
+      "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage"],
+     ("nccl:ncclInvalidUsage", "program-error", "job")),
+    (["Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
+      "RuntimeError: failed to recv, got 0 bytes"],
+     ("torch:failed to recv, got 0 bytes", "peer-exited", "job")),
+    (["Traceback (most recent call last):", '  File "train.py", line 30, in <module>',
+      "OSError: [Errno 133] Memory page has hardware error"],
+     ("errno:EHWPOISON", "device-hardware", "node")),
+    (["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+      "RuntimeError: Failed to find C compiler. Please specify via CC environment variable."],
+     ("compilers:Failed to find C compiler", "missing-module", "config")),
+    (["Traceback (most recent call last):", '  File "train.py", line 7, in <module>',
+      "_pickle.UnpicklingError: invalid load key, 'v'."],
+     ("python:UnpicklingError", "program-error", "job")),
+    (["Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding",
+      "ModuleNotFoundError: No module named 'encodings'"],
+     ("python:Fatal Python error: init_fs_encoding", "missing-module", "config")),
+    (["slurmstepd: error: *** JOB 81234 STEPD TERMINATED ON gpu07 AT 2024-05-01T10:00:00 DUE TO JOB NOT ENDING "
+      "WITH SIGNALS ***"],
+     ("slurm:DUE TO JOB NOT ENDING WITH SIGNALS", "node-failure", "node")),
+    (["Traceback (most recent call last):", '  File "train.py", line 88, in <module>',
+      "RuntimeError: aclrtSynchronizeDevice:torch_npu/csrc/core/npu/NPUStream.cpp:123 NPU function error: "
+      "UCE ERROR., error code is 507053"],
+     ("ascend-acl:ACL_ERROR_RT_DEVICE_MEM_ERROR", "device-hardware", "node")),
+])
+def test_new_rows_name_the_failure(lines, expected):
+    first = diagnose_lines(lines).first
+    assert first is not None and (first.id, first.cause, first.actor) == expected

@@ -69,7 +69,9 @@ TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+
 TORCHRUN_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
 TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\)")
 SLURM = re.compile(r"(?P<who>slurmstepd|srun)(?:-[\w.-]+)?: error: (?P<msg>.*)")
-_SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABLE MEMORY ERROR)|oom[_-]kill event|"
+# "STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS": slurmstepd could not end the job's processes.
+_SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABLE MEMORY ERROR|STEPD TERMINATED)|"
+                            r"oom[_-]kill event|"
                             r"Exceeded (?:job|step) memory limit|execve\(\)|Node failure on|Prolog launch failure|"
                             r"Unable to (?:create step|allocate resources)")
 _SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
