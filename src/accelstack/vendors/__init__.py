@@ -165,6 +165,9 @@ class Vendor:
     visible_devices_env: tuple[str, ...] = ()  # the first is what the env file writes
     socket_ifname_env: str | None = None  # the backend's socket-interface variable
     tool: str | None = None  # the device tool (nvidia-smi)
+    # What the ``health`` check reads and judges with the tool, for its help and the README's table of checks.
+    health_read: str = ""  # the tool call it reads (`nvidia-smi -q -x`)
+    health_help: str = ""  # the aspects it judges, each with its rule
     tool_sections: Mapping[str, str] = {}  # probe section -> the tool behind it, for documents that do not say
     required_symbols: Mapping[str, Sequence[str]] = {}  # library -> symbols torch needs it to export
     has_devices: bool = True

@@ -60,6 +60,10 @@ class AmdVendor(Vendor):
     visible_devices_env = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
     socket_ifname_env = "NCCL_SOCKET_IFNAME"  # RCCL reads NCCL's variables
     tool = "amd-smi"
+    health_read = "`amd-smi`"
+    health_help = ("`health.ecc` (uncorrectable or deferred fails), `health.bad_pages` (retired or "
+                   "pending pages), `health.temperature` (against the GPU's own limits), `health.throttle`, "
+                   "`health.power` (near the cap while idle), `health.pcie` (link narrower than its maximum)")
     tool_sections = {"amd_smi_static": "amd-smi", "amd_smi_version": "amd-smi", "rocm_smi": "rocm-smi"}
     # RCCL keeps NCCL's API: torch's ProcessGroupNCCL dlsyms the same entry points on ROCm (ncclCommInitRankConfig
     # from NCCL/RCCL 2.14, ncclCommSplit from 2.18; RCCL 2.18 came with ROCm 6.0).

@@ -65,6 +65,9 @@ class AscendVendor(Vendor):
     visible_devices_env = ("ASCEND_RT_VISIBLE_DEVICES",)
     socket_ifname_env = "HCCL_SOCKET_IFNAME"
     tool = "npu-smi"
+    health_read = "`npu-smi`"
+    health_help = ("`health.status`, `health.ecc` (`-t ecc`), `health.hbm`, `health.temperature`, "
+                   "`health.aicore` (busy with no process listed)")
     tool_sections = {"npu_smi": "npu-smi"}
     # What torch_npu dlsyms at the first communicator (the Ascend/pytorch sources, ProcessGroupHCCL).
     required_symbols = {"libhccl.so": ["HcclCommInitRootInfo", "HcclCommInitRootInfoConfig"]}

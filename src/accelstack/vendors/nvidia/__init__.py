@@ -85,6 +85,13 @@ class NvidiaVendor(Vendor):
     visible_devices_env = ("CUDA_VISIBLE_DEVICES",)
     socket_ifname_env = "NCCL_SOCKET_IFNAME"
     tool = "nvidia-smi"
+    health_read = "`nvidia-smi -q -x`"
+    health_help = ("`health.ecc` (uncorrectable volatile fails, lifetime-only warns, a reset asked "
+                   "for fails), `health.remapped_rows` (pending or failed fails), `health.retired_pages` (pre-Ampere), "
+                   "`health.throttle` (hardware/thermal slowdown fails, power cap while idle warns), "
+                   "`health.temperature` (against the GPU's own slowdown limit), `health.persistence`, "
+                   "`health.nvlink` (`nvidia-smi nvlink -s`, links per SKU), `health.xid` (kernel log, severity per "
+                   "DCGM's classification)")
     tool_sections = {"nvidia_smi": "nvidia-smi", "nvcc": "nvcc"}
     # What torch dlsyms at the first communicator: ncclCommInitRankConfig arrived in NCCL 2.14 and ncclCommSplit in
     # 2.18, both used by torch >= 2.2 (https://github.com/pytorch/pytorch, ProcessGroupNCCL / NCCLUtils).
