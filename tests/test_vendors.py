@@ -138,6 +138,30 @@ def test_no_shared_template_or_role_compares_the_vendor_with_a_name() -> None:
     assert found == {}, "put the vendor's part in vendors/<name>/templates/ or ask one of its attributes: " + repr(found)
 
 
+def test_the_facts_probe_names_no_vendor_and_carries_each_vendors_part() -> None:
+    # The shell script names no vendor's tool, PCI id or tool folder; each vendor's probe.sh, ids and folders are
+    # put in by accelstack.facts.probe, so a new vendor's probe is a file in its folder.
+    from accelstack.facts.probe import PROBE_SCRIPT, _hostside_text
+    from accelstack.paths import hostside
+
+    base = hostside("probes", PROBE_SCRIPT).read_text(encoding="utf-8")
+    code = "\n".join(line for line in base.splitlines() if not line.lstrip().startswith("#"))
+    for vendor in vendors():
+        named = [w for w in (vendor.tool, *vendor.pci_vendor_ids, *vendor.tool_dirs) if w and w.lower() in code.lower()]
+        assert named == [], f"facts_probe.sh names {vendor.name}'s {named}: put it in vendors/{vendor.name}/"
+    sent = _hostside_text(PROBE_SCRIPT)
+    assert "@vendor-" not in "\n".join(line for line in sent.splitlines() if not line.lstrip().startswith("#"))
+    extra = next(line for line in sent.splitlines() if line.startswith("EXTRA_DIRS="))
+    for vendor in vendors():
+        part = vendor.data("probe.sh")
+        if part.is_file():
+            assert part.read_text(encoding="utf-8") in sent
+        for pci in vendor.pci_vendor_ids:
+            assert any(pci in line and f"SEEN_{vendor.name}=yes" in line for line in sent.splitlines())
+        assert all(f":{folder}" in extra for folder in vendor.tool_dirs)
+        assert f"SEEN_{vendor.name}=" in sent
+
+
 # ----- the registry -----------------------------------------------------------------------------------------------
 
 

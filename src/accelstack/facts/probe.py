@@ -26,6 +26,7 @@ from typing import Any
 
 from accelstack.facts.parsers import parse_cpu_list
 from accelstack.paths import hostside
+from accelstack.vendors import vendors
 
 PROBE_SCRIPT = "facts_probe.sh"
 STACK_SNIPPET = "stack_snippet.py"
@@ -57,7 +58,37 @@ class ProbeOptions:
 
 @functools.lru_cache(maxsize=8)
 def _hostside_text(name: str) -> str:
-    return hostside("probes", name).read_text(encoding="utf-8")
+    text = hostside("probes", name).read_text(encoding="utf-8")
+    return vendor_probe(text) if name == PROBE_SCRIPT else text
+
+
+def _line_of(text: str, marker: str) -> str:
+    [line] = [line for line in text.splitlines(keepends=True) if marker in line]
+    return line
+
+
+def _spellings(ids: tuple[str, ...]) -> list[str]:
+    """sysfs writes ``0x10de``; a kernel or a simulation may write ``0x10DE``: the case matches both."""
+    return sorted({i.lower() for i in ids} | {"0x" + i[2:].upper() for i in ids})
+
+
+def vendor_probe(text: str) -> str:
+    """The facts probe with each vendor's part put in (:class:`accelstack.vendors.Vendor`): its tools' folders
+    after the system's, ``SEEN_<vendor>`` set when a PCI device of its ids is on the bus, and its ``probe.sh``
+    where the script's vendors line is. A vendor brings its part in its folder; the script names none."""
+    every = vendors()
+    dirs = [d for v in every for d in v.tool_dirs]
+    head = "".join(f"SEEN_{v.name}=\n" for v in every)
+    base = _line_of(text, "EXTRA_DIRS=")
+    text = text.replace(base, head + base.rstrip("\n") + "".join(f":{d}" for d in dirs) + "\n", 1)
+    pci = _line_of(text, "@vendor-pci-ids@")
+    indent = pci[:len(pci) - len(pci.lstrip())]
+    cases = "".join(f"{indent}{' | '.join(_spellings(v.pci_vendor_ids))}) SEEN_{v.name}=yes ;;\n"
+                    for v in every if v.pci_vendor_ids)
+    text = text.replace(pci, cases, 1)
+    # Put in as written (a here-document's end must stay at the start of its line).
+    parts = [v.data("probe.sh").read_text(encoding="utf-8") for v in every if v.data("probe.sh").is_file()]
+    return text.replace(_line_of(text, "@vendor-probes@"), "\n".join(parts), 1)
 
 
 def without_comment_lines(text: str) -> str:

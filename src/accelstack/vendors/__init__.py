@@ -46,12 +46,17 @@ its folder (``nvidia/`` is the fullest example):
 ``roles/<role>/`` (or the project's ``roles/<role>/``, which wins)
     The Ansible-layout roles that install its components; their ``meta.yml`` names the vendor.
 
+``probe.sh``
+    Its part of the facts probe (POSIX sh, run in the probe's one round trip; ``accelstack.facts.probe`` puts each
+    vendor's part, its PCI ids (``pci_vendor_ids``) and its tools' folders (``tool_dirs``) into the probe).
+``templates/``
+    Its part of the shared templates (``env.sh.j2``: the environment file's lines for its toolkit).
+
 Files outside its folder that a new vendor touches (AMD ROCm's, for example): a stack under ``stacks/``
-(``vendor: amd``); the facts probe (``hostside/probes/facts_probe.sh``), which reads only the PCI vendor ids and the
-tools it knows in its one round trip; and its simulation in the lab (a simulated ``amd-smi`` and installers: test
-tooling, not the product). The README's table of components is regenerated from the vendors
-(``accelstack.stacks.components.readme_table``). Nothing of the engine changes: no registry list, no branch, no
-table of the compat engine, of the checks or of the host-side validators.
+(``vendor: amd``), an example; the README's table of components, regenerated from the vendors
+(``accelstack.stacks.components.readme_table``); and its simulation in the lab (a simulated ``amd-smi`` and
+installers: test tooling, not the product). Nothing of the engine changes: no registry list, no branch, no table of
+the compatibility rules, of the checks or of the host-side validators.
 """
 
 from __future__ import annotations
@@ -161,6 +166,7 @@ class Vendor:
     torch_plugin: str | None = None  # the module that registers the device type with torch (torch_npu)
     torch_build: str = ""  # what a torch needs to see the devices, for a remedy ("a CUDA build")
     pci_vendor_ids: tuple[str, ...] = ()  # 0x10de
+    tool_dirs: tuple[str, ...] = ()  # folders its tools live in off PATH (/usr/local/cuda/bin)
     pci_classes: tuple[str, ...] = ()  # PCI class prefixes of its accelerators (0x0302: 3D controller)
     visible_devices_env: tuple[str, ...] = ()  # the first is what the env file writes
     socket_ifname_env: str | None = None  # the backend's socket-interface variable

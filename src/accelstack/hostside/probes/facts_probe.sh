@@ -36,12 +36,13 @@
 set -f
 M=@@accelstack-probe@@
 ON_PATH=
-AMD_SEEN=
 TO=$1 STACK_TO=$2 ROOT=$3 PY=$4 STACK_SNIPPET=$5 NET_SNIPPET=$6 SCOPE=$7
 shift 7
 LC_ALL=C LANG=C
 export LC_ALL LANG
-EXTRA_DIRS=/usr/local/bin:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/cuda/bin:/usr/local/nvidia/bin:/opt/rocm/bin
+# @vendor-tool-dirs@ (accelstack.facts.probe: the folders each vendor's tools live in, after the system's, and
+# SEEN_<vendor>= for each vendor)
+EXTRA_DIRS=/usr/local/bin:/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin
 NL='
 '
 
@@ -460,8 +461,7 @@ probe() {
             [ -r "$dev/vendor" ] || continue
             read -r vendor <"$dev/vendor"
             case $vendor in
-            0x10de | 0x10DE | 0x19e5 | 0x19E5) ;;
-            0x1002) AMD_SEEN=yes ;;
+            # @vendor-pci-ids@ (each vendor's ids: accelstack.facts.probe writes `ID | ID) SEEN_<vendor>=yes ;;`)
             *) continue ;;
             esac
             device= class= numa=
@@ -511,90 +511,8 @@ probe() {
         fi
     fi
 
-    # NVIDIA
-    put_file /proc/driver/nvidia/version
-    # The driver's version comes from the loaded module's file first (facts/assemble.py): with "components" and a
-    # module line that carries a version there, nvidia-smi (a real cost on a GPU node) has nothing to add.
-    smi=yes
-    if [ "$SCOPE" = components ] && [ -r /proc/driver/nvidia/version ]; then
-        while IFS= read -r line || [ -n "$line" ]; do
-            case $line in *"Kernel Module"*[0-9].[0-9]*) smi= ;; esac
-        done </proc/driver/nvidia/version
-    fi
-    if [ -n "$smi" ]; then
-        tool nvidia_smi "$TO" nvidia-smi \
-            --query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,temperature.gpu,utilization.gpu \
-            --format=csv,noheader,nounits
-    fi
-    for path in /usr/local/cuda/version.json /usr/local/cuda/version.txt; do put_file "$path"; done
-    tool nvcc "$TO" nvcc --version
-    set +f
-    list=
-    for dir in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib \
-        /usr/local/cuda/lib64 /usr/local/nccl/lib /opt/nccl/lib; do
-        for lib in "$dir"/libnccl.so*; do
-            if [ -e "$lib" ]; then list="$list$lib$NL"; fi
-        done
-    done
-    set -f
-    native nccl_libs "ls libnccl.so* in the library folders" "$list"
-    # Which of them a program linking -lnccl gets: the first libnccl.so.2 in the loader's cache (ld.so.conf's
-    # folder order). Only its lines travel, and only where a system libnccl exists.
-    if [ -n "$list" ]; then
-        find_tool ldconfig
-        if [ -n "$T" ]; then
-            cache=$("$T" -p 2>/dev/null </dev/null)
-            found=
-            while IFS= read -r line; do
-                case $line in *libnccl.so.2\ *) found="$found$line$NL" ;; esac
-            done <<CACHE
-$cache
-CACHE
-            native nccl_loader "ldconfig -p: libnccl.so.2" "$found"
-            # ... and the file that name leads to (libnccl.so.2 -> libnccl.so.2.28.9): its name is the version.
-            first=${found%%"$NL"*}
-            if [ -n "$first" ] && find_tool readlink && [ -n "$T" ]; then
-                native nccl_loader_file "readlink -f" "$("$T" -f -- "${first##*=> }" 2>/dev/null)"
-            fi
-        fi
-    fi
-    for path in /usr/include/nccl.h /usr/local/cuda/include/nccl.h /usr/local/include/nccl.h \
-        /usr/local/nccl/include/nccl.h; do
-        if [ -f "$path" ]; then put_file "$path"; fi
-    done
-
-    # Ascend: the version files of both the CANN <= 8.3 (ascend-toolkit) and the 8.5+ (cann) layouts; the patterns
-    # catch an arch folder that differs from uname (containers) and versioned nnal folders.
-    for path in /etc/ascend_install.info "$ROOT/driver/version.info" "$ROOT/firmware/version.info" \
-        "$ROOT/ascend-toolkit/latest/version.cfg" \
-        "$ROOT/ascend-toolkit/latest/$MACHINE-linux/ascend_toolkit_install.info" \
-        "$ROOT/ascend-toolkit/latest/runtime/version.info" "$ROOT/ascend-toolkit/latest/opp_kernel/version.info" \
-        "$ROOT/cann/version.cfg" "$ROOT/cann/$MACHINE-linux/ascend_toolkit_install.info" \
-        "$ROOT/cann/$MACHINE-linux/ascend_ops_install.info" "$ROOT/nnal/atb/latest/version.info"; do
-        put_file "$path"
-    done
-    set +f
-    for path in "$ROOT"/ascend-toolkit/latest/*-linux/ascend_*_install.info "$ROOT"/cann/*-linux/ascend_*_install.info \
-        "$ROOT"/nnal/atb/*/version.info; do
-        if [ -f "$path" ]; then put_file "$path"; fi
-    done
-    set -f
-    [ "$SCOPE" = components ] || tool npu_smi "$TO" npu-smi info
-
-    # AMD: the DKMS amdgpu module's version and ROCm's release file; amd-smi (a python program: about a second) only
-    # for "host", where it is installed or an AMD GPU is on the bus (its absence is then worth reporting), and
-    # rocm-smi where amd-smi is not there (ROCm before 6.0).
-    for path in /sys/module/amdgpu/version /opt/rocm/.info/version; do put_file "$path" small; done
-    if [ "$SCOPE" != components ]; then
-        find_tool amd-smi
-        if [ -n "$T" ] || [ -n "$AMD_SEEN" ]; then
-            tool amd_smi_static "$TO" amd-smi static --json
-            if [ "$rc" = missing ]; then
-                find_tool rocm-smi
-                [ -z "$T" ] || tool rocm_smi "$TO" rocm-smi --showproductname --showdriverversion --json
-            fi
-        fi
-    fi
+    # Each vendor's part (vendors/<name>/probe.sh), in the vendors' order: accelstack.facts.probe puts them here.
+    # @vendor-probes@
 
     # The python3 on PATH, which the validators run on, without starting an interpreter; then the stack's python.
     ON_PATH=path

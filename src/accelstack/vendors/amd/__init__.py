@@ -54,6 +54,7 @@ class AmdVendor(Vendor):
     backend = "nccl"  # RCCL, under torch's NCCL backend name on ROCm builds
     torch_device = "cuda"
     torch_build = "a ROCm build (torch.version.hip set: a +rocmX.Y wheel from download.pytorch.org/whl/rocmX.Y)"
+    tool_dirs = ("/opt/rocm/bin",)  # where its tools are when not on PATH (the facts probe looks there)
     pci_vendor_ids = ("0x1002",)  # AMD/ATI graphics (0x1022 is AMD's CPUs and chipsets)
     # Instinct parts: MI300X is a processing accelerator (0x1200), MI250X/MI210/MI100 a display controller (0x0380).
     pci_classes = ("0x1200", "0x0380")

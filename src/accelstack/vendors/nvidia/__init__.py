@@ -80,6 +80,7 @@ class NvidiaVendor(Vendor):
     backend = "nccl"
     torch_device = "cuda"
     torch_build = "a CUDA build"
+    tool_dirs = ("/usr/local/cuda/bin", "/usr/local/nvidia/bin")  # where its tools are when not on PATH (the facts probe looks there)
     pci_vendor_ids = ("0x10de",)
     pci_classes = ("0x0302", "0x0300")  # 3D controller (data-center GPUs), VGA controller
     visible_devices_env = ("CUDA_VISIBLE_DEVICES",)
