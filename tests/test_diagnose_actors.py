@@ -28,15 +28,40 @@ def first(lines: list[str]) -> Finding:
     return diagnosis.first
 
 
+# ---- a consequence is acted on by whoever acts on its cause ----
+
+def test_a_timeout_after_a_ranks_own_error_is_acted_on_by_that_errors_actor():
+    findings = diagnose_lines(["[rank1]: Traceback (most recent call last):",
+                               '[rank1]:   File "train.py", line 9, in step',
+                               "[rank1]: KeyError: 'labels'",
+                               TIMEOUT.format(r=0)]).findings
+    assert [f.cause for f in findings][:2] == ["program-error", "collective-timeout"]
+    timeout = findings[1]
+    assert timeout.consequence_of == "program-error" and timeout.actor == "job"
+    assert "program-error" in timeout.extracted["actor_reason"]
+
+
+def test_a_timeout_that_follows_nothing_is_not_revised_by_it():
+    timeout = first([TIMEOUT.format(r=0), TIMEOUT.format(r=1)])
+    assert timeout.consequence_of is None and timeout.actor == "config"
+
+
 # ---- failed hardware on the host: the downstream reports are the node's ----
 
 def test_a_timeout_beside_failed_hardware_is_the_nodes():
     timeout = by_cause([XID79, TIMEOUT.format(r=0), TIMEOUT.format(r=1)], "collective-timeout")
-    assert timeout.actor == "node"
-    assert "fallen off" in timeout.extracted["actor_reason"] or "Xid" in timeout.extracted["actor_reason"]
+    assert timeout.actor == "node" and "xid-fatal" in timeout.extracted["actor_reason"]
     assert "Who acts: node" in timeout.explanation
     # The hardware leads; the timeout is its consequence.
     assert diagnose_lines([XID79, TIMEOUT.format(r=0)]).first.cause == "xid-fatal"
+    # Where the timeout was not read as the Xid's consequence (it came first in the logs), the host's hardware
+    # still makes it the node's.
+    findings = diagnose_lines([XID79, TIMEOUT.format(r=0)]).findings
+    xid = next(f for f in findings if f.cause == "xid-fatal")
+    timeout = dataclasses.replace(next(f for f in findings if f.cause == "collective-timeout"), actor="config",
+                                  consequence_of=None, extracted={})
+    decide_actors([xid, timeout], Context())
+    assert timeout.actor == "node" and "Xid" in timeout.extracted["actor_reason"]
 
 
 def test_a_timeout_without_hardware_or_beside_another_hosts_hardware_keeps_its_actor():
@@ -46,7 +71,7 @@ def test_a_timeout_without_hardware_or_beside_another_hosts_hardware_keeps_its_a
     findings = diagnose_lines([XID79, TIMEOUT.format(r=0)]).findings
     timeout = next(f for f in findings if f.cause == "collective-timeout")
     xid = next(f for f in findings if f.cause == "xid-fatal")
-    timeout = dataclasses.replace(timeout, actor="config", hosts=["gpu-01"], extracted={})
+    timeout = dataclasses.replace(timeout, actor="config", hosts=["gpu-01"], extracted={}, consequence_of=None)
     xid = dataclasses.replace(xid, hosts=["gpu-02"])
     decide_actors([xid, timeout], Context())
     assert timeout.actor == "config"
@@ -62,6 +87,11 @@ def test_a_dead_peer_beside_an_unreachable_store_is_the_services():
                                       "system error, NCCL version 2.19.3"]).findings
     nccl = next(f for f in findings if f.cause == "nccl-internal")
     assert any(f.cause == "connect-timeout" for f in findings)
+    assert nccl.actor == "service" and "connect-timeout" in nccl.extracted["actor_reason"]
+    # Not read as a consequence, the unreachable store still makes it the service's.
+    store = next(f for f in findings if f.cause == "connect-timeout")
+    nccl = dataclasses.replace(nccl, actor="node", consequence_of=None, extracted={})
+    decide_actors([store, nccl], Context())
     assert nccl.actor == "service" and "rendezvous" in nccl.extracted["actor_reason"]
 
 
@@ -87,7 +117,8 @@ def test_ncclS_generic_error_whose_warn_names_the_device_keeps_its_actor():
     found = by_cause(["gpu-3:11:22 [0] enqueue.cc:58 NCCL WARN Cuda failure 'unspecified launch failure'",
                       "ncclInternalError: Internal check failed. This is either a bug in NCCL or due to memory "
                       "corruption"], "nccl-internal")
-    assert found.actor == "node" and "actor_reason" not in found.extracted
+    # Not the launch's: what the WARN names (here the CUDA failure it follows) decides.
+    assert found.actor != "config" and "NCCL_DEBUG" not in found.extracted.get("actor_reason", "")
 
 
 # ---- a collective that timed out while its peers were elsewhere ----

@@ -16,6 +16,8 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
   ranks were elsewhere (a stall in their data loading, a rank-dependent branch), which is the program's: ``job``.
   torch's own watchdog message names incorrect collective usage first
   (https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications).
+- A report that the diagnosis already read as the consequence of an earlier finding (a timeout after a rank's
+  error) is acted on by whoever acts on that finding.
 - A collective timeout, a peer that exited, NCCL's generic error or an unnamed failure on a host whose kernel
   reported failed hardware (an Xid, an uncorrectable ECC error, a GPU off the bus) is that hardware's: ``node``.
 - The same downstream reports beside a rendezvous / store that could not be reached: the rendezvous ``service``.
@@ -93,6 +95,15 @@ def decide_actors(findings: list[Finding], context: Context) -> None:
                 finding.extracted["actor_reason"] = reason
                 finding.explanation += f" Who acts: {actor}, because {reason}."
             break
+
+
+def _consequence(finding: Finding, findings: list[Finding], _context: Context) -> tuple[str, str] | None:
+    if not finding.consequence_of or not finding.symptom:
+        return None
+    root = next((f for f in findings if f is not finding and f.cause == finding.consequence_of), None)
+    if root is None:
+        return None
+    return root.actor, f"it follows the earlier {root.cause} ({root.first_line.where()}), whose actor acts on both"
 
 
 def _hardware_on_host(finding: Finding, findings: list[Finding], _context: Context) -> tuple[str, str] | None:
@@ -195,5 +206,5 @@ def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
     return text[start: match.end() + 40].strip()
 
 
-RULES: tuple[Rule, ...] = (_hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
+RULES: tuple[Rule, ...] = (_consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
                            _read_only_by_design, _unclassified_class)
