@@ -130,10 +130,16 @@ def test_ncclsystemerror_is_the_launchs_environment_first():
     cupy = first(["cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error (run "
                   "with NCCL_DEBUG=INFO for details)"])
     assert (cupy.cause, cupy.actor) == ("nccl-internal", "config")
-    # An internal error is still NCCL's or the node's.
+    # An internal error with no WARN saying what broke is the launch's first too (tests/test_diagnose_actors.py);
+    # one whose WARN names the device stays the node's.
     internal = first(["RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this "
                       "issue to the NCCL developers, NCCL version 2.19.3"])
-    assert (internal.id, internal.actor) == ("nccl-error", "node")
+    assert (internal.id, internal.actor) == ("nccl-error", "config") and "NCCL_DEBUG=WARN" in \
+        internal.extracted["actor_reason"]
+    device = first(["host-1:2201:2290 [0] enqueue.cc:58 NCCL WARN Cuda failure 'unspecified launch failure'",
+                    "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this "
+                    "issue to the NCCL developers, NCCL version 2.19.3"])
+    assert device.actor != "config"
     # What broke under it, named on the WARN line, still leads.
     shm = first(["host-1:2201:2290 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a1 (size "
                  "9637888)",

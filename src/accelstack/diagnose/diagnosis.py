@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from ..vendors import ANY, Vendor
+from .actors import Context, decide_actors
 from .catalog import Catalog, Signature, load_catalog
 from .causes import Cause, confirming_check, load_causes
 from .failures import LineHits, event_findings
@@ -57,6 +58,9 @@ _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
 CODES_CAP = 64
+# Failure events that are a process's own error (not a launcher's or the scheduler's report of how it ended).
+OWN_FAILURE_KINDS = frozenset({"exception", "traceback", "terminate", "fatal", "plog", "error-line", "device-assert",
+                               "kernel"})
 
 
 @dataclass
@@ -404,8 +408,22 @@ class Scanner:
         _warnings_below_failures(findings)
         findings.sort(key=functools.cmp_to_key(_rank_order))
         _mark_consequences(findings)
+        decide_actors(findings, self._actor_context())
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
                          truncated=list(self._truncated), skipped=list(self._skipped))
+
+    def _actor_context(self) -> Context:
+        """What the actor rules read besides the findings (see :mod:`.actors`)."""
+        failed: set[int] = set()
+        for event in self._tracker.events:
+            if event.kind not in OWN_FAILURE_KINDS or not event.primary:
+                continue
+            rank = event.stream if event.stream is not None else getattr(event.first, "rank", None)
+            if rank is not None:
+                failed.add(rank)
+        stopped = {rank for rank, how in self._tracker.summary_ranks.items() if how == "SIGTERM"}
+        return Context(warns=list(self._warns), last_error=self._last_error, ranks_stopped=stopped,
+                       ranks_failed=failed)
 
     def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
         """Failures the structure found that no signature or error code explains, classified by the tables; the

@@ -50,6 +50,8 @@ _QUOTE_MARKUP = re.compile(r"^(?:[>`'\"*]+\s*)+")
 # "... 请问有人遇到 triton.runtime.errors.OutOfResources: ..."): only a module-qualified class (two dots at least,
 # the last part capitalised) followed by ": message" counts, never a bare word.
 _INLINE_EXCEPTION = re.compile(r"(?:^|[\s`'\"(\[])(?P<type>[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*): (?P<msg>.+?)`?\s*$")
+# An OSError as str() prints it, alone at the start of a line: the program caught the exception and printed it.
+_ERRNO_LINE = re.compile(r"^\[Errno \d{1,4}\] \S")
 # What a class name ends with when it is an exception (PEP 8 names them *Error; the rest are the few builtins and
 # library classes that do not, each also a literal of the tables).
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit)$")
@@ -164,6 +166,9 @@ class _Stream:
     handled_at: int = -HANDLED_LINES - 1  # the last retry notice's line
     error_line: FailureEvent | None = None  # the last failure made of error-level lines
     last_event: FailureEvent | None = None  # the exception that closed the last traceback, for continuation lines
+    # IPython's header names the exception before its frames ("RayTaskError(PermissionError)   Traceback (most
+    # recent call last)"): the class, for a traceback whose own exception line is cut off or not read.
+    header_type: str | None = None
 
 
 def split_prefix(line: str) -> tuple[int | None, str]:
@@ -184,6 +189,9 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     quoted = _QUOTE_MARKUP.match(rest)
     if quoted:
         rest = rest[quoted.end():].rstrip().rstrip("`'\"")
+    if _ERRNO_LINE.match(rest):
+        # str() of an OSError, printed by a program that caught it ("[Errno 13] Permission denied: '/.cache'").
+        return "OSError", rest.strip()
     match = EXCEPTION.match(rest)
     if match is None:
         inline = _INLINE_EXCEPTION.search(rest)
@@ -226,6 +234,10 @@ class FailureTracker:
         self._plog: dict[str, FailureEvent] = {}
         self._terminate: FailureEvent | None = None
         self._rows: tuple[TableRow, ...] = ()
+        # Every rank torchrun's failure summary lists (not only its root cause), with how it ended ("SIGTERM": the
+        # agent stopped it after another worker failed), across all logs read.
+        self.summary_ranks: dict[int, str | None] = {}
+        self._listing: int | None = None
 
     # ---- sources ----
 
@@ -265,10 +277,13 @@ class FailureTracker:
 
         header = TRACEBACK.search(rest)
         if header:
-            stream.log_prefix = _learned_prefix(rest[: header.start()]) if stream.log_prefix is None else \
-                stream.log_prefix
+            head = rest[: header.start()]
+            ipython = _IPYTHON_HEADER.match(head)
+            if stream.log_prefix is None and ipython is None:
+                stream.log_prefix = _learned_prefix(head)
             if stream.traceback_at is not None and stream.last_event is None:
                 self._incomplete(stream, stream_rank)
+            stream.header_type = ipython.group("type") if ipython else None
             if lineno - stream.handled_at <= HANDLED_LINES:
                 stream.ignored = True
             chained = stream.chained and stream.last_event is not None
@@ -364,7 +379,8 @@ class FailureTracker:
                           "Traceback (most recent call last):")
         if event is not None:
             event.frame = stream.frame
-        stream.traceback_at = None
+            event.exc_type = stream.header_type
+        stream.traceback_at, stream.header_type = None, None
 
     def _close_open_tracebacks(self) -> None:
         for rank, stream in self._streams.items():
@@ -427,6 +443,7 @@ class FailureTracker:
                 found = pattern.search(text)
                 if found is None:
                     continue
+                self._list_rank(pattern, found)
                 summary = self._torchrun
                 if pattern is TORCHRUN_RANK and (self._torchrun_root or summary.rank is None):
                     summary.rank = int(found.group("rank"))
@@ -494,6 +511,21 @@ class FailureTracker:
             return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
 
+    def _list_rank(self, pattern: re.Pattern[str], found: re.Match[str]) -> None:
+        """Note a rank of torchrun's summary and how it ended (a signal by name, or one an exit code carries)."""
+        if pattern is TORCHRUN_RANK:
+            rank = int(found.group("rank"))
+            if len(self.summary_ranks) < EVENTS_CAP:
+                self.summary_ranks.setdefault(rank, None)
+                self._listing = rank
+            return
+        if self._listing is None:
+            return
+        if pattern is TORCHRUN_SIGNAL:
+            self.summary_ranks[self._listing] = found.group("sig")
+        elif int(found.group("code")) == -15:
+            self.summary_ranks[self._listing] = "SIGTERM"
+
     def _error_lines(self, kind: str, stream: _Stream, stream_rank: int | None, lineno: int, rest: str,
                      evidence: Callable[[], object], signal: str | None = None) -> bool:
         """Error lines a table names (or CUDA's device assertions): the lines of one failure when they are close."""
@@ -520,6 +552,9 @@ def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
 
 
 _SUMMARY_FIELD = re.compile(r"^\s*traceback\s*:\s*$")
+# IPython's traceback header: the exception's class, then wide padding, then "Traceback (most recent call last)".
+_IPYTHON_HEADER = re.compile(r"^\s*(?:-+\s*)?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)"
+                             r"(?:\([A-Za-z_][\w.]*\))?)\s{2,}$")
 
 
 def _learned_prefix(head: str) -> re.Pattern[str] | None:
