@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import (
     MAX_EVIDENCE_CHARS,
+    TAIL_LINES,
     ReadState,
     anchor_regex,
     clean_line,
@@ -60,7 +62,7 @@ WARN_CAP = 3
 CODES_CAP = 64
 # Failure events that are a process's own error (not a launcher's or the scheduler's report of how it ended).
 OWN_FAILURE_KINDS = frozenset({"exception", "traceback", "terminate", "fatal", "plog", "error-line", "device-assert",
-                               "kernel"})
+                               "kernel", "abort", "final"})
 
 
 @dataclass
@@ -182,6 +184,7 @@ class Scanner:
         self._warns: list[EvidenceLine] = []
         self._codes: dict[str, _Hits] = {}
         self._code_vendor: dict[str, Vendor] = {}  # whose code pattern found it
+        self._coded: set[int] = set()  # the logs that hold a vendor's error code
         self._source = LogSource(label="<lines>")
 
     # ---- input ----
@@ -191,8 +194,10 @@ class Scanner:
         self._begin(LogSource(label=source))
         count = 0
         after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
+        tail: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES)
         for lineno, raw in lines:
             count = lineno
+            tail.append((lineno, raw))
             if self._anchors_text.search(raw):
                 self._line(lineno, raw)
                 after_hit = True
@@ -200,7 +205,7 @@ class Scanner:
             if after_hit and self._wants_context():
                 self._line(lineno, raw)
             after_hit = False
-        self._end(count)
+        self._end(count, tail)
 
     def feed(self, path: str, lineno: int, raw: str) -> None:
         """One line (kept for callers that stream lines themselves)."""
@@ -238,7 +243,7 @@ class Scanner:
         if state.truncated:
             self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {state.lines},"
                                    " findings up to there are kept")
-        self._end(state.lines)
+        self._end(state.lines, state.tail_lines())
 
     def _wants_context(self) -> bool:
         """Whether the line after a hit is read although it holds no anchor: the NCCL WARN after "Last error:", the
@@ -253,8 +258,16 @@ class Scanner:
         self._after_hit = False
         self._tracker.begin(len(self._sources) - 1, self._base)
 
-    def _end(self, lines: int) -> None:
+    def _end(self, lines: int, tail: Iterable[tuple[int, str]] = ()) -> None:
         self._tracker.end()
+        source = len(self._sources) - 1
+        signatures = self._signature_lines.get(source)
+        explained = source in self._coded or bool(
+            signatures and any(not warning for _value, warning in signatures.values))
+        if not explained:
+            # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
+            cleaned = [(lineno, clean_line(raw)) for lineno, raw in tail]
+            self._tracker.tail(cleaned, self._evidence)
         self._base += lines
         self._lines += lines
 
@@ -320,6 +333,7 @@ class Scanner:
                 if code in self._codes or len(self._codes) < CODES_CAP:
                     evidence = evidence or self._evidence(lineno, text)
                     self._record(self._codes, code, {"code": code}, evidence)
+                    self._coded.add(len(self._sources) - 1)
                     if not self._wrapper_code(code, vendor):
                         # A code that names a cause explains the failure around it; a wrapper (torch_npu's
                         # "ERR00100 PTA call acl api failed") only says a call failed and leaves it to the failure's

@@ -29,6 +29,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_LINE_BYTES = 64 * 1024
 MAX_EVIDENCE_CHARS = 600
 BLOCK_BYTES = 1 << 20
+# How much of a log's end is kept whole (ReadState.tail): enough for a failure's last lines and what follows them.
+TAIL_BYTES = 8 * 1024
+TAIL_LINES = 40
 # Set to 0 to scan with the pure-Python block search even where grep exists (tests run both readers).
 GREP_ENV = "ACCELSTACK_DIAGNOSE_GREP"
 _GZIP_INPUT = 64 * 1024
@@ -134,6 +137,31 @@ class ReadState:
     def __init__(self) -> None:
         self.lines = 0
         self.truncated: str | None = None
+        # The log's last TAIL_BYTES: how it ends is read whole, not only through the prefilter (a final error line
+        # that holds no anchor, what came after it).
+        self.tail = b""
+
+    def keep_tail(self, block: bytes) -> None:
+        if len(block) >= TAIL_BYTES:
+            self.tail = block[-TAIL_BYTES:]
+        else:
+            self.tail = (self.tail + block)[-TAIL_BYTES:]
+
+    def tail_lines(self) -> list[tuple[int, str]]:
+        """The log's last lines (at most TAIL_LINES), numbered, decoded; a line cut by the window's start is left
+        out."""
+        data = self.tail
+        if not data:
+            return []
+        pieces = data.split(b"\n")
+        if pieces and pieces[-1] == b"":
+            pieces.pop()
+        if len(data) >= TAIL_BYTES and pieces:
+            pieces.pop(0)
+        pieces = pieces[-TAIL_LINES:]
+        first = self.lines - len(pieces) + 1
+        return [(first + index, piece[:MAX_LINE_BYTES].decode("utf-8", errors="replace"))
+                for index, piece in enumerate(pieces)]
 
 
 def open_log(path: str) -> tuple[IO[bytes], bool]:
@@ -200,6 +228,7 @@ def _whole_lines(blocks: Iterable[bytes], state: ReadState) -> Iterator[bytes]:
     carry = b""
     overflow = False
     for block in blocks:
+        state.keep_tail(block)
         if overflow:
             cut = block.find(b"\n")
             if cut < 0:
@@ -306,6 +335,7 @@ def grep_hits(blocks: Iterable[bytes] | None, path: str | None, anchors: Iterabl
                 if not chunk:
                     continue
                 state.lines += chunk.count(b"\n")
+                state.keep_tail(chunk)
                 last = chunk[-1:]
                 if sink is not None:
                     sink.write(chunk)

@@ -4,7 +4,11 @@ A Python traceback ends in its exception line (the last ``SomethingError: messag
 sums its workers' failures up (``ChildFailedError``, the root cause's rank, exit code and signal); the shell, the C++
 runtime and the interpreter report a process that died (``Segmentation fault``, ``Killed``, ``terminate called
 after throwing``, ``Fatal Python error``); Slurm ends a job with ``*** JOB ... CANCELLED AT ... DUE TO ... ***`` and
-srun reports each task's end; an Ascend plog writes ``[ERROR]`` lines. Each becomes a :class:`FailureEvent`, which the
+srun reports each task's end; an Ascend plog writes ``[ERROR]`` lines; a process ends itself on a failed check
+(glibc's assert and heap checks, the stack protector, a sanitizer, ROCclr's ``guarantee``, a Go or Rust panic,
+``MPI_ABORT``), Kubernetes reports ``OOMKilled``, a launcher reports a non-zero exit. And a log whose last events are
+error-level lines with nothing after them but their own trailer (a stack, an exit status) ended in that error
+(:meth:`FailureTracker.tail`, which reads the log's end whole: its final error need not hold an anchor). Each becomes a :class:`FailureEvent`, which the
 diagnosis classifies with the tables (or calls ``unclassified``, the error quoted) unless a signature already explains
 it. Reports that only repeat another process's failure (torchrun's summary, a launcher's non-zero exit, srun's
 "Exited with exit code") are *secondary*: they are a finding only when the logs hold nothing else.
@@ -85,7 +89,35 @@ SLURMCTLD_END = re.compile(r"_job_complete: JobId=(?P<job>\d+)\S* (?:WTERMSIG (?
 PLOG_ERROR = re.compile(r"^\[ERROR\] (?P<module>[A-Z][A-Z0-9_]*)\((?P<pid>\d+),(?P<proc>[^)]*)\):"
                         r"(?P<time>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\S*) (?P<msg>.*)")
 EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned non-zero exit status (?P<status>\d+)|"
-                          r"exited on signal (?P<signum>\d+)")
+                          r"exited on signal (?P<signum>\d+)|"
+                          # launchers and runtimes: accelerate's / a supervisor's "exited with code 1", Go's
+                          # "exit status 2", an IDE's "Process finished with exit code 1", mpirun's and
+                          # Kubernetes's summaries of a rank or a container that keeps failing
+                          r"(?i:exited with (?:exit )?code|exit status|finished with exit code)\s*:?\s*(?P<exited>-?\d+)|"
+                          r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
+                          r"(?P<backoff>CrashLoopBackOff)")
+# A process that ended itself on a failed check or a corrupt heap, or a runtime's fatal report; each is a failure
+# wherever it appears (none is printed by a program that goes on). Sources: glibc's assert
+# (https://sourceware.org/git/?p=glibc.git;a=blob;f=assert/assert.c "%s%s%s:%u: %s%sAssertion `%s' failed.") and
+# malloc checks (malloc/malloc.c malloc_printerr: "free(): invalid pointer", "double free or corruption");
+# the stack protector ("*** stack smashing detected ***", debug/stack_chk_fail.c); the sanitizers' reports
+# ("==PID==ERROR: AddressSanitizer: ...", https://github.com/google/sanitizers/wiki/AddressSanitizer); ROCclr's
+# guarantee(), which aborts (https://github.com/ROCm/clr/blob/develop/rocclr/utils/debug.hpp); Go's panic and
+# runtime's fatal error (https://go.dev/blog/defer-panic-and-recover); Rust's panic message
+# (https://doc.rust-lang.org/std/macro.panic.html); Open MPI's MPI_ABORT report; the shell's "command not found";
+# Kubernetes's container end reason OOMKilled, as `kubectl describe` ("Reason: OOMKilled") and `kubectl get pods`
+# (a column) print it (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/).
+ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
+                   r"(?P<assert>: Assertion `.*' failed\.?)|"
+                   r"(?P<heap>\*\*\* Error in `|double free or corruption|free\(\): (?:invalid (?:pointer|size)|double free)|"
+                   r"malloc\(\): (?:memory corruption|corrupted|invalid))|"
+                   r"(?P<smash>\*\*\* stack smashing detected \*\*\*)|"
+                   r"(?P<sanitizer>==\d+==ERROR: \w*Sanitizer: )|"
+                   r"(?P<gopanic>^panic: )|(?P<gofatal>^fatal error: )|"
+                   r"(?P<rust>thread '[^']*' panicked at)|"
+                   r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
+                   r"(?P<notfound>: command not found$)|"
+                   r"(?P<oomkilled>(?:^|Reason:\s+|\s{2})OOMKilled\b)")
 # A traceback printed right after a retry notice was handled: the program goes on.
 RETRY = re.compile(r"\b(?i:retry)")
 HANDLED_LINES = 2
@@ -103,11 +135,49 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
 ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
 
+# How a log ends (FailureTracker.tail): the last lines are read whole, and a log whose last events are at error level,
+# with nothing after them but the failure's own trailer (its stack, an exit status, a core dump), ended in that error.
+# A logger's level is the first level word of the line's head (python logging's "ERROR:root:" and " - ERROR - ",
+# loguru's "| ERROR |", vLLM's "ERROR 05-07 ...", log4j-style "[ERROR]"), glog's letter ("E1126 12:00:00.123"),
+# tornado's "[E 241126 ...]", logfmt's and JSON's level fields.
+_LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|"
+                         r"PANIC|EMERG|ALERT)\b|"
+                         r"(?:^|[\s\[])(?P<glog>[DIWEF])\d{4} \d\d:\d\d|^\[(?P<tornado>[DIWEFC]) \d{6}|"
+                         r"\[(?P<lower>debug|info|warn|warning|error|fatal|critical)\]|"
+                         r"\blevel\W{1,3}(?P<field>debug|info|warn|warning|error|fatal|critical|panic)\b")
+_LEVEL_HEAD = 100
+_ERROR_LEVELS = frozenset({"ERROR", "ERR", "FATAL", "CRITICAL", "CRIT", "SEVERE", "PANIC", "EMERG", "ALERT",
+                           "E", "F", "C"})
+_QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I"})
+# A line that starts with its severity, as command-line tools print their last word: "Error: ..." (Node.js, Go's
+# cobra, Rust's anyhow), "error: ..." / "error[E0425]: ..." (compilers, cargo, pip), "fatal: ..." (git), after the
+# program's name at most ("bash: error: ...", "make: *** [all] Error 2").
+_ERROR_START = re.compile(r"^(?:[\w.\-/]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?: \S|"
+                          r"^(?:[\w.\-/]+: )?\*\*\* .*\bError \d+")
+# What a failure leaves after its error line without the program going on: its stack (indented, "at ...",
+# "#3 0x...", "goroutine 1 [running]:", "src/main.rs:2:5"), a closing brace, a hint ("note: run with
+# RUST_BACKTRACE=1"), the runtime's version line (Node.js), the process's end (an exit status, a core dump).
+_TRAILER = re.compile(r"^\s|^at \S|^#\d+ |^goroutine \d+ |^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
+                      r"^Require stack:|^- /|^Node\.js v\d|^stack backtrace:|^\*\*\*|^-+$|^=+$|"
+                      r"(?i:exit(?:ed)? (?:status|with (?:exit )?code|code)|core dumped|^Aborted|^Killed|"
+                      r"^Segmentation fault|^Command exited|^\S+ terminated)")
+# A line saying the program went on: progress, a retry that worked, a service that is up, a run that finished.
+_PROGRESS = re.compile(r"(?i)\b(?:steps?|epoch|iter(?:ation)?s?|loss|it/s|s/it|tokens/s|samples/s|retry(?:ing)?|"
+                       r"recovered|reconnected|succeeded|success(?:ful(?:ly)?)?|resum\w*|ok|done|finished|"
+                       r"complete[d]?|saved|ready|listening|started|running|connected|continu\w*|passed|"
+                       r"throughput)\b|\d+%\|")
+# An error line that says the program goes on without what failed.
+_GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skipp\w*|ignor\w*|try(?:ing)? again|"
+                      r"will be retried)\b")
+# Lines after an error that neither continue it nor show the program going on (a closing notice, a blank banner):
+# this many at most, or the error is not how the log ended.
+TAIL_NEUTRAL = 2
+
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
     TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
-    DEVICE_ASSERT,
+    DEVICE_ASSERT, ABORT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
@@ -124,7 +194,7 @@ class Line:
 
 @dataclass
 class FailureEvent:
-    kind: str  # exception | traceback | signal | fatal | terminate | slurm | plog | torchrun | exit
+    kind: str  # exception | traceback | signal | fatal | terminate | slurm | plog | torchrun | exit | abort | final
     source: int  # index of the log in reading order
     stream: int | None  # the rank of the lines' prefix (None: no prefix)
     seq: int  # position in reading order, for "which came first"
@@ -258,6 +328,51 @@ class FailureTracker:
         """Whether the line after a hit may belong to an event (an exception's message, a what() line)."""
         return self._terminate is not None or any(
             s.traceback_at is not None or s.last_event is not None for s in self._streams.values())
+
+    def tail(self, lines: list[tuple[int, str]], evidence: Callable[[int, str], object]) -> None:
+        """How the current log ended (its last lines, read whole, cleaned), where the lines the prefilter passed
+        showed no failure of their own: a log whose last events are error-level lines, followed only by their own
+        trailer, ended in that error (a ``final`` event, quoting its first line). A later line that shows the
+        program going on (progress, a retry that worked, an info line) makes the error one it recovered from."""
+        if any(event.source == self._source and (event.primary or event.covered) for event in self.events):
+            return
+        last: int | None = None  # index of the last error line
+        stream: int | None = None
+        neutral = 0
+        for index in range(len(lines) - 1, -1, -1):
+            rank, rest = split_prefix(lines[index][1])
+            if not rest.strip():
+                continue
+            kind = tail_kind(rest)
+            if last is None:
+                if kind == "error":
+                    last, stream = index, rank
+                    continue
+                if kind == "progress":
+                    return
+                if kind == "neutral":
+                    neutral += 1
+                    if neutral > TAIL_NEUTRAL:
+                        return
+                continue
+            # Above the last error line: the block of error lines (and their trailers) it ends.
+            if rank != stream or kind not in ("error", "trailer"):
+                break
+            if kind == "error":
+                last = index
+        if last is None:
+            return
+        first_lineno, text = lines[last]
+        if any(event.source == self._source and first_lineno in event.linenos for event in self.events):
+            return  # a launcher's or the scheduler's report the structure read already (secondary)
+        rest = split_prefix(text)[1].strip()
+        event = self._new("final", stream, first_lineno, evidence(first_lineno, text), rest)
+        if event is None:
+            return
+        for lineno, line in lines[last + 1:]:
+            rank, rest = split_prefix(line)
+            if rest.strip() and rank == stream:
+                event.add(evidence(lineno, line), lineno, rest.strip())
 
     # ---- lines ----
 
@@ -460,10 +575,11 @@ class FailureTracker:
                 event.exitcode = int(failed.group("code"))
             return True
         exit_summary = EXIT_SUMMARY.search(text)
-        if exit_summary and (exit_summary.group("code") or exit_summary.group("status")) != "0":
+        code = exit_summary and (exit_summary.group("code") or exit_summary.group("status")
+                                 or exit_summary.group("exited"))
+        if exit_summary and code != "0":
             event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
             if event is not None:
-                code = exit_summary.group("code") or exit_summary.group("status")
                 event.exitcode = int(code) if code else None
             return True
         if self._terminate is not None:
@@ -497,6 +613,17 @@ class FailureTracker:
             event = self._new("signal", stream_rank, lineno, evidence(), rest.strip())
             if event is not None:
                 event.signal = other.group("sig") or other.group("sig2") or other.group("name")
+            return True
+        aborted = ABORT.search(rest) if not DEVICE_ASSERT.search(text) else None
+        if aborted:
+            event = self._new("abort", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                form = next(name for name, value in aborted.groupdict().items() if value is not None)
+                event.exc_type = _ABORT_NAMES.get(form, form)
+                # Go's "panic: msg" and "fatal error: msg": the message is what follows the word.
+                event.message = (rest[aborted.end():] if form in ("gopanic", "gofatal") else rest).strip()
+                if aborted.group("mpirank"):
+                    event.rank = int(aborted.group("mpirank"))
             return True
         if not weak:
             return False
@@ -538,6 +665,34 @@ class FailureTracker:
             event.signal = signal
             stream.error_line = event
         return True
+
+
+# What each form of ABORT is called in a finding's quote.
+_ABORT_NAMES = {"guarantee": "guarantee() failed", "assert": "assertion failed", "heap": "heap corruption",
+                "smash": "stack smashing detected", "sanitizer": "sanitizer report", "gopanic": "Go panic",
+                "gofatal": "fatal error", "rust": "Rust panic", "mpi": "MPI_ABORT", "notfound": "command not found",
+                "oomkilled": "OOMKilled"}
+
+
+def tail_kind(rest: str) -> str:
+    """What a line at a log's end says (``rest``: without its launcher prefix): ``error`` (at error level),
+    ``trailer`` (a failure's stack or the process's end), ``progress`` (the program went on: progress, an info or
+    debug line, a retry that worked), or ``neutral``."""
+    if SLURM.search(rest):
+        return "neutral"  # srun's and slurmstepd's lines are read by the tracker's own rules (_marker)
+    level = _LEVEL_WORD.search(rest[:_LEVEL_HEAD])
+    if level is not None:
+        name = next(value for value in level.groupdict().values() if value is not None).upper()
+        if name in _ERROR_LEVELS:
+            return "progress" if _GOES_ON.search(rest) else "error"
+        if name in _QUIET_LEVELS:
+            return "progress"
+        return "progress" if _PROGRESS.search(rest) else "neutral"  # a warning
+    if _ERROR_START.search(rest):
+        return "progress" if _GOES_ON.search(rest) else "error"
+    if _TRAILER.search(rest):
+        return "trailer"
+    return "progress" if _PROGRESS.search(rest) else "neutral"
 
 
 def _is_shell_report(rest: str, match: re.Match[str]) -> bool:

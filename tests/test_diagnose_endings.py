@@ -1,0 +1,167 @@
+"""How a job announces that it failed besides a Python traceback (issue 22 §1, "never silent on a failed job"):
+a process that ended itself on a failed check (an assertion, a corrupt heap, a sanitizer, ROCclr's guarantee(), a
+Go or Rust panic, MPI_ABORT), a container that Kubernetes OOM-killed, a launcher's non-zero exit, and a log whose
+last events are error-level lines nothing came after. Each form has a healthy counterpart with the same word in a
+context where the program went on: those give nothing."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from accelstack.diagnose import diagnose_lines, diagnose_paths
+from accelstack.diagnose.reader import GREP_ENV, TAIL_BYTES
+from accelstack.diagnose.structure import tail_kind
+
+LOGS = Path(__file__).parent / "data" / "logs"
+PROGRESS = [f"[rank0]: step {step} | loss 2.{step:04d} | 0.92 s/it" for step in range(1, 6)]
+
+
+@pytest.mark.parametrize(("lines", "cause", "quoted"), [
+    # ROCclr's guarantee() aborts; the table names the HIP error it quotes
+    (['/src/rocclr/hip_code_object.cpp:120: guarantee(false && "hipErrorNoBinaryForGpu: Coudn\'t find binary for '
+      'current devices!")'], "torch-build-mismatch", "hipErrorNoBinaryForGpu"),
+    # glibc's assert, then the abort it raises
+    (["python: /src/ext/pack.c:12: pack_rows: Assertion `n > 0' failed.", "Aborted (core dumped)"],
+     "native-crash", "Assertion `n > 0' failed"),
+    # glibc's heap checks, the stack protector, a sanitizer
+    (["free(): double free detected in tcache 2"], "native-crash", "double free"),
+    (["*** Error in `python': free(): invalid pointer: 0x00007f0000000010 ***"], "native-crash", "invalid pointer"),
+    (["*** stack smashing detected ***: terminated"], "native-crash", "stack smashing"),
+    (["==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at pc 0x7f"],
+     "native-crash", "heap-use-after-free"),
+    # Go's and Rust's panics, the Go runtime's fatal error
+    (["panic: runtime error: index out of range [3] with length 3", "", "goroutine 1 [running]:", "main.main()",
+      "\t/app/main.go:5 +0x1d", "exit status 2"], "unclassified", "index out of range"),
+    (["fatal error: all goroutines are asleep - deadlock!"], "unclassified", "all goroutines are asleep"),
+    (["thread 'main' panicked at src/main.rs:2:5:", "called `Option::unwrap()` on a `None` value"],
+     "unclassified", "panicked at src/main.rs"),
+    # Open MPI's report of a rank that called MPI_Abort
+    (["MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD", "with errorcode 1."],
+     "unclassified", "MPI_ABORT was invoked on rank 3"),
+    # the shell could not start the program
+    (["/var/spool/slurmd/job42/slurm_script: line 5: torchrun: command not found"], "missing-module",
+     "torchrun: command not found"),
+    # Kubernetes's end of a container over its memory limit
+    (["    Last State:     Terminated", "      Reason:       OOMKilled", "      Exit Code:    137"],
+     "out-of-memory", "OOMKilled"),
+    # a launcher's or a runtime's non-zero exit, alone
+    (["worker-0 exited with code 1"], "unclassified", "exited with code 1"),
+    (["Process finished with exit code 139"], "native-crash", "exit code 139"),
+])
+def test_a_process_that_ended_itself_is_a_failure(lines, cause, quoted):
+    diagnosis = diagnose_lines([*PROGRESS, *lines])
+    assert diagnosis.findings, lines
+    first = diagnosis.findings[0]
+    assert first.cause == cause
+    assert quoted in first.extracted["error"] or any(quoted in line.text for line in first.evidence)
+
+
+@pytest.mark.parametrize(("lines", "quoted"), [
+    # glog's E, python logging's default and its basicConfig format, loguru's, tornado's
+    (["E1126 12:00:01.123456 42 shard.cc:99] cannot open shard /data/x: bad header"], "bad header"),
+    (["ERROR:root:Run failed: checksum mismatch in model.bin"], "checksum mismatch"),
+    (["2026-11-26 12:00:01,000 - trainer - ERROR - data pipeline broke: shard 17 unreadable"], "shard 17"),
+    (["2026-11-26 12:00:05.218 | CRITICAL | app:main:12 - model weights missing at /ckpt"], "weights missing"),
+    (["[E 241126 12:00:05 train:42] dataset server unreachable"], "dataset server unreachable"),
+    (['time="2026-11-26T12:00:05Z" level=fatal msg="cannot mount /data"'], "cannot mount /data"),
+    # command-line tools' last word, with its stack or its exit after it
+    (["Error: Cannot find module '/app/x.js'", "    at Module._resolveFilename (node:internal/modules/cjs:1077:15)",
+      "{", "  code: 'MODULE_NOT_FOUND',", "}", "", "Node.js v18.17.0"], "Cannot find module"),
+    (["fatal: unable to access 'https://example.com/x.git/': Could not resolve host: example.com"],
+     "Could not resolve host"),
+    # the first error of the block that ends the log is quoted (rustc's summary line follows the real error)
+    (["error[E0425]: cannot find value `x` in this scope", " --> src/main.rs:2:13", "  |",
+      "error: could not compile `foo` due to 1 previous error"], "cannot find value"),
+    (["2026-11-26 12:00:06,000 ERROR ckpt: write failed: manifest is not valid JSON", "", "exit status 1"],
+     "manifest is not valid JSON"),
+    # a launcher prefix: the rank's own last lines count, another rank's idle lines do not hide them
+    (["[rank1]:[E1126 12:00:01.123456 42 shard.cc:99] cannot open shard /data/x: bad header",
+      "[rank1]: Aborting the rank"], "bad header"),
+])
+def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
+    diagnosis = diagnose_lines([*PROGRESS, *lines])
+    assert diagnosis.findings, lines
+    first = diagnosis.findings[0]
+    assert quoted in first.title or quoted in first.extracted["error"]
+    assert first.actor in {"job", "config", "service", "node"}
+
+
+@pytest.mark.parametrize("lines", [
+    # an error-level line the program recovered from: progress, a success, an info line after it
+    ["2026-11-26 12:00:01,000 - ERROR - fetch of shard 17 failed", "2026-11-26 12:00:02,000 - INFO - fetched shard 17",
+     *PROGRESS],
+    ["E1126 12:00:01.123456 42 io.cc:99] read timed out", "I1126 12:00:02.000000 42 io.cc:99] read done"],
+    ["ERROR: push to the metrics gateway failed", "training finished, checkpoint saved"],
+    # the error line itself says the program goes on
+    ["ERROR: could not load the tensorboard plugin, continuing without it"],
+    ["Error: cache server unreachable, falling back to the local cache"],
+    # "error" in an info line, a warning that quotes an exception, counts of none
+    ["INFO: validation error rate 0.8% (best so far)"],
+    ["WARNING: caught ValueError while probing the tokenizer, using the slow one"],
+    ["Ran 12 data checks, 0 errors, 0 failures"],
+    # a progress bar, a success exit, a column header
+    ["Epoch 1:  100%|##########| 1000/1000 [15:02<00:00,  1.11it/s]"],
+    ["Process finished with exit code 0", "worker-0 exited with code 0"],
+    ["#       size         count      type   redop     time   algbw   busbw  error"],
+    # the words of the abort forms in messages that are not those reports
+    ["no panic: the loss spike was a data outlier", "guarantee: the run resumes from the last checkpoint", *PROGRESS],
+    ["INFO: the pod was not OOMKilled this time", *PROGRESS],
+])
+def test_the_same_words_where_the_program_went_on_give_nothing(lines):
+    assert diagnose_lines([*PROGRESS, *lines]).findings == []
+
+
+def test_the_healthy_and_the_failing_ending_excerpts():
+    assert diagnose_paths([str(LOGS / "healthy" / "endings-recovered.log")]).findings == []
+    [found] = diagnose_paths([str(LOGS / "endings" / "final-logger-error.log")]).findings
+    assert found.cause == "unclassified" and found.actor == "job"
+    assert "manifest /ckpt/step-10/index.json is not valid JSON" in found.title
+    assert found.first_line.lineno == 4
+
+
+@pytest.mark.parametrize("grep", ["1", "0"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_the_end_of_a_long_log_is_read_whole(tmp_path, monkeypatch, grep, compressed):
+    """The final error line holds no anchor of the prefilter, far past the first block; both readers and gzip keep
+    the log's end, so it is found, with its line number; the same log with progress after the error is quiet."""
+    monkeypatch.setenv(GREP_ENV, grep)
+    body = "".join(f"[rank0]: step {step} | loss 1.{step % 10000:04d} | 0.92 s/it\n" for step in range(60_000))
+    assert len(body) > 2 * TAIL_BYTES
+    failing = body + "2026-11-26 12:00:06,000 - ERROR - shard index disagrees with its manifest\n"
+    healthy = failing + "2026-11-26 12:00:07,000 - INFO - rebuilt the shard index, resuming\n" + body[:200]
+    paths = []
+    for name, text in (("failing.log", failing), ("healthy.log", healthy)):
+        path = tmp_path / (name + (".gz" if compressed else ""))
+        if compressed:
+            path.write_bytes(gzip.compress(text.encode()))
+        else:
+            path.write_text(text)
+        paths.append(path)
+    [found] = diagnose_paths([str(paths[0])]).findings
+    assert "shard index disagrees" in found.title and found.first_line.lineno == 60_001
+    assert diagnose_paths([str(paths[1])]).findings == []
+
+
+def test_a_log_without_a_final_newline_is_read_to_its_last_line(tmp_path):
+    path = tmp_path / "cut.log"
+    path.write_text("step 1 loss 2.0\nstep 2 loss 1.9\nERROR: lost the connection to the parameter server")
+    [found] = diagnose_paths([str(path)]).findings
+    assert found.first_line.lineno == 3
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("2026-11-26 12:00:01,000 - ERROR - x", "error"),
+    ("ERROR 05-07 05:58:46 core.py:291] x", "error"),
+    ("INFO 05-07 05:58:46 core.py:291] ERROR count 0", "progress"),  # the first level word is the line's
+    ("W1126 12:00:01.000 42 x.cc:1] Warning: x", "neutral"),
+    ("    at Object.<anonymous> (/app/x.js:1:1)", "trailer"),
+    ("Segmentation fault (core dumped)", "trailer"),
+    ("step 12 loss 2.0", "progress"),
+    ("Aborting the rank", "neutral"),
+    ("slurmstepd: error: _is_a_lwp: open() /proc/1/status failed", "neutral"),  # srun's lines: the tracker's rules
+])
+def test_what_a_line_at_the_end_says(line, kind):
+    assert tail_kind(line) == kind
