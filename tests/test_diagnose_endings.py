@@ -77,6 +77,15 @@ def test_a_process_that_ended_itself_is_a_failure(lines, cause, quoted):
       "error: could not compile `foo` due to 1 previous error"], "cannot find value"),
     (["2026-11-26 12:00:06,000 ERROR ckpt: write failed: manifest is not valid JSON", "", "exit status 1"],
      "manifest is not valid JSON"),
+    # CUDA's compiler driver, make, an exception's str() after a head that names no level
+    (["nvcc fatal   : Unsupported gpu architecture 'compute_89'"], "Unsupported gpu architecture"),
+    (["/usr/bin/ld: cannot find -lcudart", "make[2]: *** [CMakeFiles/ext.dir/build.make:97: ext.so] Error 1"],
+     "Error 1"),
+    (["[12:00:01] KeyError: 'labels'"], "KeyError: 'labels'"),
+    # a handled traceback earlier (a retry) does not hide how the log ends
+    (["WARNING: shard 12 unreadable, retrying", "Traceback (most recent call last):",
+      '  File "/w/train.py", line 3, in <module>', "OSError: [Errno 5] Input/output error",
+      "ERROR: giving up on /data: the mount is gone"], "the mount is gone"),
     # a launcher prefix: the rank's own last lines count, another rank's idle lines do not hide them
     (["[rank1]:[E1126 12:00:01.123456 42 shard.cc:99] cannot open shard /data/x: bad header",
       "[rank1]: Aborting the rank"], "bad header"),
@@ -104,8 +113,10 @@ def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
     ["Ran 12 data checks, 0 errors, 0 failures"],
     # a progress bar, a success exit, a column header
     ["Epoch 1:  100%|##########| 1000/1000 [15:02<00:00,  1.11it/s]"],
+    ["ERROR: a request timed out", " iteration      124/  250000 | lm loss: 2.559583E+00 | loss scale: 1.0"],
     ["Process finished with exit code 0", "worker-0 exited with code 0"],
     ["#       size         count      type   redop     time   algbw   busbw  error"],
+    ["Top1 error: 100.0000 Top5 error: 100.0000", "the ValueError: raised by the probe was expected"],
     # the words of the abort forms in messages that are not those reports
     ["no panic: the loss spike was a data outlier", "guarantee: the run resumes from the last checkpoint", *PROGRESS],
     ["INFO: the pod was not OOMKilled this time", *PROGRESS],
@@ -160,6 +171,10 @@ def test_a_log_without_a_final_newline_is_read_to_its_last_line(tmp_path):
     ("    at Object.<anonymous> (/app/x.js:1:1)", "trailer"),
     ("Segmentation fault (core dumped)", "trailer"),
     ("step 12 loss 2.0", "progress"),
+    ("   iteration      124/  250000 | lm loss: 2.559583E+00", "progress"),  # indented, and progress
+    ('  File "/w/train.py", line 9, in run_step', "trailer"),
+    ("      Exit Code:    137", "trailer"),
+    ("Exception: the loader gave up", "error"),
     ("Aborting the rank", "neutral"),
     ("slurmstepd: error: _is_a_lwp: open() /proc/1/status failed", "neutral"),  # srun's lines: the tracker's rules
 ])

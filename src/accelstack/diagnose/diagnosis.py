@@ -185,6 +185,8 @@ class Scanner:
         self._codes: dict[str, _Hits] = {}
         self._code_vendor: dict[str, Vendor] = {}  # whose code pattern found it
         self._coded: set[int] = set()  # the logs that hold a vendor's error code
+        self._unconditional = {sig.id: not (sig.requires_failure or sig.requires_context or sig.unless_context)
+                               for sig in self.catalog.signatures}
         self._source = LogSource(label="<lines>")
 
     # ---- input ----
@@ -262,8 +264,10 @@ class Scanner:
         self._tracker.end()
         source = len(self._sources) - 1
         signatures = self._signature_lines.get(source)
-        explained = source in self._coded or bool(
-            signatures and any(not warning for _value, warning in signatures.values))
+        # A signature explains the log only where it is kept whatever else the log holds: one that needs a failure
+        # or a context may be dropped at the end, and the log's ending may be what it needs.
+        explained = source in self._coded or bool(signatures and any(
+            not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
         if not explained:
             # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
             cleaned = [(lineno, clean_line(raw)) for lineno, raw in tail]

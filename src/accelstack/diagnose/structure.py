@@ -150,14 +150,20 @@ _ERROR_LEVELS = frozenset({"ERROR", "ERR", "FATAL", "CRITICAL", "CRIT", "SEVERE"
                            "E", "F", "C"})
 _QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I"})
 # A line that starts with its severity, as command-line tools print their last word: "Error: ..." (Node.js, Go's
-# cobra, Rust's anyhow), "error: ..." / "error[E0425]: ..." (compilers, cargo, pip), "fatal: ..." (git), after the
-# program's name at most ("bash: error: ...", "make: *** [all] Error 2").
-_ERROR_START = re.compile(r"^(?:[\w.\-/]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?: \S|"
-                          r"^(?:[\w.\-/]+: )?\*\*\* .*\bError \d+")
+# cobra, Rust's anyhow), "error: ..." / "error[E0425]: ..." (compilers, cargo, pip), "fatal: ..." (git),
+# "nvcc fatal   : ..." (CUDA's compiler driver), after the program's name at most ("bash: error: ...",
+# "make[2]: *** [all] Error 2").
+_ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?: \S|"
+                          r"^[\w.\-]+ (?:error|fatal)\s+: \S|"
+                          r"^(?:[\w.\-/\[\]]+: )?\*\*\* .*\bError \d+|"
+                          # an exception line (a traceback's, or its str() after a head that names no level: a
+                          # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
+                          r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
+                          r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception): \S")
 # What a failure leaves after its error line without the program going on: its stack (indented, "at ...",
 # "#3 0x...", "goroutine 1 [running]:", "src/main.rs:2:5"), a closing brace, a hint ("note: run with
 # RUST_BACKTRACE=1"), the runtime's version line (Node.js), the process's end (an exit status, a core dump).
-_TRAILER = re.compile(r"^\s|^at \S|^#\d+ |^goroutine \d+ |^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
+_TRAILER = re.compile(r"^\s*(?:at \S|#\d+ |File \"|goroutine \d+ |\d+: 0x[0-9a-f]+)|^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
                       r"^Require stack:|^- /|^Node\.js v\d|^stack backtrace:|^\*\*\*|^-+$|^=+$|"
                       r"(?i:exit(?:ed)? (?:status|with (?:exit )?code|code)|core dumped|^Aborted|^Killed|"
                       r"^Segmentation fault|^Command exited|^\S+ terminated)")
@@ -334,8 +340,13 @@ class FailureTracker:
         showed no failure of their own: a log whose last events are error-level lines, followed only by their own
         trailer, ended in that error (a ``final`` event, quoting its first line). A later line that shows the
         program going on (progress, a retry that worked, an info line) makes the error one it recovered from."""
-        if any(event.source == self._source and (event.primary or event.covered) for event in self.events):
-            return
+        if any(event.source == self._source and event.primary for event in self.events):
+            return  # (a traceback that was handled, then a retry, is no failure: the log's end may still be one)
+        # The lines the structure read as failures already: a launcher's or the scheduler's report (secondary), a
+        # handled exception's own line (a traceback before a retry, at shutdown). The lines after a handled one are
+        # new (the error it ended in after all).
+        known = {lineno for event in self.events if event.source == self._source
+                 for lineno in (event.linenos[:1] if event.covered else event.linenos)}
         last: int | None = None  # index of the last error line
         stream: int | None = None
         neutral = 0
@@ -346,6 +357,8 @@ class FailureTracker:
             kind = tail_kind(rest)
             if last is None:
                 if kind == "error":
+                    if lines[index][0] in known:
+                        return
                     last, stream = index, rank
                     continue
                 if kind == "progress":
@@ -356,15 +369,13 @@ class FailureTracker:
                         return
                 continue
             # Above the last error line: the block of error lines (and their trailers) it ends.
-            if rank != stream or kind not in ("error", "trailer"):
+            if rank != stream or kind not in ("error", "trailer") or lines[index][0] in known:
                 break
             if kind == "error":
                 last = index
         if last is None:
             return
         first_lineno, text = lines[last]
-        if any(event.source == self._source and first_lineno in event.linenos for event in self.events):
-            return  # a launcher's or the scheduler's report the structure read already (secondary)
         rest = split_prefix(text)[1].strip()
         event = self._new("final", stream, first_lineno, evidence(first_lineno, text), rest)
         if event is None:
@@ -692,7 +703,10 @@ def tail_kind(rest: str) -> str:
         return "progress" if _GOES_ON.search(rest) else "error"
     if _TRAILER.search(rest):
         return "trailer"
-    return "progress" if _PROGRESS.search(rest) else "neutral"
+    if _PROGRESS.search(rest):
+        return "progress"
+    # an indented line: the error's own message or data, after its stack frames were told apart above
+    return "trailer" if rest[:1].isspace() else "neutral"
 
 
 def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
