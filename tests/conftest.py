@@ -1,28 +1,49 @@
-"""Shared fixtures. The lab fixture brings up real sshd hosts in network namespaces (root needed) under a tag
-and subnet of its own, so a developer's lab (tag ``acs``) is never touched by the tests."""
+"""Shared fixtures, and the hook that marks what needs root.
+
+The lab fixture brings up real sshd hosts in network namespaces (root needed) under a tag and subnet of its own, so
+a developer's lab (tag ``acs``) is never touched by the tests. Whatever needs root asks for the ``as_root`` fixture
+(every lab fixture does), and :func:`pytest_collection_modifyitems` marks each test whose fixtures reach it
+``lab``, so ``pytest -m "not lab"`` is the part of the suite that runs as any user, with no lab: the edit-test
+loop. The ``lab`` tests share one pytest-xdist worker (group ``lab``): one lab at a time, the unit tests beside
+them on the other workers."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def lab_ids(tag: str, subnet: str) -> tuple[str, str]:
-    """A test lab's tag and subnet for this checkout (accelstack_lab.lab_ids: from the checkout's path, or
-    ``ACCELSTACK_TEST_LAB_SALT``), so two checkouts' test runs never share a lab."""
-    from accelstack_lab import lab_ids as checkout_lab_ids
-
-    return checkout_lab_ids(tag, subnet)
-
+from .helpers import REPO, lab_ids, run_cli  # noqa: F401 (re-exported: older test modules import them from here)
 
 TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")
+ROOT_FIXTURE = "as_root"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that reaches ``as_root`` through its fixtures needs root: it is marked ``lab``. Every ``lab`` test
+    (so marked, or by hand where no fixture tells, as a bench's parameter) joins the xdist group ``lab``: they run
+    one after another on one worker, so two of them never bring up two labs under one tag at once.
+
+    First, before ``-m`` deselects and before xdist reads the groups."""
+    for item in items:
+        if ROOT_FIXTURE in getattr(item, "fixturenames", ()) and not item.get_closest_marker("lab"):
+            item.add_marker(pytest.mark.lab)
+        if item.get_closest_marker("lab"):
+            item.add_marker(pytest.mark.xdist_group("lab"))
+
+
+@pytest.fixture(scope="session")
+def as_root() -> None:
+    """Whatever needs root (network namespaces, sshd, mounts, the lab's Slurm) asks for this fixture; a test
+    that reaches it is a ``lab`` test (see the hook above). Run without root, such a test fails with one clear
+    line: it is never skipped, and ``-m "not lab"`` leaves it out."""
+    if os.geteuid() != 0:
+        pytest.fail("this test needs root (network namespaces, sshd, mounts: the lab); CI runs the suite as root, "
+                    "and `pytest -m \"not lab\"` runs what needs none", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -33,10 +54,8 @@ def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def lab(lab_root: Path) -> Iterator[object]:
+def lab(as_root: None, lab_root: Path) -> Iterator[object]:
     """Four real hosts for the whole session; torn down at the end."""
-    if os.geteuid() != 0:
-        pytest.fail("the lab tests need root (network namespaces and sshd); CI runs them as root")
     from accelstack_lab import Lab
 
     the_lab = Lab(lab_root, tag=TEST_TAG, subnet=TEST_SUBNET)
@@ -77,11 +96,3 @@ def lab_venv(healthy_lab: object) -> Iterator[Callable[[str], str]]:
     yield make
     for target in made:
         subprocess.run(["rm", "-rf", str(target)], check=False)
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the real console script, as a user would."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "accelstack", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)

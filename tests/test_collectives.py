@@ -9,7 +9,6 @@ them on the CPU with the stack's backend, and a backend that cannot start is ``e
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -27,19 +26,12 @@ from accelstack.results.records import Record
 from accelstack.validate import busbw_gbps, judge, load_thresholds
 from accelstack.validate.judge import judge_bandwidth
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"
+from .helpers import REPO, VALIDATORS, load_validator
+
+SCRIPT = VALIDATORS / "collectives.py"
 FAKE = Path(__file__).resolve().parent / "fake_accelerator"
 H100 = Path(__file__).resolve().parent / "data" / "h100"
 TINY = {"sizes": [4096, 65536], "iters": 4, "warmup": 1, "size_budget_s": 2.0, "deadline_s": 90}
-
-
-def load_script() -> Any:
-    spec = importlib.util.spec_from_file_location("validator_collectives_t", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def environment(fake: bool, **extra: str) -> dict[str, str]:
@@ -163,7 +155,7 @@ def h100_rows() -> list[dict[str, Any]]:
 
 
 def test_h100_one_rank_rows_have_algbw_as_captured_and_no_busbw() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     rows = h100_rows()
     assert [r["bytes"] for r in rows] == [1 << 20, 1 << 26, 1 << 30, 1 << 33]
     for captured in rows:
@@ -178,7 +170,7 @@ def test_h100_one_rank_rows_have_algbw_as_captured_and_no_busbw() -> None:
 
 
 def one_rank_record(check: str = "allreduce", **metrics: Any) -> Record:
-    script = load_script()
+    script = load_validator("collectives")
     top = h100_rows()[-1]
     rows = [script.size_row(check, top["bytes"], top["allreduce_us_events"] / 1e6, 1, 50)]
     doc = script.summarize(check, rows, 1, [], [])
@@ -242,7 +234,7 @@ def test_multinode_worker_that_cannot_run_is_an_error() -> None:
 # ----- timing helpers (pure) -----
 
 def test_iterations_fit_the_budget_and_agree_across_ranks() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     assert script.iterations_within(5.0, 0.001, 50) == 50  # fast: every iteration asked for
     assert script.iterations_within(5.0, 0.5, 50) == 10  # slow link: what fits in the budget
     assert script.iterations_within(5.0, 60.0, 50) == 1  # never zero
