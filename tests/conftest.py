@@ -1,11 +1,11 @@
-"""Shared fixtures, and the hook that marks what needs root.
+"""Shared fixtures, and the hook that marks what the edit-test loop leaves out.
 
 The lab fixture brings up real sshd hosts in network namespaces (root needed) under a tag and subnet of its own, so
 a developer's lab (tag ``acs``) is never touched by the tests. Whatever needs root asks for the ``as_root`` fixture
 (every lab fixture does), and :func:`pytest_collection_modifyitems` marks each test whose fixtures reach it
-``lab``, so ``pytest -m "not lab"`` is the part of the suite that runs as any user, with no lab: the edit-test
-loop. The ``lab`` tests share one pytest-xdist worker (group ``lab``): one lab at a time, the unit tests beside
-them on the other workers."""
+``root``; ``root`` and ``slow`` tests are ``lab``: ``pytest -m "not lab"`` is what runs as any user, with no lab,
+in a couple of minutes (the edit-test loop), ``-m "not root"`` all that runs without root. The ``root`` tests share
+one pytest-xdist worker (group ``lab``): one lab at a time, the other tests beside them on the other workers."""
 
 from __future__ import annotations
 
@@ -22,24 +22,42 @@ TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")
 ROOT_FIXTURE = "as_root"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """This checkout's modules compiled once, before any test: the suite starts a few hundred fresh interpreters
+    (the command line as a user runs it, the host-side checks) and each would otherwise compile every module it
+    imports again where PYTHONDONTWRITEBYTECODE is set, as on this project's machines (a quarter of a command's
+    start). The bytecode goes where Python keeps it (``__pycache__``, ignored by git and left out of the wheel);
+    once, by the xdist controller or a run without xdist, never by its workers at the same time."""
+    if hasattr(session.config, "workerinput"):
+        return
+    import compileall
+
+    for folder in (REPO / "src" / "accelstack", REPO / "accelstack_lab"):
+        compileall.compile_dir(folder, quiet=1, workers=1)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that reaches ``as_root`` through its fixtures needs root: it is marked ``lab``. Every ``lab`` test
-    (so marked, or by hand where no fixture tells, as a bench's parameter) joins the xdist group ``lab``: they run
-    one after another on one worker, so two of them never bring up two labs under one tag at once.
+    """A test that reaches ``as_root`` through its fixtures needs root: it is marked ``root``. Every ``root`` test
+    (so marked, or by hand where no fixture tells, as a bench's parameter) and every ``slow`` one is ``lab``, left
+    out of ``-m "not lab"``. The ``root`` tests join the xdist group ``lab``: they run one after another on one
+    worker, so two of them never bring up two labs under one tag at once.
 
     First, before ``-m`` deselects and before xdist reads the groups."""
     for item in items:
-        if ROOT_FIXTURE in getattr(item, "fixturenames", ()) and not item.get_closest_marker("lab"):
+        if ROOT_FIXTURE in getattr(item, "fixturenames", ()) and not item.get_closest_marker("root"):
+            item.add_marker(pytest.mark.root)
+        root = item.get_closest_marker("root") is not None
+        if (root or item.get_closest_marker("slow")) and not item.get_closest_marker("lab"):
             item.add_marker(pytest.mark.lab)
-        if item.get_closest_marker("lab"):
+        if root and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("lab"))
 
 
 @pytest.fixture(scope="session")
 def as_root() -> None:
     """Whatever needs root (network namespaces, sshd, mounts, the lab's Slurm) asks for this fixture; a test
-    that reaches it is a ``lab`` test (see the hook above). Run without root, such a test fails with one clear
+    that reaches it is a ``root`` test, and so ``lab`` (see the hook above). Run without root, such a test fails with one clear
     line: it is never skipped, and ``-m "not lab"`` leaves it out."""
     if os.geteuid() != 0:
         pytest.fail("this test needs root (network namespaces, sshd, mounts: the lab); CI runs the suite as root, "

@@ -156,6 +156,7 @@ def not_ssh() -> Iterator[tuple[int, int]]:
         sock.close()
 
 
+@pytest.mark.slow  # waits out a connect timeout
 def test_a_port_that_does_not_speak_ssh_is_one_error_record_and_no_traceback(not_ssh: tuple[int, int],
                                                                              tmp_path: Path) -> None:
     garbage, silent = not_ssh
@@ -221,6 +222,7 @@ def test_a_bad_inventory_is_one_line_and_exit_3_before_any_host(name: str, text:
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow  # 3,000 nested groups, under both programs
 def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path: Path) -> None:
     lines = ["[all:vars]", "stack=cpu", "[g3000]", "localhost ansible_connection=local"]
     lines += [line for i in range(2999, -1, -1) for line in (f"[g{i}:children]", f"g{i + 1}")]

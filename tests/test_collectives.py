@@ -67,6 +67,7 @@ def run_torchrun(config: dict[str, Any], nproc: int = 2, **env: str) -> tuple[in
 
 # ----- the device rule: every tensor a collective touches lives on the collective's device -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_sweep_on_a_backend_that_refuses_cpu_tensors_passes_with_device_events() -> None:
     """The H100 failure ("No backend type associated with device type cpu" from the timing reduction) without a
     GPU: the ranks run on ``fakeaccel`` through the accelerator path (set_device, device_id, device events) and
@@ -89,6 +90,7 @@ def test_sweep_on_a_backend_that_refuses_cpu_tensors_passes_with_device_events()
         assert size["busbw_gbps"] == pytest.approx(size["algbw_gbps"] / 2, abs=1e-4)
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_wrong_values_fail_the_collective_that_computed_them_and_name_the_rank() -> None:
     checks = run_validator(dict(TINY, backend="refusing"), fake=True, ACCELSTACK_FAKE_CORRUPT="allreduce:1,allgather:0")
     for name, rank in (("allreduce", 1), ("allgather", 0)):
@@ -99,6 +101,7 @@ def test_wrong_values_fail_the_collective_that_computed_them_and_name_the_rank()
         assert check["remedy"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_binds_the_device_and_passes() -> None:
     checks = run_validator({"mode": "init", "backend": "refusing", "deadline_s": 90}, fake=True)
     check = checks["collective_init"]
@@ -106,6 +109,7 @@ def test_collective_init_binds_the_device_and_passes() -> None:
     assert check["evidence"]["device_id"] == "fakeaccel:0" and check["metrics"]["ranks"] == 2
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_that_cannot_start_the_backend_fails() -> None:
     checks = run_validator({"mode": "init", "backend": "nosuchbackend", "nproc": 2, "deadline_s": 60}, fake=False)
     check = checks["collective_init"]
@@ -113,6 +117,7 @@ def test_collective_init_that_cannot_start_the_backend_fails() -> None:
     assert "nosuchbackend" in check["summary"] and check["evidence"]["rank_errors"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_sweep_whose_ranks_cannot_run_is_an_error_for_both_checks() -> None:
     checks = run_validator(dict(TINY, backend="nosuchbackend", nproc=2), fake=False)
     for name in ("allreduce", "allgather"):
@@ -120,6 +125,7 @@ def test_sweep_whose_ranks_cannot_run_is_an_error_for_both_checks() -> None:
         assert "could not run" in checks[name]["summary"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_without_the_vendor_torch_plugin_is_an_error() -> None:
     """An Ascend host whose stack python has no torch_npu cannot run the check at all: error, not fail."""
     checks = run_validator({"mode": "init", "vendor": "ascend", "backend": "hccl"}, fake=False)
@@ -136,6 +142,7 @@ def test_bad_config_is_an_error_not_a_traceback() -> None:
 
 # ----- one rank: algbw only -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_one_rank_gloo_sweep_reports_algbw_and_no_busbw() -> None:
     checks = run_validator(dict(TINY, nproc=1), fake=False)
     for name in ("allreduce", "allgather"):
@@ -211,6 +218,7 @@ def test_one_rank_record_holds_no_baseline_busbw_and_makes_no_regression() -> No
 
 # ----- the multinode worker (torchrun) -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_passes_on_a_backend_that_refuses_cpu_tensors() -> None:
     status, check = run_torchrun(dict(TINY, backend="refusing"))
     assert status == 0 and check["status"] == "pass", (check["summary"], check["evidence"])
@@ -218,11 +226,13 @@ def test_multinode_worker_passes_on_a_backend_that_refuses_cpu_tensors() -> None
     assert all(s["busbw_gbps"] > 0 for s in check["metrics"]["sizes"])
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_fails_on_wrong_sums() -> None:
     status, check = run_torchrun(dict(TINY, backend="refusing"), ACCELSTACK_FAKE_CORRUPT="allreduce:1")
     assert check["status"] == "fail" and "rank(s) 1" in check["summary"], check
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_that_cannot_run_is_an_error() -> None:
     # One worker: with two, torchrun stops the other as soon as one exits non-zero, so whether local rank 0
     # prints before it is stopped is a race (the control side reads a silent node from its exit and stderr).

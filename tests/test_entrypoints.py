@@ -44,6 +44,7 @@ def _both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProc
     return {program: future.result() for program, future in futures.items()}
 
 
+@pytest.mark.slow  # every task's help in two fresh processes each
 def test_every_task_shows_the_same_help_under_both_programs() -> None:
     tasks = _every_task()
     assert {"validate", "analyze", "node-check", "lab.up", "repo.build", "stack.list"} <= set(tasks)
@@ -91,6 +92,7 @@ REAL_RUNS: dict[str, tuple[list[str], set[int]]] = {
 }
 
 
+@pytest.mark.slow  # every task run for real under both programs
 @pytest.mark.parametrize("task", sorted(REAL_RUNS))
 def test_a_real_run_gives_the_same_answer_under_both_programs(task: str, tmp_path: Path) -> None:
     args, codes = REAL_RUNS[task]
@@ -114,6 +116,7 @@ def test_a_real_run_gives_the_same_answer_under_both_programs(task: str, tmp_pat
         assert _steady(json.loads(inv.stdout)) == _steady(json.loads(script.stdout))
 
 
+@pytest.mark.slow  # a real run, then seven more processes
 def test_report_history_and_baseline_read_a_run_the_same_under_both_programs(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     made = run_program("accelstack", "validate", "--json", "--only", "versions,env", runs=runs)
@@ -131,6 +134,7 @@ def test_report_history_and_baseline_read_a_run_the_same_under_both_programs(tmp
             assert texts["inv"] == texts["accelstack"].replace("accelstack.json", "inv.json"), args
 
 
+@pytest.mark.slow  # node-check for real under both programs
 def test_node_check_runs_the_same_under_both_programs(tmp_path: Path) -> None:
     node_file = rendered_node_file(tmp_path, runs_dir=str(tmp_path / "node-runs"))
     outs = {program: run_program(program, "node-check", "--json", "--config", str(node_file), "--only",

@@ -186,6 +186,7 @@ def _session_members(sid: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # a session forking for seconds, in three shells
 @pytest.mark.parametrize("shell", ["sh", "bash", "busybox"])
 def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str) -> None:
     """A process forked between the listing and the kill (a shell starting `timeout`, `timeout` starting the

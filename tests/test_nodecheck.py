@@ -123,6 +123,7 @@ def test_the_drain_reason_names_the_first_failed_check_on_one_line_and_is_cut() 
     assert drain_reason([Record("n", "devices", "error", "could not run"), Record("n", "env", "pass", "")]) is None
 
 
+@pytest.mark.slow  # node-check's quick tier: torch processes
 def test_healthy_node_passes_the_quick_tier_with_records_in_the_run_folder(tmp_path: Path) -> None:
     # This machine as a cpu node: torch on python3, the loopback for gloo.
     path = rendered_node_file(tmp_path, gloo_socket_ifname="lo", expect_devices=0, accelerator="cpu",
@@ -167,6 +168,7 @@ def test_an_error_never_drains(tmp_path: Path) -> None:
     assert not calls.exists()
 
 
+@pytest.mark.slow  # node-check run again and again
 def test_a_node_keeps_its_newest_node_check_runs_and_nothing_else_is_touched(tmp_path: Path) -> None:
     path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_keep_runs=2)
     assert load_node_file(path).keep_runs == 2
