@@ -110,10 +110,10 @@ def heal_all(lab: object) -> None:
 
 
 @contextmanager
-def own_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
-    """A lab of a module's own (tag and subnet apart from the session lab's), with the CPU stack's venv; one an
-    interrupted earlier session left is removed first, and this one is removed on the way out. For a fixture that
-    asks for ``as_root`` (so its tests are marked ``lab``)."""
+def fresh_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
+    """A lab of a module's own (tag and subnet apart from the session lab's): one an interrupted earlier session
+    left is removed first, and this one is removed on the way out. For a fixture that asks for ``as_root`` (so its
+    tests are marked ``root``)."""
     from accelstack_lab import Lab
 
     (root / "inventories").mkdir(parents=True, exist_ok=True)
@@ -121,7 +121,29 @@ def own_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
     lab.down()
     lab.up(hosts)
     try:
-        install_venv(lab)
         yield lab
     finally:
         lab.down()
+
+
+@contextmanager
+def own_lab(root: Path, tag: str, subnet: str, hosts: int) -> Iterator[object]:
+    """:func:`fresh_lab`, with the CPU stack's venv on its hosts."""
+    with fresh_lab(root, tag, subnet, hosts) as lab:
+        install_venv(lab)
+        yield lab
+
+
+@contextmanager
+def provisioning_lab(root: Path, tag: str, subnet: str, hosts: int,
+                     stacks: list[str]) -> Iterator[tuple[object, Path, dict]]:
+    """:func:`fresh_lab` to provision: the lab's artifact repository for ``stacks`` (built before the hosts come
+    up) and the lab's inventory document with it, and a reboot that is a no-op."""
+    import yaml
+
+    repo = lab_repository(root / "repo", stacks)
+    with fresh_lab(root, tag, subnet, hosts) as lab:
+        doc = yaml.safe_load(lab.inventory.read_text())  # type: ignore[attr-defined]
+        doc["vars"].update({"artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0,
+                            "reboot_expect_new_boot": False})
+        yield lab, repo, doc

@@ -24,15 +24,14 @@ import pytest
 from .helpers import REPO
 
 # Calls that need root, whoever makes them: a lab or its Slurm brought up or down, a fault injected or healed (methods
-# of the lab: their receiver names a lab or its Slurm), a module's own lab or the venv put on its hosts, a command
-# run inside a lab host's namespaces or a mount namespace.
+# of the lab: their receiver names a lab or its Slurm), a command run inside a lab host's namespaces or a mount
+# namespace; and every helper of labtools.py that makes one of those (found, not listed: see _root_helpers).
 LAB_METHODS = {"up", "down", "fault", "heal"}
-ROOT_FUNCTIONS = {"own_lab", "install_venv", "venv_cache"}
 ROOT_COMMANDS = {"nsenter", "unshare", "ip netns"}
 
 
-def _calls_needing_root(func: Any) -> list[str]:
-    """The calls in ``func``'s own body (not in functions it calls) that need root."""
+def _calls_needing_root(func: Any, helpers: frozenset[str] = frozenset()) -> list[str]:
+    """The calls in ``func``'s own body that need root: the primitives above, or a call of one of ``helpers``."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
@@ -43,7 +42,7 @@ def _calls_needing_root(func: Any) -> list[str]:
             receiver = ast.unparse(node.func.value).lower()
             if "lab" in receiver or "slurm" in receiver:
                 found.append(f"{ast.unparse(node.func)}() at line {node.lineno}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ROOT_FUNCTIONS:
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
             found.append(f"{node.func.id}() at line {node.lineno}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if any(node.value == c or node.value.startswith(c + " ") for c in ROOT_COMMANDS):
@@ -51,9 +50,24 @@ def _calls_needing_root(func: Any) -> list[str]:
     return found
 
 
+def _root_helpers() -> frozenset[str]:
+    """The functions of labtools.py that need root, directly or through one another."""
+    from . import labtools
+
+    functions = {name: f for name, f in inspect.getmembers(labtools, inspect.isfunction)
+                 if f.__module__ == labtools.__name__}
+    known: frozenset[str] = frozenset()
+    while True:
+        more = known | {name for name, f in functions.items() if _calls_needing_root(f, known)}
+        if more == known:
+            return known
+        known = frozenset(more)
+
+
 def test_every_test_that_brings_up_a_lab_or_enters_one_asks_for_as_root(request: pytest.FixtureRequest) -> None:
     """Read from the source of each test in this session and of the fixtures it uses: none that calls what needs
     root goes without ``as_root``, so none escapes the ``lab`` mark (in a ``-m "not lab"`` run: none is here)."""
+    helpers = _root_helpers()
     unmarked = []
     for item in request.session.items:
         if not isinstance(item, pytest.Function) or "as_root" in item.fixturenames:
@@ -61,22 +75,23 @@ def test_every_test_that_brings_up_a_lab_or_enters_one_asks_for_as_root(request:
         funcs = [item.function] + [defs[-1].func for name, defs in item._fixtureinfo.name2fixturedefs.items()
                                    if defs and Path(inspect.getfile(defs[-1].func)).parent == REPO / "tests"]
         for func in funcs:
-            if calls := _calls_needing_root(func):
+            if calls := _calls_needing_root(func, helpers):
                 unmarked.append(f"{item.nodeid}: {func.__name__} calls {', '.join(calls)}")
     assert not unmarked, "ask for the as_root fixture (conftest.py), so the test is marked lab:\n" + \
                          "\n".join(sorted(set(unmarked)))
 
 
 def test_the_check_above_sees_the_lab_fixtures_and_a_lab_brought_up_in_a_test() -> None:
-    from . import conftest, labtools, test_lab_facts
+    from . import conftest, test_device_health, test_lab_facts
 
-    assert _calls_needing_root(conftest.lab.__wrapped__)  # type: ignore[attr-defined]
-    assert _calls_needing_root(labtools.own_lab) and _calls_needing_root(labtools.venv_cache)
-    assert _calls_needing_root(test_lab_facts.test_lab_up_is_idempotent_and_down_leaves_nothing)
-    assert not _calls_needing_root(test_lab_facts.test_lab_without_root_exits_3)
-    from . import test_device_health  # a helper of its own named fault(), on a simulated GPU's files
-
-    assert not _calls_needing_root(test_device_health.test_script_warns_on_the_milder_faults)
+    helpers = _root_helpers()
+    assert {"fresh_lab", "own_lab", "provisioning_lab", "venv_cache", "install_venv"} <= helpers
+    assert "lab_inventory" not in helpers and "heal_all" in helpers
+    assert _calls_needing_root(conftest.lab.__wrapped__, helpers)  # type: ignore[attr-defined]
+    assert _calls_needing_root(test_lab_facts.test_lab_up_is_idempotent_and_down_leaves_nothing, helpers)
+    assert not _calls_needing_root(test_lab_facts.test_lab_without_root_exits_3, helpers)
+    # A helper of its own named fault(), on a simulated GPU's files: no lab.
+    assert not _calls_needing_root(test_device_health.test_script_warns_on_the_milder_faults, helpers)
 
 
 def _unprivileged_user() -> str:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from .helpers import REPO, by_host, cli_env, command, lab_ids, records, run_cli
-from .labtools import host_root, lab_repository
+from .labtools import host_root, provisioning_lab
 
 TAG, SUBNET = lab_ids("acp", "10.218")
 LAB_ASCEND = """\
@@ -49,15 +49,20 @@ devices: [910B3]
 
 @pytest.fixture(scope="module")
 def plab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    from accelstack_lab import Lab
-
     root = tmp_path_factory.mktemp("acp")
-    (root / "inventories").mkdir()
     (root / "stacks").mkdir()
     (root / "stacks" / "lab-ascend.yml").write_text(LAB_ASCEND)
-    repo = lab_repository(root / "repo", ["cpu", str(root / "stacks" / "lab-ascend.yml")])
-    lab = Lab(root, tag=TAG, subnet=SUBNET)
-    lab.down()
+    with provisioning_lab(root, TAG, SUBNET, 3, ["cpu", str(root / "stacks" / "lab-ascend.yml")]) as (lab, repo, base):
+        # Lab hosts share /etc/passwd and /usr with this machine: no useradd, no apt-get on it.
+        base["vars"].update({"ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": []})
+        cpu_inv = root / "cpu.yml"
+        cpu_inv.write_text(yaml.safe_dump(base))
+        ascend = json.loads(json.dumps(base))
+        ascend["vars"]["stack"] = str(root / "stacks" / "lab-ascend.yml")
+        ascend["vars"]["hccl_socket_ifname"] = "eth0"
+        ascend_inv = root / "ascend.yml"
+        ascend_inv.write_text(yaml.safe_dump(ascend))
+        yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
     lab.up(3)
     base = yaml.safe_load(lab.inventory.read_text())
     base["vars"].update({

@@ -31,7 +31,7 @@ from accelstack.inventory import load_inventory
 from accelstack.transport.fanout import HostPool
 
 from .helpers import by_host, lab_ids, records, run_cli
-from .labtools import host_root, lab_repository
+from .labtools import host_root, provisioning_lab
 
 TAG, SUBNET = lab_ids("acn", "10.223")
 ROLES = "nvidia_driver,cuda_toolkit,system_nccl,env"
@@ -40,13 +40,18 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 @pytest.fixture(scope="module")
 def nlab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    from accelstack_lab import Lab
-
     root = tmp_path_factory.mktemp("acn")
-    (root / "inventories").mkdir()
-    repo = lab_repository(root / "repo", ["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"])
-    lab = Lab(root, tag=TAG, subnet=SUBNET)
-    lab.down()
+    with provisioning_lab(root, TAG, SUBNET, 2, ["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"]) as (lab, repo, base):
+        base["vars"].update({"stack": "nvidia-cuda12.8", "accelerator": "nvidia", "expect_devices": 8,
+                             "nccl_socket_ifname": "eth0"})
+        inventories = {}
+        for name, stack in (("cuda12.8", "nvidia-cuda12.8"), ("cuda12.4", "nvidia-cuda12.4"), ("cpu", "cpu")):
+            doc = json.loads(json.dumps(base))
+            doc["vars"]["stack"] = stack
+            inventories[name] = root / f"{name}.yml"
+            inventories[name].write_text(yaml.safe_dump(doc))
+        manifest = yaml.safe_load((repo / "manifest.yml").read_text())["artifacts"]
+        yield {"lab": lab, "root": root, "repo": repo, "manifest": manifest, **inventories}
     lab.up(2)
     base = yaml.safe_load(lab.inventory.read_text())
     base["vars"].update({
