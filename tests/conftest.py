@@ -58,10 +58,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def as_root() -> None:
     """Whatever needs root (network namespaces, sshd, mounts, the lab's Slurm) asks for this fixture; a test
     that reaches it is a ``root`` test, and so ``lab`` (see the hook above). Run without root, such a test fails with one clear
-    line: it is never skipped, and ``-m "not lab"`` leaves it out."""
+    line: it is never skipped, and ``-m "not root"`` (or ``"not lab"``) leaves it out."""
     if os.geteuid() != 0:
         pytest.fail("this test needs root (network namespaces, sshd, mounts: the lab); CI runs the suite as root, "
-                    "and `pytest -m \"not lab\"` runs what needs none", pytrace=False)
+                    "and `pytest -m \"not root\"` runs what needs none", pytrace=False)
 
 
 @pytest.fixture(scope="session")

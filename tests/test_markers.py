@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 
 from .helpers import REPO
 
@@ -92,6 +94,22 @@ def test_the_check_above_sees_the_lab_fixtures_and_a_lab_brought_up_in_a_test() 
     assert not _calls_needing_root(test_lab_facts.test_lab_without_root_exits_3, helpers)
     # A helper of its own named fault(), on a simulated GPU's files: no lab.
     assert not _calls_needing_root(test_device_health.test_script_warns_on_the_milder_faults, helpers)
+
+
+def test_the_readmes_test_commands_name_registered_markers_and_ci_runs_the_whole_suite() -> None:
+    """The README's Tests section says which command runs what: its markers are the registered ones, and .ci/run
+    ends with the command it names for the whole suite."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Tests\n"):]
+    section = section[:section.index("\n## ", 1)]
+    registered = {line.split(":", 1)[0] for line in
+                  tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    expressions = re.findall(r'pytest -m "([^"]+)"', section)
+    assert {"not lab", "not root"} <= set(expressions), expressions
+    for expression in expressions:
+        assert set(re.findall(r"[a-z_]+", expression)) - {"not", "and", "or"} <= registered, expression
+    ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == "python -m pytest -q" and "`python -m pytest -q` (what `bash .ci/run` ends with)" in section
 
 
 def _unprivileged_user() -> str:
