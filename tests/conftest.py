@@ -50,8 +50,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         root = item.get_closest_marker("root") is not None
         if (root or item.get_closest_marker("slow")) and not item.get_closest_marker("lab"):
             item.add_marker(pytest.mark.lab)
-        if root and not item.get_closest_marker("xdist_group"):
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if root:
             item.add_marker(pytest.mark.xdist_group("lab"))
+        elif shared := _costly_shared_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(shared))
+
+
+def _costly_shared_fixture(item: pytest.Item) -> str | None:
+    """The test module whose own module- or session-scoped fixtures ``item`` uses (a repository built, a wheel
+    installed, a driver run): the tests of that module that use them share a worker, so each is made once, not
+    once a worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    for name in sorted(getattr(item, "fixturenames", ())):
+        defs = info.name2fixturedefs.get(name) if info else None
+        if defs and defs[-1].scope in ("module", "session") and defs[-1].baseid.startswith("tests/test_"):
+            return defs[-1].baseid
+    return None
 
 
 @pytest.fixture(scope="session")
