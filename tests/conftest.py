@@ -73,8 +73,8 @@ def _costly_shared_fixture(item: pytest.Item) -> str | None:
 @pytest.fixture(scope="session")
 def as_root() -> None:
     """Whatever needs root (network namespaces, sshd, mounts, the lab's Slurm) asks for this fixture; a test
-    that reaches it is a ``root`` test, and so ``lab`` (see the hook above). Run without root, such a test fails with one clear
-    line: it is never skipped, and ``-m "not root"`` (or ``"not lab"``) leaves it out."""
+    that reaches it is a ``root`` test, and so ``lab`` (see the hook above). Run without root, such a test fails
+    with one clear line: it is never skipped, and ``-m "not root"`` (or ``"not lab"``) leaves it out."""
     if os.geteuid() != 0:
         pytest.fail("this test needs root (network namespaces, sshd, mounts: the lab); CI runs the suite as root, "
                     "and `pytest -m \"not root\"` runs what needs none", pytrace=False)

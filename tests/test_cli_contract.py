@@ -164,7 +164,7 @@ def test_a_port_that_does_not_speak_ssh_is_one_error_record_and_no_traceback(not
     inventory.write_text(f"hosts:\n  web: {{address: 127.0.0.1, port: {garbage}}}\n"
                          f"  mute: {{address: 127.0.0.1, port: {silent}}}\n")
     proc = run_program("accelstack", "facts", "--inventory", str(inventory), "--json", "--connect-timeout", "0.3",
-               runs=tmp_path / "runs")
+                       runs=tmp_path / "runs")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.strip() == "", proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -230,7 +230,7 @@ def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path:
     inventory.write_text("\n".join(lines) + "\n")
     for program in ("accelstack", "inv"):
         proc = run_program(program, "facts", "--inventory", str(inventory), "--limit", "g0", "--json",
-                   runs=tmp_path / "runs")
+                           runs=tmp_path / "runs")
         assert proc.returncode == 0, proc.stderr[-800:]
         assert [json.loads(line)["host"] for line in proc.stdout.splitlines()] == ["localhost"]
 
@@ -329,7 +329,7 @@ def test_a_node_files_vars_are_checked_as_an_inventorys_are(tmp_path: Path) -> N
                     "vars:\n  expect_devices: eight\n")
     for program in ("accelstack", "inv"):
         proc = run_program(program, "node-check", "--config", str(node), "--only", "devices",
-                   runs=tmp_path / "runs")
+                           runs=tmp_path / "runs")
         assert_bad_input(proc, "node.yml", "expect_devices: 'eight' is not a whole number")  # was a FAIL, exit 1
 
 
@@ -408,7 +408,7 @@ def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: P
     for _ in range(2):
         assert run_program("accelstack", "facts", "--json", runs=runs).returncode == 0
     shown = run_program("accelstack", "history", "--json", "--host", "localhost",
-                env={"ACCELSTACK_LAST": "1"}, runs=runs)
+                        env={"ACCELSTACK_LAST": "1"}, runs=runs)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout.splitlines()) == 1
     assert len(run_program("accelstack", "history", "--json", runs=runs).stdout.splitlines()) == 2
@@ -631,5 +631,5 @@ def test_the_word_diagnose_as_a_flags_value_does_not_turn_into_log_flags(tmp_pat
     assert_bad_input(run_program("accelstack", "facts", "--limit", "diagnose", runs=tmp_path),
                      "--limit: pattern 'diagnose'", "matches no host")
     proc = run_program("accelstack", "diagnose", str(REPO / "tests" / "data" / "logs" / "cuda-oom.log"), "--json",
-               runs=tmp_path)
+                       runs=tmp_path)
     assert proc.returncode == 1 and json.loads(proc.stdout)["findings"], proc.stderr

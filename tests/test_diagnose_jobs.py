@@ -350,7 +350,8 @@ def test_cli_one_positional_log_repeated_flags_and_help(runner):
 
 
 def test_cli_several_positional_logs_under_the_console_script():
-    done = run_program("accelstack", "diagnose", str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log"), "--json")
+    done = run_program("accelstack", "diagnose", str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log"),
+                       "--json")
     assert done.returncode == 1 and len(json.loads(done.stdout)["findings"]) == 2
 
 

@@ -40,7 +40,8 @@ def _every_task() -> list[str]:
 
 def _both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     with ThreadPoolExecutor(2) as pool:
-        futures = {program: pool.submit(run_program, program, *args, runs=tmp_path / program) for program in ("inv", "accelstack")}
+        futures = {program: pool.submit(run_program, program, *args, runs=tmp_path / program)
+                   for program in ("inv", "accelstack")}
     return {program: future.result() for program, future in futures.items()}
 
 

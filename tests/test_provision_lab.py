@@ -168,7 +168,7 @@ def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict
 
     # The killed run counts as failed for lab3: --retry-failed picks it up, with a reboot in batches of 1.
     again = run_cli("provision", "--inventory", str(plab["ascend"]), "--retry-failed", "--reboot", "--batch", "1",
-                "--json", runs=runs)
+                    "--json", runs=runs)
     assert again.returncode == 0, again.stdout + again.stderr
     hosts = by_host(again)
     assert list(hosts) == ["lab3"] and hosts["lab3"]["status"] == "pass"
@@ -200,7 +200,7 @@ def test_bad_checksum_installs_nothing(plab: dict, tmp_path: Path) -> None:
     driver.write_bytes(bytes(data))
     before = snapshot(plab, "lab1")
     proc = run_cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab1", "--repo", str(bad), "--json",
-               runs=tmp_path)
+                   runs=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     record = by_host(proc)["lab1"]
     assert record["status"] == "error" and "sha256" in record["summary"] and driver.name in record["summary"]

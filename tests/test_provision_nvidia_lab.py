@@ -160,7 +160,7 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
     assert [r["check"] for r in records(again)] == ["provision", "provision"]
 
     rebooted = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--reboot", "--batch", "1", "--json",
-                   runs=tmp_path)
+                       runs=tmp_path)
     assert rebooted.returncode == 0, rebooted.stdout + rebooted.stderr
     assert {h: r["status"] for h, r in by_host(rebooted, "provision.reboot").items()} == {"lab1": "pass",
                                                                                          "lab2": "pass"}
@@ -172,10 +172,10 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
 def test_devices_sees_8_gpus_and_torch_devices_a_cpu_torch(nlab: dict, tmp_path: Path) -> None:
     # The stack's venv, with the CPU torch from the cpu stack (the repository has no CUDA wheels).
     venv = run_cli("provision", "--inventory", str(nlab["cpu"]), "--roles", "python_env", "--limit", "lab1", "--json",
-               runs=tmp_path)
+                   runs=tmp_path)
     assert venv.returncode == 0, venv.stdout + venv.stderr
-    proc = run_cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only", "devices,torch_devices",
-               "--json", runs=tmp_path)
+    proc = run_cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only",
+                   "devices,torch_devices", "--json", runs=tmp_path)
     # nvidia-smi reports the 8 GPUs the inventory expects (devices, the health tier: no torch) ...
     devices = by_host(proc, "devices")["lab1"]
     assert devices["status"] == "pass", devices

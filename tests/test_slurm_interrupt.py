@@ -71,7 +71,8 @@ def test_sigint_under_slurm_keeps_finished_records_marks_the_rest_cancels_the_st
 
 def test_a_step_that_ends_gives_every_record_and_no_interrupt(tmp_path: Path) -> None:
     slurm = _slurm_bin(tmp_path / "bin")
-    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs", env=on_path(slurm, FAKE_SRUN_ENDS="1"), timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm, FAKE_SRUN_ENDS="1"), timeout=60)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert sorted((r["host"], r["check"], r["status"]) for r in records) == [
@@ -102,7 +103,8 @@ def test_a_step_cut_off_after_some_records_marks_every_check_a_node_never_report
         f"echo '0: {json.dumps(env_record)}'\n"
         f"echo '1: {json.dumps({**env_record, 'host': 'node2'})}'\n"
         "echo 'srun: error: node1: task 0: Killed' >&2\nexit 137\n")
-    proc = run_cli("validate", "--engine", "slurm", "--tier", "quick", "--json", runs=tmp_path / "runs", env=on_path(slurm), timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--tier", "quick", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm), timeout=60)
     from accelstack.validate.registry import load_registry, select
 
     quick = [v for v in select(load_registry(), "quick", None) if v.scope == "host" and "slurm" in v.engines]
@@ -132,7 +134,8 @@ def test_the_host_step_asks_each_node_for_its_devices_and_takes_it_whole(tmp_pat
         "i=0; for n in $(echo $list | tr , ' '); do\n"
         "  echo \"$i: {\\\"host\\\": \\\"$n\\\", \\\"check\\\": \\\"devices\\\", "
         "\\\"status\\\": \\\"pass\\\", \\\"summary\\\": \\\"ok\\\"}\"; i=$((i+1)); done\n")
-    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs", env=on_path(slurm), timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm), timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     calls = sorted(line.split() for line in (slurm / "srun.log").read_text().splitlines())
     assert len(calls) == 2 and all("--exclusive" in argv for argv in calls)
@@ -166,7 +169,8 @@ def _logging_bin(folder: Path) -> Path:
 def test_a_flag_the_engine_would_ignore_is_exit_3_in_one_line_before_any_node_is_touched(
         tmp_path: Path, args: list[str], words: list[str]) -> None:
     slurm = _logging_bin(tmp_path / "bin")
-    proc = run_cli(*(args + ["--reports-dir", str(tmp_path / "reports")] if args[0] == "fleet-check" else args), runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path, timeout=60)
+    argv = [*args, "--reports-dir", str(tmp_path / "reports")] if args[0] == "fleet-check" else args
+    proc = run_cli(*argv, runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path, timeout=60)
     assert proc.returncode == 3, proc.stderr + proc.stdout
     lines = proc.stderr.strip().splitlines()
     assert lines and lines[0].startswith("accelstack: ") and "Traceback" not in proc.stderr, proc.stderr
@@ -180,7 +184,8 @@ def test_sinfo_failing_is_one_line_of_bad_input(tmp_path: Path) -> None:
     (slurm / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2\n"
                                  "echo 'sinfo: error: fetch_config: DNS SRV lookup failed' >&2\n"
                                  "echo 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
-    proc = run_cli("validate", "--engine", "slurm", runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path, timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path,
+                   timeout=60)
     assert proc.returncode == 3, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "sinfo" in line]
     assert len(said) == 1 and "Could not establish a configuration source" in said[0], proc.stderr
@@ -194,6 +199,7 @@ def test_validate_through_slurm_takes_the_configured_deadline_as_the_ssh_engine_
         "#!/bin/sh\n"
         f"case \"$*\" in *node-collective*) echo \"$@\" >> {slurm}/collective.log; exit 1;; esac\n"
         f"echo '0: {json.dumps(record)}'\necho '1: {json.dumps({**record, 'host': 'node2'})}'\n")
-    run_cli("validate", "--engine", "slurm", "--only", "devices,multinode", runs=tmp_path / "runs", env=on_path(slurm, ACCELSTACK_DEADLINE="77"), cwd=tmp_path, timeout=60)
+    run_cli("validate", "--engine", "slurm", "--only", "devices,multinode", runs=tmp_path / "runs",
+            env=on_path(slurm, ACCELSTACK_DEADLINE="77"), cwd=tmp_path, timeout=60)
     first = (slurm / "collective.log").read_text().splitlines()[0]
     assert json.loads(first.split("--spec ", 1)[1])["deadline_s"] == 77.0
