@@ -140,8 +140,8 @@ def test_the_unit_part_passes_as_a_user_without_root_and_without_a_lab(as_root: 
 
 def _run_unit_part_as(user: str, work: Path) -> subprocess.CompletedProcess[str]:
     copy, home, base = work / "checkout", work / "home", work / "base"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                           check=True).stdout.decode().split("\0")
+    files = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "-co", "--exclude-standard", "-z"],
+                           cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, files):
         if (REPO / name).is_file():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
