@@ -63,30 +63,6 @@ def plab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
         ascend_inv = root / "ascend.yml"
         ascend_inv.write_text(yaml.safe_dump(ascend))
         yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
-    lab.up(3)
-    base = yaml.safe_load(lab.inventory.read_text())
-    base["vars"].update({
-        "artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0, "reboot_expect_new_boot": False,
-        # Lab hosts share /etc/passwd and /usr with this machine: no useradd, no apt-get on it.
-        "ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": [],
-    })
-    cpu_inv = root / "cpu.yml"
-    cpu_inv.write_text(yaml.safe_dump(base))
-    ascend = json.loads(json.dumps(base))
-    ascend["vars"]["stack"] = str(root / "stacks" / "lab-ascend.yml")
-    ascend["vars"]["hccl_socket_ifname"] = "eth0"
-    ascend_inv = root / "ascend.yml"
-    ascend_inv.write_text(yaml.safe_dump(ascend))
-    yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
-    lab.down()
-
-
-
-
-
-
-
-
 
 
 def snapshot(plab: dict, host: str) -> str:

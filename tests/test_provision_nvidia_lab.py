@@ -52,29 +52,6 @@ def nlab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             inventories[name].write_text(yaml.safe_dump(doc))
         manifest = yaml.safe_load((repo / "manifest.yml").read_text())["artifacts"]
         yield {"lab": lab, "root": root, "repo": repo, "manifest": manifest, **inventories}
-    lab.up(2)
-    base = yaml.safe_load(lab.inventory.read_text())
-    base["vars"].update({
-        "artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0, "reboot_expect_new_boot": False,
-        "stack": "nvidia-cuda12.8", "accelerator": "nvidia", "expect_devices": 8, "nccl_socket_ifname": "eth0",
-    })
-    inventories = {}
-    for name, stack in (("cuda12.8", "nvidia-cuda12.8"), ("cuda12.4", "nvidia-cuda12.4"), ("cpu", "cpu")):
-        doc = json.loads(json.dumps(base))
-        doc["vars"]["stack"] = stack
-        inventories[name] = root / f"{name}.yml"
-        inventories[name].write_text(yaml.safe_dump(doc))
-    manifest = yaml.safe_load((repo / "manifest.yml").read_text())["artifacts"]
-    yield {"lab": lab, "root": root, "repo": repo, "manifest": manifest, **inventories}
-    lab.down()
-
-
-
-
-
-
-
-
 
 
 def artifact_bytes(nlab: dict, pins: dict[str, str]) -> int:
