@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,11 @@ from .helpers import REPO, lab_ids, run_cli  # noqa: F401 (re-exported: older te
 
 TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")
 ROOT_FIXTURE = "as_root"
+
+# pytest rewrites every test module's asserts as it imports it (5 CPU-s for this suite, in every process: each xdist
+# worker, each run), and caches the result as bytecode beside the module, but not where PYTHONDONTWRITEBYTECODE is
+# set, as on this project's machines. Cached, as any bytecode (``__pycache__``, ignored by git), it is read again.
+sys.dont_write_bytecode = False
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

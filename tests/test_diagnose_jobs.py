@@ -333,6 +333,7 @@ def test_every_allocation_failure_is_out_of_memory_ahead_of_its_peers_errors(nam
 
 # ---- the command line ----
 
+@pytest.mark.slow  # seven runs of the command line
 @pytest.mark.parametrize("runner", ["accelstack", "inv"])
 def test_cli_one_positional_log_repeated_flags_and_help(runner):
     oom, timeout = str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log")
@@ -395,6 +396,7 @@ def test_render_names_the_first_failure_and_a_cut_log(tmp_path):
     assert "cut short:" in text and "rank9.log.gz" in text and "[node02]" in text
 
 
+@pytest.mark.slow  # a benchmark's whole tiny round
 def test_the_benchmark_runs_tiny_and_every_reader_agrees():
     # CI smoke run of bench/diagnose.py: a 4 MB log, no figure asserted; the bench itself exits non-zero when
     # one reader finds something else than another.
