@@ -208,6 +208,15 @@ def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str
             subprocess.run(["pkill", "-KILL", "-s", str(leader.pid)])
 
 
+def _session_of(pid: int) -> int | None:
+    """The session of a live process; None once it is gone (the loop's short sleeps end all the time)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[3])
+
+
 def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
     """A rank in a session of its own whose parent is killed first hangs from init: no parent links it to the
     command any more, but its session was remembered when its first process was killed."""
@@ -217,8 +226,7 @@ def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
     inner_sids: set[int] = set()
     try:
         time.sleep(0.3)
-        inner = [int(p) for p in descendants(leader.pid) if alive(p)]
-        inner_sids = {int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[3]) for p in inner}
+        inner_sids = {sid for sid in map(_session_of, descendants(leader.pid)) if sid is not None}
         others = inner_sids - {leader.pid}
         assert others, "the inner session never started"
         subprocess.run(["/bin/sh", "-c", kill_tree_command(leader.pid)], timeout=30, check=True)
