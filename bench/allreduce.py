@@ -30,7 +30,7 @@ from accelstack.engines.ssh.run import validate_inventory  # noqa: E402
 from accelstack.inventory import load_inventory  # noqa: E402
 from accelstack.transport.fanout import HostPool  # noqa: E402
 from accelstack_lab import Lab, lab_ids  # noqa: E402
-from tests.test_validate_lab import _install_venv  # noqa: E402
+from tests.labtools import install_venv  # noqa: E402
 
 PLAIN = '''
 import datetime, json, os, time, torch, torch.distributed as dist
@@ -117,7 +117,7 @@ def main() -> None:
     lab.down()
     try:
         lab.up(args.hosts)  # writes each host's /etc/hosts itself (Lab._write_name_service)
-        _install_venv(lab)
+        install_venv(lab)
         inventory = str(lab.inventory)
         sweep = dict(CPU_CLUSTER_SWEEP, size_budget_s=30.0)  # the plain loop has no budget: run all iters
         import yaml

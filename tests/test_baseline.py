@@ -258,22 +258,22 @@ DAMAGED_BASELINES = [
 def test_a_damaged_baseline_is_exit_3_under_both_programs(data: bytes, words: str, tmp_path: Path) -> None:
     from accelstack.results.records import RunWriter
 
-    from .test_cli_contract import assert_bad_input, env_with, run
+    from .helpers import assert_bad_input, run_program
 
     runs = tmp_path / "runs"
     writer = RunWriter("validate", base=runs)  # a run for the report to compare with the baseline
     writer.add(Record("h1", "allreduce", "pass", "ok"))
     writer.close()
     (runs / "baseline.json").write_bytes(data)
-    assert_bad_input(run("accelstack", "baseline", "--show", env=env_with(runs=runs)), "baseline.json", words)
-    assert_bad_input(run("inv", "report", "--format", "json", env=env_with(runs=runs)), "baseline.json", words)
+    assert_bad_input(run_program("accelstack", "baseline", "--show", runs=runs), "baseline.json", words)
+    assert_bad_input(run_program("inv", "report", "--format", "json", runs=runs), "baseline.json", words)
 
 
 def test_baseline_output_naming_a_folder_is_exit_3_before_any_work(tmp_path: Path) -> None:
-    from .test_cli_contract import assert_bad_input, env_with, run
+    from .helpers import assert_bad_input, run_program
 
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "baseline", "--output", str(tmp_path), env=env_with(runs=tmp_path / "r")),
+        assert_bad_input(run_program(program, "baseline", "--output", str(tmp_path), runs=tmp_path / "r"),
                          "--output", "is a folder")
 
 

@@ -15,7 +15,7 @@ from accelstack.flows.bundle.run import analyze_bundle, collect, command_file_na
 from accelstack.inventory import Host, load_inventory
 from accelstack.transport.connection import LocalTransport
 
-from .conftest import run_cli
+from .helpers import run_cli
 
 VOLATILE = ("disk_free", "shm_bytes")
 
@@ -134,7 +134,7 @@ def _bundle_tmp() -> set[str]:
 
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
 def test_a_cut_short_or_damaged_bundle_is_one_line_and_exit_3(program: str, tmp_path: Path) -> None:
-    from .test_cli_contract import assert_bad_input, env_with, run
+    from .helpers import assert_bad_input, run_program
 
     tarball = _local_bundle(tmp_path / "b")
     whole = tarball.read_bytes()
@@ -146,25 +146,25 @@ def test_a_cut_short_or_damaged_bundle_is_one_line_and_exit_3(program: str, tmp_
     }
     for name, (data, words) in cases.items():
         (tmp_path / name).write_bytes(data)
-        proc = run(program, "analyze", "--bundle", str(tmp_path / name), env=env_with(runs=tmp_path / "runs"))
+        proc = run_program(program, "analyze", "--bundle", str(tmp_path / name), runs=tmp_path / "runs")
         assert_bad_input(proc, *words)
         assert len(proc.stderr.strip().splitlines()) <= 2  # the line, and its hint
     assert _bundle_tmp() <= before  # no unpacked copy left behind, even of a bundle that failed half-way
 
 
 def test_a_bundle_folder_missing_a_listed_file_or_with_a_broken_index_is_exit_3(tmp_path: Path) -> None:
-    from .test_cli_contract import assert_bad_input, env_with, run
+    from .helpers import assert_bad_input, run_program
 
     _local_bundle(tmp_path)
     folder = tmp_path / "here"
     (folder / "probe" / "pci.txt").unlink()  # a copy that stopped before this file: no devices would be "seen"
-    assert_bad_input(run("accelstack", "analyze", "--bundle", str(folder), env=env_with(runs=tmp_path / "r")),
+    assert_bad_input(run_program("accelstack", "analyze", "--bundle", str(folder), runs=tmp_path / "r"),
                      "the bundle lacks probe/pci.txt")
     (folder / "bundle.json").write_text('{"host": "here", "sections": {')
-    assert_bad_input(run("inv", "analyze", "--bundle", str(folder), env=env_with(runs=tmp_path / "r")),
+    assert_bad_input(run_program("inv", "analyze", "--bundle", str(folder), runs=tmp_path / "r"),
                      "bundle.json cannot be read (cut short?)")
     (folder / "bundle.json").write_text('{"host": "here", "sections": {"x": {"file": "../../../etc/passwd"}}}')
-    assert_bad_input(run("accelstack", "analyze", "--bundle", str(folder), env=env_with(runs=tmp_path / "r")),
+    assert_bad_input(run_program("accelstack", "analyze", "--bundle", str(folder), runs=tmp_path / "r"),
                      "outside the bundle")
 
 
@@ -172,9 +172,9 @@ def test_analyze_leaves_no_unpacked_copy_behind(tmp_path: Path) -> None:
     tarball = _local_bundle(tmp_path)
     before = _bundle_tmp()
     for program in ("accelstack", "inv"):
-        from .test_cli_contract import env_with, run
+        from .helpers import run_program
 
-        proc = run(program, "analyze", "--bundle", str(tarball), "--json", env=env_with(runs=tmp_path / "runs"))
+        proc = run_program(program, "analyze", "--bundle", str(tarball), "--json", runs=tmp_path / "runs")
         assert proc.returncode in (0, 1), proc.stderr  # 1: this machine's own dmesg may hold a finding
         assert json.loads(proc.stdout)["records"]
     facts, _, _ = analyze_bundle(tarball)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import REPO, run_cli
+from .helpers import REPO, run_cli
 
 EXPECTED_TASKS = ["facts", "drift", "diagnose", "collect", "analyze", "report", "baseline", "history",
                   "fleet-check", "lab.up", "lab.down", "lab.status", "lab.fault", "lab.heal", "stack.check",

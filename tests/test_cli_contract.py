@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,42 +17,10 @@ from pathlib import Path
 import pytest
 from invoke.exceptions import Exit
 
-from .conftest import REPO
+from .helpers import REPO, assert_bad_input, cli_env, run_program
 
 HOST_TASKS = ["facts", "drift", "collect", "provision", "validate", "fleet-check"]
 COMMON_FLAGS = ["--inventory", "--limit", "--json", "--forks", "--connect-timeout", "--set"]
-
-
-def env_with(extra: dict[str, str] | None = None, runs: Path | None = None) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, **(extra or {})}
-    if runs is not None:
-        env["ACCELSTACK_RUNS"] = str(runs)
-    for key in [k for k in env if k.startswith("ACCELSTACK_") and k not in (extra or {}) and k != "ACCELSTACK_RUNS"]:
-        env.pop(key)  # a developer's ACCELSTACK_FORKS must not change what the test sees
-    return env
-
-
-def run(program: str, *args: str, env: dict[str, str] | None = None, cwd: Path = REPO,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``accelstack ARGS`` (the console script's module) or ``inv ARGS`` in the checkout, as a user runs them."""
-    head = [sys.executable, "-m", "accelstack"] if program == "accelstack" else [sys.executable, "-m", "invoke"]
-    return subprocess.run([*head, *args], cwd=cwd, env=env or env_with(), capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def first_line(proc: subprocess.CompletedProcess[str]) -> str:
-    lines = proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def assert_bad_input(proc: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert proc.returncode == 3, (proc.returncode, proc.stdout[-500:], proc.stderr[-1500:])
-    assert "Traceback" not in proc.stderr, proc.stderr
-    line = first_line(proc)
-    assert line.startswith("accelstack: "), line
-    for word in words:
-        assert word in line, (word, line)
 
 
 # ----- 1. numeric flags: typed, range-checked, exit 3 at parse time ------------------------------------------
@@ -83,7 +50,7 @@ NUMERIC_CASES = [
 @pytest.mark.parametrize(("args", "words"), NUMERIC_CASES, ids=[" ".join(a) for a, _ in NUMERIC_CASES])
 def test_bad_numbers_are_exit_3_with_one_line_under_the_console_script(args: list[str], words: list[str],
                                                                        tmp_path: Path) -> None:
-    proc = run("accelstack", *args, env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("accelstack", *args, runs=tmp_path / "runs")
     assert_bad_input(proc, *words)
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()  # refused before any run began
@@ -93,7 +60,7 @@ def test_bad_numbers_are_exit_3_with_one_line_under_the_console_script(args: lis
                                   ["validate", "--deadline", "-5"], ["baseline", "--keep", "abc"]],
                          ids=lambda a: " ".join(a))
 def test_bad_numbers_are_exit_3_under_inv_too(args: list[str], tmp_path: Path) -> None:
-    assert_bad_input(run("inv", *args, env=env_with(runs=tmp_path / "runs")), args[1])
+    assert_bad_input(run_program("inv", *args, runs=tmp_path / "runs"), args[1])
 
 
 # ----- 1. filesystem mistakes, before any host ---------------------------------------------------------------
@@ -102,16 +69,16 @@ def test_runs_folder_that_is_a_file_is_exit_3(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.write_text("not a folder")
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "facts", env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
+        assert_bad_input(run_program(program, "facts", runs=runs), "ACCELSTACK_RUNS", "is a file")
     # The tasks that only read runs too: they were a FileExistsError traceback from the history index.
     for args in (["history"], ["history", "--drains"], ["report"], ["baseline"], ["baseline", "--show"]):
-        assert_bad_input(run("accelstack", *args, env=env_with(runs=runs)), "ACCELSTACK_RUNS", "is a file")
+        assert_bad_input(run_program("accelstack", *args, runs=runs), "ACCELSTACK_RUNS", "is a file")
 
 
 def test_runs_folder_that_cannot_be_created_is_exit_3(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("")
-    proc = run("accelstack", "validate", "--only", "devices", env=env_with(runs=blocker / "runs"))
+    proc = run_program("accelstack", "validate", "--only", "devices", runs=blocker / "runs")
     assert_bad_input(proc, "ACCELSTACK_RUNS", "cannot be created")
 
 
@@ -123,21 +90,21 @@ def test_an_empty_runs_variable_means_unset_not_the_current_folder(program: str,
     work.mkdir()
     head = ["-r", str(REPO)] if program == "inv" else []  # inv finds tasks.py in the checkout from here
     for empty in ("", "  "):
-        proc = run(program, *head, "facts", "--json", env=env_with({"ACCELSTACK_RUNS": empty}), cwd=work)
+        proc = run_program(program, *head, "facts", "--json", env={"ACCELSTACK_RUNS": empty}, cwd=work)
         assert proc.returncode == 0, proc.stderr[-800:]
     assert sorted(p.name for p in work.iterdir()) == ["runs"]
     assert len([p for p in (work / "runs").iterdir() if p.is_dir()]) == 2
 
 
 def test_report_output_naming_a_folder_is_exit_3(tmp_path: Path) -> None:
-    proc = run("accelstack", "report", "--format", "json", "--output", str(tmp_path), env=env_with(runs=tmp_path))
+    proc = run_program("accelstack", "report", "--format", "json", "--output", str(tmp_path), runs=tmp_path)
     assert_bad_input(proc, "--output", "is a folder")
 
 
 def test_collect_output_naming_a_file_is_exit_3_before_any_host(tmp_path: Path) -> None:
     target = tmp_path / "bundles"
     target.write_text("")
-    proc = run("accelstack", "collect", "--output", str(target), env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("accelstack", "collect", "--output", str(target), runs=tmp_path / "runs")
     assert_bad_input(proc, "--output", "is a file")
     assert not (tmp_path / "runs").exists()
 
@@ -145,7 +112,7 @@ def test_collect_output_naming_a_file_is_exit_3_before_any_host(tmp_path: Path) 
 def test_fleet_check_reports_dir_naming_a_file_is_exit_3_before_validating(tmp_path: Path) -> None:
     target = tmp_path / "reports"
     target.write_text("")
-    proc = run("inv", "fleet-check", "--reports-dir", str(target), env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("inv", "fleet-check", "--reports-dir", str(target), runs=tmp_path / "runs")
     assert_bad_input(proc, "--reports-dir", "is a file")
     assert not (tmp_path / "runs").exists()  # no host was validated to find it out
 
@@ -189,14 +156,15 @@ def not_ssh() -> Iterator[tuple[int, int]]:
         sock.close()
 
 
+@pytest.mark.slow  # waits out a connect timeout
 def test_a_port_that_does_not_speak_ssh_is_one_error_record_and_no_traceback(not_ssh: tuple[int, int],
                                                                              tmp_path: Path) -> None:
     garbage, silent = not_ssh
     inventory = tmp_path / "notssh.yml"
     inventory.write_text(f"hosts:\n  web: {{address: 127.0.0.1, port: {garbage}}}\n"
                          f"  mute: {{address: 127.0.0.1, port: {silent}}}\n")
-    proc = run("accelstack", "facts", "--inventory", str(inventory), "--json", "--connect-timeout", "0.3",
-               env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("accelstack", "facts", "--inventory", str(inventory), "--json", "--connect-timeout", "0.3",
+                       runs=tmp_path / "runs")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.strip() == "", proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -212,7 +180,7 @@ def test_unknown_stack_points_at_the_inventory_line_and_facts_refuses_it(tmp_pat
     inventory = tmp_path / "inv.yml"
     inventory.write_text("vars:\n  user: root\n  stack: cuda-99\nhosts:\n  n1: {address: 192.0.2.250}\n")
     for program, task in (("inv", "facts"), ("accelstack", "validate"), ("accelstack", "collect")):
-        proc = run(program, task, "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"))
+        proc = run_program(program, task, "--inventory", str(inventory), runs=tmp_path / "runs")
         assert_bad_input(proc, "inv.yml:3", "unknown stack 'cuda-99'")
     assert not (tmp_path / "runs").exists()
 
@@ -220,7 +188,7 @@ def test_unknown_stack_points_at_the_inventory_line_and_facts_refuses_it(tmp_pat
 def test_top_level_hosts_as_a_list_is_an_error(tmp_path: Path) -> None:
     inventory = tmp_path / "list.yml"
     inventory.write_text("vars: {stack: cpu}\nhosts:\n  - n1\n  - n2\n")
-    assert_bad_input(run("accelstack", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path)),
+    assert_bad_input(run_program("accelstack", "facts", "--inventory", str(inventory), runs=tmp_path),
                      "list.yml:2", "not a list")
 
 
@@ -249,19 +217,20 @@ def test_a_bad_inventory_is_one_line_and_exit_3_before_any_host(name: str, text:
     inventory = tmp_path / name
     inventory.write_text(text)
     for program, task in (("accelstack", "validate"), ("inv", "facts")):
-        proc = run(program, task, "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"), timeout=60)
+        proc = run_program(program, task, "--inventory", str(inventory), runs=tmp_path / "runs", timeout=60)
         assert_bad_input(proc, *words)
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow  # 3,000 nested groups, under both programs
 def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path: Path) -> None:
     lines = ["[all:vars]", "stack=cpu", "[g3000]", "localhost ansible_connection=local"]
     lines += [line for i in range(2999, -1, -1) for line in (f"[g{i}:children]", f"g{i + 1}")]
     inventory = tmp_path / "deep.ini"
     inventory.write_text("\n".join(lines) + "\n")
     for program in ("accelstack", "inv"):
-        proc = run(program, "facts", "--inventory", str(inventory), "--limit", "g0", "--json",
-                   env=env_with(runs=tmp_path / "runs"))
+        proc = run_program(program, "facts", "--inventory", str(inventory), "--limit", "g0", "--json",
+                           runs=tmp_path / "runs")
         assert proc.returncode == 0, proc.stderr[-800:]
         assert [json.loads(line)["host"] for line in proc.stdout.splitlines()] == ["localhost"]
 
@@ -269,9 +238,9 @@ def test_three_thousand_nested_groups_are_an_inventory_not_a_traceback(tmp_path:
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
 def test_set_is_checked_as_the_inventorys_own_vars_are(program: str, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    proc = run(program, "validate", "--only", "devices", "--set", "expect_devices=abc", env=env_with(runs=runs))
+    proc = run_program(program, "validate", "--only", "devices", "--set", "expect_devices=abc", runs=runs)
     assert_bad_input(proc, "--set expect_devices: 'abc' is not a whole number")
-    proc = run(program, "facts", "--set", "multinode_deadline_s=2m", env=env_with(runs=runs))
+    proc = run_program(program, "facts", "--set", "multinode_deadline_s=2m", runs=runs)
     assert_bad_input(proc, "--set multinode_deadline_s: '2m' is not a number")
     assert not runs.exists()
 
@@ -281,10 +250,10 @@ def test_a_vars_file_beside_the_inventory_is_checked_too(tmp_path: Path) -> None
     inventory.write_text("vars: {stack: cpu}\nhosts:\n  localhost: {connection: local}\n")
     (tmp_path / "host_vars").mkdir()
     (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: 8\nexpect_devices: 0\n")
-    assert_bad_input(run("accelstack", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+    assert_bad_input(run_program("accelstack", "facts", "--inventory", str(inventory), runs=tmp_path / "runs"),
                      "host_vars/localhost.yml:2", "duplicate key 'expect_devices'")
     (tmp_path / "host_vars" / "localhost.yml").write_text("expect_devices: '-1'\n")
-    assert_bad_input(run("inv", "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs")),
+    assert_bad_input(run_program("inv", "facts", "--inventory", str(inventory), runs=tmp_path / "runs"),
                      "host_vars/localhost.yml:1", "expect_devices: -1 is out of range")
 
 
@@ -293,7 +262,7 @@ def test_an_alias_bomb_in_a_stack_file_is_refused_quickly(tmp_path: Path) -> Non
     stack.write_text("name: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
         f"x{i + 1}: &x{i + 1} [{', '.join([f'*x{i}'] * 10)}]\n" for i in range(8)))
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "stack.check", str(stack), env=env_with(runs=tmp_path), timeout=60),
+        assert_bad_input(run_program(program, "stack.check", str(stack), runs=tmp_path, timeout=60),
                          "bomb.yml:", "alias bomb")
 
 
@@ -315,12 +284,12 @@ def test_an_empty_selection_is_refused_not_read_as_everything(args: list[str], w
     """``--limit "$HOSTS"`` with the variable unset selected every host: a provision meant for one rack ran on
     the whole fleet. An empty --limit, --inventory or --only names nothing, so it is bad input."""
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, *args, env=env_with(runs=tmp_path / "runs")), *words)
+        assert_bad_input(run_program(program, *args, runs=tmp_path / "runs"), *words)
     assert not (tmp_path / "runs").exists()
 
 
 def test_an_exclusion_written_with_a_space_still_excludes(tmp_path: Path) -> None:
-    proc = run("accelstack", "facts", "--limit", "all,! localhost", env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("accelstack", "facts", "--limit", "all,! localhost", runs=tmp_path / "runs")
     assert_bad_input(proc, "selects no host")  # localhost was excluded, not a host named " localhost"
 
 
@@ -328,15 +297,15 @@ def test_accelstack_home_without_inventories_says_so(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("")
     for home in (tmp_path / "missing", tmp_path / "notes.txt"):
         for program in ("accelstack", "inv"):
-            proc = run(program, "facts", env=env_with({"ACCELSTACK_HOME": str(home)}, runs=tmp_path / "runs"))
+            proc = run_program(program, "facts", env={"ACCELSTACK_HOME": str(home)}, runs=tmp_path / "runs")
             assert_bad_input(proc, "no inventory named 'local'")
             assert f"ACCELSTACK_HOME is {home}, which holds no inventories/ folder" in proc.stderr
 
 
 def test_an_age_older_than_the_calendar_reads_as_everything(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
-    proc = run("inv", "history", "--json", "--since", "99999999999d", env=env_with(runs=runs))
+    assert run_program("accelstack", "facts", "--json", runs=runs).returncode == 0
+    proc = run_program("inv", "history", "--json", "--since", "99999999999d", runs=runs)
     assert proc.returncode == 0, proc.stderr  # was an OverflowError traceback
     assert len(proc.stdout.splitlines()) == 1
 
@@ -347,7 +316,7 @@ def test_a_vars_file_that_links_to_nothing_is_refused(tmp_path: Path) -> None:
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "group_vars" / "all.yml").symlink_to(tmp_path / "moved-away.yml")
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "r")),
+        assert_bad_input(run_program(program, "facts", "--inventory", str(inventory), runs=tmp_path / "r"),
                          "group_vars/all.yml", "is a link to", "which does not exist")
 
 
@@ -359,15 +328,15 @@ def test_a_node_files_vars_are_checked_as_an_inventorys_are(tmp_path: Path) -> N
                     "  paths: {venv: /opt/v, python: /opt/v/bin/python}\n  devices: [cpu]\n"
                     "vars:\n  expect_devices: eight\n")
     for program in ("accelstack", "inv"):
-        proc = run(program, "node-check", "--config", str(node), "--only", "devices",
-                   env=env_with(runs=tmp_path / "runs"))
+        proc = run_program(program, "node-check", "--config", str(node), "--only", "devices",
+                           runs=tmp_path / "runs")
         assert_bad_input(proc, "node.yml", "expect_devices: 'eight' is not a whole number")  # was a FAIL, exit 1
 
 
 # ----- 2. every task alike -------------------------------------------------------------------------------------
 
 def _help(program: str, task: str) -> subprocess.CompletedProcess[str]:
-    return run(program, task, "-h")
+    return run_program(program, task, "-h")
 
 
 @pytest.mark.parametrize(("program", "task"), [("inv", "provision"), ("accelstack", "diagnose"),
@@ -430,19 +399,19 @@ def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: P
     (project / "inventories").mkdir(parents=True)
     (project / "stacks").mkdir()
     (project / "invoke.yaml").write_text("accelstack:\n  forks: 0\n")
-    proc = run("accelstack", "facts", cwd=project, env=env_with({"ACCELSTACK_HOME": str(project)}, runs=tmp_path))
+    proc = run_program("accelstack", "facts", cwd=project, env={"ACCELSTACK_HOME": str(project)}, runs=tmp_path)
     assert_bad_input(proc, "invoke.yaml:2: accelstack.forks", "0 is out of range")
-    proc = run("inv", "facts", env=env_with({"ACCELSTACK_CONNECT_TIMEOUT": "never"}, runs=tmp_path))
+    proc = run_program("inv", "facts", env={"ACCELSTACK_CONNECT_TIMEOUT": "never"}, runs=tmp_path)
     assert_bad_input(proc, "ACCELSTACK_CONNECT_TIMEOUT", "'never' is not a number")
     # A value from the environment is used, not only checked: two facts runs, history --json shows the newest.
     runs = tmp_path / "runs"
     for _ in range(2):
-        assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
-    shown = run("accelstack", "history", "--json", "--host", "localhost",
-                env=env_with({"ACCELSTACK_LAST": "1"}, runs=runs))
+        assert run_program("accelstack", "facts", "--json", runs=runs).returncode == 0
+    shown = run_program("accelstack", "history", "--json", "--host", "localhost",
+                        env={"ACCELSTACK_LAST": "1"}, runs=runs)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout.splitlines()) == 1
-    assert len(run("accelstack", "history", "--json", env=env_with(runs=runs)).stdout.splitlines()) == 2
+    assert len(run_program("accelstack", "history", "--json", runs=runs).stdout.splitlines()) == 2
 
 
 # ----- 2. stacks: the hint works, the name rule, the verdict after the naming error --------------------------
@@ -450,7 +419,7 @@ def test_defaults_come_from_invoke_configuration_and_the_environment(tmp_path: P
 def test_copied_stack_with_the_wrong_name_still_gets_its_verdict(tmp_path: Path) -> None:
     copy = tmp_path / "mycpu.yml"
     copy.write_text((REPO / "stacks" / "cpu.yml").read_text())
-    proc = run("accelstack", "stack.check", str(copy))
+    proc = run_program("accelstack", "stack.check", str(copy))
     assert_bad_input(proc, "mycpu.yml:", "name 'cpu' differs from the file name 'mycpu'")
     assert proc.stdout.startswith("compatible cpu")
 
@@ -460,19 +429,19 @@ def test_stack_check_hint_on_a_path_names_a_command_that_works(tmp_path: Path) -
     text = (REPO / "stacks" / "nvidia-cuda12.4.yml").read_text().replace("name: nvidia-cuda12.4", "name: nv")
     lines = [('  nccl: "2.11.4"' if line.startswith("  nccl:") else line) for line in text.splitlines()]
     broken.write_text("\n".join(lines) + "\n")
-    proc = run("inv", "stack.check", str(broken))
+    proc = run_program("inv", "stack.check", str(broken))
     assert_bad_input(proc, "nv.yml", "breaks 1 compatibility rule")
     hint = next(line for line in proc.stderr.splitlines() if "hint:" in line)
     command = hint.split("then run: ")[1].split()
     assert command[:2] == ["inv", "stack.check"]
-    again = run("inv", *command[1:])  # the suggested command finds the same stack
+    again = run_program("inv", *command[1:])  # the suggested command finds the same stack
     assert_bad_input(again, "breaks 1 compatibility rule")
 
 
 # ----- 3. workflows ------------------------------------------------------------------------------------------------
 
 def test_provision_check_on_the_embedded_default_needs_no_repository(tmp_path: Path) -> None:
-    proc = run("accelstack", "provision", "--check", "--json", env=env_with(runs=tmp_path))
+    proc = run_program("accelstack", "provision", "--check", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     record = json.loads(proc.stdout.splitlines()[0])
     assert record["status"] == "pass" and record["evidence"]["plan"]["problems"] == []
@@ -483,7 +452,7 @@ def test_console_script_from_an_unactivated_venv_uses_that_venv_python(tmp_path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
-    env = env_with(runs=tmp_path / "runs")
+    env = cli_env(runs=tmp_path / "runs")
     env["PATH"] = "/usr/bin:/bin"  # as cron runs it: no activated venv, no pyenv shims
     proc = subprocess.run([str(python), "-m", "accelstack", "facts", "--json"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
@@ -528,9 +497,9 @@ def test_lab_repository_is_built_only_when_it_lacks_the_stack(tmp_path: Path) ->
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
 def test_an_unknown_flag_is_bad_input_too(program: str, tmp_path: Path) -> None:
     # history counts with --last and filters with --host; --limit meant both once, and is gone.
-    assert_bad_input(run(program, "history", "--limit", "5", env=env_with(runs=tmp_path)),
+    assert_bad_input(run_program(program, "history", "--limit", "5", runs=tmp_path),
                      "history:", "'--limit'")
-    assert_bad_input(run(program, "stack.check", env=env_with(runs=tmp_path)), "stack.check:", "'name'")
+    assert_bad_input(run_program(program, "stack.check", runs=tmp_path), "stack.check:", "'name'")
 
 
 def test_a_second_parser_in_one_process_still_shows_every_flags_help() -> None:
@@ -598,69 +567,69 @@ def test_a_bad_configuration_file_is_one_line_and_exit_3_under_both_programs(tex
     (site / "inventories").mkdir(parents=True)
     (site / "stacks").mkdir()
     (site / "invoke.yaml").write_text(text)
-    env = env_with({"ACCELSTACK_HOME": str(site)}, runs=tmp_path / "runs")
+    env = cli_env({"ACCELSTACK_HOME": str(site)}, runs=tmp_path / "runs")
     # The project's invoke.yaml (the console script reads it from ACCELSTACK_HOME), and the same file by -f.
-    assert_bad_input(run("accelstack", "facts", env=env), *words)
-    assert_bad_input(run("inv", "-f", str(site / "invoke.yaml"), "facts", env=env_with(runs=tmp_path / "runs")),
+    assert_bad_input(run_program("accelstack", "facts", env=env), *words)
+    assert_bad_input(run_program("inv", "-f", str(site / "invoke.yaml"), "facts", runs=tmp_path / "runs"),
                      *words)
     assert not (tmp_path / "runs").exists()
 
 
 def test_a_configuration_file_named_by_f_must_exist_and_be_one(tmp_path: Path) -> None:
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "-f", str(tmp_path / "absent.yaml"), "facts", env=env_with(runs=tmp_path)),
+        assert_bad_input(run_program(program, "-f", str(tmp_path / "absent.yaml"), "facts", runs=tmp_path),
                          "absent.yaml", "no such configuration file")
-        assert_bad_input(run(program, "-f", str(tmp_path), "facts", env=env_with(runs=tmp_path)),
+        assert_bad_input(run_program(program, "-f", str(tmp_path), "facts", runs=tmp_path),
                          "ends in .yaml, .yml, .json or .py")
     (tmp_path / "c.json").write_text('{"accelstack": {"forks": 2')
-    assert_bad_input(run("accelstack", "-f", str(tmp_path / "c.json"), "facts", env=env_with(runs=tmp_path)),
+    assert_bad_input(run_program("accelstack", "-f", str(tmp_path / "c.json"), "facts", runs=tmp_path),
                      "c.json", "not a configuration file")
-    assert_bad_input(run("inv", "facts", env=env_with({"INVOKE_RUNTIME_CONFIG": str(tmp_path / "gone.yml")},
+    assert_bad_input(run_program("inv", "facts", env=cli_env({"INVOKE_RUNTIME_CONFIG": str(tmp_path / "gone.yml")},
                                                       runs=tmp_path)), "gone.yml", "no such configuration file")
 
 
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
 def test_invoke_environment_settings_are_checked_like_flags(program: str, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_FORKS": "abc"}, runs=runs)),
+    assert_bad_input(run_program(program, "facts", env={"INVOKE_ACCELSTACK_FORKS": "abc"}, runs=runs),
                      "INVOKE_ACCELSTACK_FORKS: 'abc' is not a whole number")
-    assert_bad_input(run(program, "facts", env=env_with({"INVOKE_ACCELSTACK_CONNECT_TIMEOUT": "-1"}, runs=runs)),
+    assert_bad_input(run_program(program, "facts", env={"INVOKE_ACCELSTACK_CONNECT_TIMEOUT": "-1"}, runs=runs),
                      "INVOKE_ACCELSTACK_CONNECT_TIMEOUT: -1 is out of range")
     assert not runs.exists()
     # A good one is used: the run goes on with it.
-    assert run(program, "facts", "--json", env=env_with({"INVOKE_ACCELSTACK_FORKS": "2"}, runs=runs)).returncode == 0
+    assert run_program(program, "facts", "--json", env={"INVOKE_ACCELSTACK_FORKS": "2"}, runs=runs).returncode == 0
 
 
 def test_a_good_configuration_file_still_sets_the_defaults(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("accelstack:\n  last: 1\n")
     runs = tmp_path / "runs"
     for _ in range(2):
-        assert run("accelstack", "facts", "--json", env=env_with(runs=runs)).returncode == 0
-    shown = run("inv", "-f", str(tmp_path / "c.yaml"), "history", "--json", env=env_with(runs=runs))
+        assert run_program("accelstack", "facts", "--json", runs=runs).returncode == 0
+    shown = run_program("inv", "-f", str(tmp_path / "c.yaml"), "history", "--json", runs=runs)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout.splitlines()) == 1
 
 
 def test_a_status_filter_that_names_no_status_is_exit_3(tmp_path: Path) -> None:
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "history", "--status", "failed", env=env_with(runs=tmp_path)),
+        assert_bad_input(run_program(program, "history", "--status", "failed", runs=tmp_path),
                          "--status 'failed' is not one of pass, warn, fail, error, skip")
 
 
 def test_invokes_own_flags_and_help_lookups_are_bad_input_too(tmp_path: Path) -> None:
     # -T was int()'s traceback; --help/--list naming nothing exited 1, the code that means a host failed.
-    assert_bad_input(run("accelstack", "-T", "abc", "facts", env=env_with(runs=tmp_path)),
+    assert_bad_input(run_program("accelstack", "-T", "abc", "facts", runs=tmp_path),
                      "--command-timeout: 'abc' is not a whole number")
     for program in ("accelstack", "inv"):
-        assert_bad_input(run(program, "--help", "nope", env=env_with(runs=tmp_path)), "No idea what 'nope' is")
-        assert_bad_input(run(program, "--list=nope", env=env_with(runs=tmp_path)), "Sub-collection 'nope'")
-    assert run("accelstack", "--help", "facts", env=env_with(runs=tmp_path)).returncode == 0
+        assert_bad_input(run_program(program, "--help", "nope", runs=tmp_path), "No idea what 'nope' is")
+        assert_bad_input(run_program(program, "--list=nope", runs=tmp_path), "Sub-collection 'nope'")
+    assert run_program("accelstack", "--help", "facts", runs=tmp_path).returncode == 0
 
 
 def test_the_word_diagnose_as_a_flags_value_does_not_turn_into_log_flags(tmp_path: Path) -> None:
     # `facts --limit diagnose` was rewritten into `--log` flags meant for `diagnose a.log b.log`.
-    assert_bad_input(run("accelstack", "facts", "--limit", "diagnose", env=env_with(runs=tmp_path)),
+    assert_bad_input(run_program("accelstack", "facts", "--limit", "diagnose", runs=tmp_path),
                      "--limit: pattern 'diagnose'", "matches no host")
-    proc = run("accelstack", "diagnose", str(REPO / "tests" / "data" / "logs" / "cuda-oom.log"), "--json",
-               env=env_with(runs=tmp_path))
+    proc = run_program("accelstack", "diagnose", str(REPO / "tests" / "data" / "logs" / "cuda-oom.log"), "--json",
+                       runs=tmp_path)
     assert proc.returncode == 1 and json.loads(proc.stdout)["findings"], proc.stderr

@@ -9,7 +9,6 @@ them on the CPU with the stack's backend, and a backend that cannot start is ``e
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -27,19 +26,12 @@ from accelstack.results.records import Record
 from accelstack.validate import busbw_gbps, judge, load_thresholds
 from accelstack.validate.judge import judge_bandwidth
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"
+from .helpers import REPO, VALIDATORS, load_validator
+
+SCRIPT = VALIDATORS / "collectives.py"
 FAKE = Path(__file__).resolve().parent / "fake_accelerator"
 H100 = Path(__file__).resolve().parent / "data" / "h100"
 TINY = {"sizes": [4096, 65536], "iters": 4, "warmup": 1, "size_budget_s": 2.0, "deadline_s": 90}
-
-
-def load_script() -> Any:
-    spec = importlib.util.spec_from_file_location("validator_collectives_t", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def environment(fake: bool, **extra: str) -> dict[str, str]:
@@ -75,6 +67,7 @@ def run_torchrun(config: dict[str, Any], nproc: int = 2, **env: str) -> tuple[in
 
 # ----- the device rule: every tensor a collective touches lives on the collective's device -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_sweep_on_a_backend_that_refuses_cpu_tensors_passes_with_device_events() -> None:
     """The H100 failure ("No backend type associated with device type cpu" from the timing reduction) without a
     GPU: the ranks run on ``fakeaccel`` through the accelerator path (set_device, device_id, device events) and
@@ -97,6 +90,7 @@ def test_sweep_on_a_backend_that_refuses_cpu_tensors_passes_with_device_events()
         assert size["busbw_gbps"] == pytest.approx(size["algbw_gbps"] / 2, abs=1e-4)
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_wrong_values_fail_the_collective_that_computed_them_and_name_the_rank() -> None:
     checks = run_validator(dict(TINY, backend="refusing"), fake=True, ACCELSTACK_FAKE_CORRUPT="allreduce:1,allgather:0")
     for name, rank in (("allreduce", 1), ("allgather", 0)):
@@ -107,6 +101,7 @@ def test_wrong_values_fail_the_collective_that_computed_them_and_name_the_rank()
         assert check["remedy"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_binds_the_device_and_passes() -> None:
     checks = run_validator({"mode": "init", "backend": "refusing", "deadline_s": 90}, fake=True)
     check = checks["collective_init"]
@@ -114,6 +109,7 @@ def test_collective_init_binds_the_device_and_passes() -> None:
     assert check["evidence"]["device_id"] == "fakeaccel:0" and check["metrics"]["ranks"] == 2
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_that_cannot_start_the_backend_fails() -> None:
     checks = run_validator({"mode": "init", "backend": "nosuchbackend", "nproc": 2, "deadline_s": 60}, fake=False)
     check = checks["collective_init"]
@@ -121,6 +117,7 @@ def test_collective_init_that_cannot_start_the_backend_fails() -> None:
     assert "nosuchbackend" in check["summary"] and check["evidence"]["rank_errors"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_sweep_whose_ranks_cannot_run_is_an_error_for_both_checks() -> None:
     checks = run_validator(dict(TINY, backend="nosuchbackend", nproc=2), fake=False)
     for name in ("allreduce", "allgather"):
@@ -128,6 +125,7 @@ def test_sweep_whose_ranks_cannot_run_is_an_error_for_both_checks() -> None:
         assert "could not run" in checks[name]["summary"]
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collective_init_without_the_vendor_torch_plugin_is_an_error() -> None:
     """An Ascend host whose stack python has no torch_npu cannot run the check at all: error, not fail."""
     checks = run_validator({"mode": "init", "vendor": "ascend", "backend": "hccl"}, fake=False)
@@ -144,6 +142,7 @@ def test_bad_config_is_an_error_not_a_traceback() -> None:
 
 # ----- one rank: algbw only -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_one_rank_gloo_sweep_reports_algbw_and_no_busbw() -> None:
     checks = run_validator(dict(TINY, nproc=1), fake=False)
     for name in ("allreduce", "allgather"):
@@ -163,7 +162,7 @@ def h100_rows() -> list[dict[str, Any]]:
 
 
 def test_h100_one_rank_rows_have_algbw_as_captured_and_no_busbw() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     rows = h100_rows()
     assert [r["bytes"] for r in rows] == [1 << 20, 1 << 26, 1 << 30, 1 << 33]
     for captured in rows:
@@ -178,7 +177,7 @@ def test_h100_one_rank_rows_have_algbw_as_captured_and_no_busbw() -> None:
 
 
 def one_rank_record(check: str = "allreduce", **metrics: Any) -> Record:
-    script = load_script()
+    script = load_validator("collectives")
     top = h100_rows()[-1]
     rows = [script.size_row(check, top["bytes"], top["allreduce_us_events"] / 1e6, 1, 50)]
     doc = script.summarize(check, rows, 1, [], [])
@@ -219,6 +218,7 @@ def test_one_rank_record_holds_no_baseline_busbw_and_makes_no_regression() -> No
 
 # ----- the multinode worker (torchrun) -----
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_passes_on_a_backend_that_refuses_cpu_tensors() -> None:
     status, check = run_torchrun(dict(TINY, backend="refusing"))
     assert status == 0 and check["status"] == "pass", (check["summary"], check["evidence"])
@@ -226,11 +226,13 @@ def test_multinode_worker_passes_on_a_backend_that_refuses_cpu_tensors() -> None
     assert all(s["busbw_gbps"] > 0 for s in check["metrics"]["sizes"])
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_fails_on_wrong_sums() -> None:
     status, check = run_torchrun(dict(TINY, backend="refusing"), ACCELSTACK_FAKE_CORRUPT="allreduce:1")
     assert check["status"] == "fail" and "rank(s) 1" in check["summary"], check
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_multinode_worker_that_cannot_run_is_an_error() -> None:
     # One worker: with two, torchrun stops the other as soon as one exits non-zero, so whether local rank 0
     # prints before it is stopped is a race (the control side reads a silent node from its exit and stderr).
@@ -242,7 +244,7 @@ def test_multinode_worker_that_cannot_run_is_an_error() -> None:
 # ----- timing helpers (pure) -----
 
 def test_iterations_fit_the_budget_and_agree_across_ranks() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     assert script.iterations_within(5.0, 0.001, 50) == 50  # fast: every iteration asked for
     assert script.iterations_within(5.0, 0.5, 50) == 10  # slow link: what fits in the budget
     assert script.iterations_within(5.0, 60.0, 50) == 1  # never zero

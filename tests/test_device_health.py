@@ -20,7 +20,8 @@ from accelstack.vendors.nvidia.parsers import parse_nvidia_smi_xml
 from accelstack_lab.simulated import drop_device_command
 from accelstack_lab.simulated.hostside import install
 
-from .labtools import bin_dir, load_validator, load_vendor_hostside
+from .helpers import load_validator, load_vendor_hostside
+from .labtools import bin_dir
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"

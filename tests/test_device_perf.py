@@ -15,7 +15,7 @@ import pytest
 from accelstack.validate import load_registry
 from accelstack.validate.device_floors import load_device_floors
 
-from .labtools import load_validator, load_vendor_hostside
+from .helpers import load_validator, load_vendor_hostside
 
 torch = pytest.importorskip("torch")
 

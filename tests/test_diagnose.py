@@ -274,6 +274,7 @@ def test_a_cut_gzip_keeps_the_findings_before_the_cut_and_says_where_it_ends(tmp
     assert diagnosis.findings == [] and diagnosis.exit_code == 3 and diagnosis.truncated
 
 
+@pytest.mark.slow  # a log of hundreds of MB streamed
 def test_large_log_is_streamed_in_bounded_memory(tmp_path):
     big = tmp_path / "big.log"
     healthy = (LOGS / "healthy" / "training-loop.log").read_text()

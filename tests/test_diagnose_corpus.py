@@ -4,15 +4,13 @@ asserted here: bench/diagnose_accuracy.py prints it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from .conftest import REPO
+from .helpers import REPO, load_script
 
 CORPUS = REPO / "tests" / "data" / "diagnose_corpus"
 PARTS = ("dev", "eval")
@@ -21,15 +19,7 @@ MIN_HEALTHY = 30
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+\.[A-Za-z]{2,}")
 
 
-def _load_split() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diagnose_corpus_split", CORPUS / "split.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-split = _load_split()
+split = load_script(CORPUS / "split.py", "diagnose_corpus_split")
 
 
 def labels(part: str) -> list[dict]:

@@ -16,6 +16,8 @@ import pytest
 from accelstack.diagnose import diagnose_lines, diagnose_paths, host_of, load_catalog, timestamp_of
 from accelstack.diagnose.reader import GREP_ENV
 
+from .helpers import run_program
+
 LOGS = Path(__file__).parent / "data" / "logs"
 H100 = LOGS / "h100"
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +191,7 @@ def test_a_bad_link_in_a_job_folder_is_skipped_and_the_other_logs_are_read(tmp_p
 def test_cli_names_a_bad_link_and_diagnoses_the_rest(tmp_path):
     root = _job(tmp_path / "job")
     (root / "node01" / "latest.log").symlink_to("gone.log")
-    done = _cli(["diagnose", str(root), "--json"], "accelstack")
+    done = run_program("accelstack", "diagnose", str(root), "--json")
     assert done.returncode == 1 and json.loads(done.stdout)["first"]["cause"] == "out-of-memory"
     assert "latest.log: a symbolic link to 'gone.log'" in done.stderr and "Traceback" not in done.stderr
 
@@ -211,12 +213,12 @@ def test_a_cut_job_archive_is_read_up_to_the_cut(tmp_path):
     diagnosis = diagnose_paths([str(cut)])
     assert causes(diagnosis)[0] == "out-of-memory" and diagnosis.exit_code == 1
     assert any("the archive ends early or is corrupt" in note for note in diagnosis.truncated)
-    done = _cli(["diagnose", str(cut)], "accelstack")
+    done = run_program("accelstack", "diagnose", str(cut))
     assert done.returncode == 1 and "archive ends" in done.stderr and "Traceback" not in done.stderr
     # Cut before the first log ends: nothing to diagnose, one line, exit 3.
     early = tmp_path / "early.tar.gz"
     early.write_bytes(data[:40])
-    done = _cli(["diagnose", str(early)], "accelstack")
+    done = run_program("accelstack", "diagnose", str(early))
     assert done.returncode == 3 and "Traceback" not in done.stderr and "early.tar.gz" in done.stderr
 
 
@@ -335,31 +337,26 @@ def test_every_allocation_failure_is_out_of_memory_ahead_of_its_peers_errors(nam
 
 # ---- the command line ----
 
-def _cli(args, runner):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    argv = [sys.executable, "-m", "accelstack", *args] if runner == "accelstack" else ["inv", *args]
-    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-
-
+@pytest.mark.slow  # seven runs of the command line
 @pytest.mark.parametrize("runner", ["accelstack", "inv"])
 def test_cli_one_positional_log_repeated_flags_and_help(runner):
     oom, timeout = str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log")
-    done = _cli(["diagnose", oom, "--json"], runner)
+    done = run_program(runner, "diagnose", oom, "--json")
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["cause"] == "out-of-memory"
-    done = _cli(["diagnose", oom, "-l", timeout, "--json"], runner)
+    done = run_program(runner, "diagnose", oom, "-l", timeout, "--json")
     assert [f["cause"] for f in json.loads(done.stdout)["findings"]] == ["out-of-memory", "collective-timeout"]
-    done = _cli(["diagnose", "--log", oom, "--log", timeout, "--json"], runner)
+    done = run_program(runner, "diagnose", "--log", oom, "--log", timeout, "--json")
     assert done.returncode == 1 and len(json.loads(done.stdout)["findings"]) == 2
-    done = _cli(["diagnose", str(LOGS / "healthy")], runner)
+    done = run_program(runner, "diagnose", str(LOGS / "healthy"))
     assert done.returncode == 0 and "No failure found" in done.stdout
     for flag in ("-h", "--help"):
-        done = _cli(["diagnose", flag], runner)
+        done = run_program(runner, "diagnose", flag)
         assert done.returncode == 0 and done.stdout.startswith("Usage:") and "--host" in done.stdout
 
 
 def test_cli_several_positional_logs_under_the_console_script():
-    done = _cli(["diagnose", str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log"), "--json"],
-                "accelstack")
+    done = run_program("accelstack", "diagnose", str(LOGS / "cuda-oom.log"), str(LOGS / "nccl-watchdog-timeout.log"),
+                       "--json")
     assert done.returncode == 1 and len(json.loads(done.stdout)["findings"]) == 2
 
 
@@ -367,7 +364,7 @@ def test_cli_cut_gzip_warns_with_where_it_ends(tmp_path):
     broken = tmp_path / "cut.log.gz"
     packed = gzip.compress((LOGS / "cuda-oom.log").read_bytes() + b"step 1\n" * 400000)
     broken.write_bytes(packed[: len(packed) // 2])
-    done = _cli(["diagnose", str(broken), "--json"], "accelstack")
+    done = run_program("accelstack", "diagnose", str(broken), "--json")
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["cause"] == "out-of-memory"
     assert "warning:" in done.stderr and "ends at line" in done.stderr
 
@@ -403,6 +400,7 @@ def test_render_names_the_first_failure_and_a_cut_log(tmp_path):
     assert "cut short:" in text and "rank9.log.gz" in text and "[node02]" in text
 
 
+@pytest.mark.slow  # a benchmark's whole tiny round
 def test_the_benchmark_runs_tiny_and_every_reader_agrees():
     # CI smoke run of bench/diagnose.py: a 4 MB log, no figure asserted; the bench itself exits non-zero when
     # one reader finds something else than another.
@@ -444,8 +442,8 @@ def test_a_failing_grep_is_an_error_never_a_quiet_log(tmp_path, monkeypatch):
 
 
 def test_cli_without_a_log_is_one_line_and_exit_3_under_the_console_script():
-    done = _cli(["diagnose"], "accelstack")
+    done = run_program("accelstack", "diagnose")
     assert done.returncode == 3 and "no log given" in done.stderr.splitlines()[0]
     # invoke's own parser answers first under `inv`: one line naming the missing LOG.
-    done = _cli(["diagnose"], "inv")
+    done = run_program("inv", "diagnose")
     assert done.returncode != 0 and "positional arguments: 'log'" in done.stderr

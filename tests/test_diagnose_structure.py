@@ -38,6 +38,7 @@ def traceback_lines(exc_type: str, message: str, prefix: str = "") -> list[str]:
             f"{prefix}{head}"]
 
 
+@pytest.mark.slow  # 300 generated logs diagnosed
 def test_a_log_that_ends_in_a_traceback_is_never_without_a_finding():
     rng = random.Random(22)
     for case in range(300):

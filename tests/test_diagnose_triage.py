@@ -29,6 +29,7 @@ LOGS = Path(__file__).parent / "data" / "logs"
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "accelstack"
 
 
+@pytest.mark.slow  # the whole corpus diagnosed
 def test_every_cause_has_an_actor_and_every_finding_carries_one():
     causes = load_causes()
     assert {cause.actor for cause in causes.values()} <= set(ACTORS)

@@ -14,9 +14,7 @@ from accelstack.inventory import load_inventory
 from accelstack.transport.fanout import HostPool
 from accelstack_lab.simulated import formats, versions
 
-from .conftest import run_cli
-
-pytestmark = pytest.mark.lab
+from .helpers import run_cli
 
 STACK = "ascend-910b-cann8.1.rc1"
 VENV = "/opt/accelstack/venv"

@@ -14,7 +14,6 @@ import importlib
 import json
 import pkgutil
 import subprocess
-import sys
 import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,19 +22,12 @@ import pytest
 
 import accelstack
 
-from .conftest import REPO
-from .test_cli_contract import env_with
+from .helpers import REPO, cli_env, command, run_program
 from .test_nodecheck import rendered_node_file
 
 H100_BUNDLE = REPO / "tests" / "data" / "h100" / "bundle"
 H100_STACK = REPO / "tests" / "data" / "h100" / "h100-real.yml"
 LOG = REPO / "tests" / "data" / "logs" / "cuda-oom.log"
-
-
-def _run(program: str, args: list[str], runs: Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    head = [sys.executable, "-m", "accelstack"] if program == "accelstack" else [sys.executable, "-m", "invoke"]
-    return subprocess.run([*head, *args], cwd=cwd, env=env_with(runs=runs), capture_output=True, text=True,
-                          timeout=300)
 
 
 def _every_task() -> list[str]:
@@ -48,18 +40,19 @@ def _every_task() -> list[str]:
 
 def _both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     with ThreadPoolExecutor(2) as pool:
-        futures = {program: pool.submit(_run, program, args, tmp_path / program) for program in ("inv", "accelstack")}
+        futures = {program: pool.submit(run_program, program, *args, runs=tmp_path / program)
+                   for program in ("inv", "accelstack")}
     return {program: future.result() for program, future in futures.items()}
 
 
+@pytest.mark.slow  # every task's help in two fresh processes each
 def test_every_task_shows_the_same_help_under_both_programs() -> None:
     tasks = _every_task()
     assert {"validate", "analyze", "node-check", "lab.up", "repo.build", "stack.list"} <= set(tasks)
     jobs = [(program, task) for task in tasks for program in ("inv", "accelstack")]
     with ThreadPoolExecutor(4) as pool:
         procs = list(pool.map(lambda job: subprocess.run(
-            [sys.executable, "-m", "invoke" if job[0] == "inv" else "accelstack", job[1], "-h"], cwd=REPO,
-            env=env_with(), capture_output=True, text=True, timeout=120), jobs))
+            command(job[0], job[1], "-h"), cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120), jobs))
     helps: dict[str, dict[str, str]] = {}
     for (program, task), proc in zip(jobs, procs, strict=True):
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (program, task, proc.stderr[-2000:])
@@ -100,6 +93,7 @@ REAL_RUNS: dict[str, tuple[list[str], set[int]]] = {
 }
 
 
+@pytest.mark.slow  # every task run for real under both programs
 @pytest.mark.parametrize("task", sorted(REAL_RUNS))
 def test_a_real_run_gives_the_same_answer_under_both_programs(task: str, tmp_path: Path) -> None:
     args, codes = REAL_RUNS[task]
@@ -108,7 +102,7 @@ def test_a_real_run_gives_the_same_answer_under_both_programs(task: str, tmp_pat
     results: dict[str, subprocess.CompletedProcess[str]] = {}
     for program in ("inv", "accelstack"):
         argv = [str(tmp_path / program / "bundles") if a == "OUTPUT" else a for a in args]
-        results[program] = _run(program, argv, tmp_path / program)
+        results[program] = run_program(program, *argv, runs=tmp_path / program)
     inv, script = results["inv"], results["accelstack"]
     for program, proc in results.items():
         assert "Traceback" not in proc.stderr + proc.stdout, (program, proc.stderr[-3000:])
@@ -123,13 +117,14 @@ def test_a_real_run_gives_the_same_answer_under_both_programs(task: str, tmp_pat
         assert _steady(json.loads(inv.stdout)) == _steady(json.loads(script.stdout))
 
 
+@pytest.mark.slow  # a real run, then seven more processes
 def test_report_history_and_baseline_read_a_run_the_same_under_both_programs(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    made = _run("accelstack", ["validate", "--json", "--only", "versions,env"], runs)
+    made = run_program("accelstack", "validate", "--json", "--only", "versions,env", runs=runs)
     assert made.returncode == 0, made.stderr[-2000:]
     for args in (["report", "--format", "json"], ["history", "--json"], ["baseline", "--output", "PROGRAM"]):
-        outs = {program: _run(program, [str(tmp_path / f"{program}.json") if a == "PROGRAM" else a for a in args],
-                              runs) for program in ("inv", "accelstack")}
+        outs = {program: run_program(program, *(str(tmp_path / f"{program}.json") if a == "PROGRAM" else a
+                                              for a in args), runs=runs) for program in ("inv", "accelstack")}
         for program, proc in outs.items():
             assert proc.returncode in (0, 2), (program, args, proc.stderr[-2000:])
             assert "Traceback" not in proc.stderr, (program, args, proc.stderr[-2000:])
@@ -140,10 +135,11 @@ def test_report_history_and_baseline_read_a_run_the_same_under_both_programs(tmp
             assert texts["inv"] == texts["accelstack"].replace("accelstack.json", "inv.json"), args
 
 
+@pytest.mark.slow  # node-check for real under both programs
 def test_node_check_runs_the_same_under_both_programs(tmp_path: Path) -> None:
     node_file = rendered_node_file(tmp_path, runs_dir=str(tmp_path / "node-runs"))
-    outs = {program: _run(program, ["node-check", "--json", "--config", str(node_file), "--only", "versions,env"],
-                          tmp_path / program) for program in ("inv", "accelstack")}
+    outs = {program: run_program(program, "node-check", "--json", "--config", str(node_file), "--only",
+                                 "versions,env", runs=tmp_path / program) for program in ("inv", "accelstack")}
     for program, proc in outs.items():
         assert "Traceback" not in proc.stderr, (program, proc.stderr[-2000:])
         assert _statuses(proc.stdout), (program, proc.stdout[-2000:], proc.stderr[-2000:])

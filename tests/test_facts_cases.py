@@ -50,7 +50,7 @@ import pytest
 from accelstack.facts import parsers as facts_parsers
 from accelstack.vendors import parsing, vendors
 
-from .labtools import load_validator, load_vendor_hostside
+from .helpers import load_validator, load_vendor_hostside
 
 DATA = Path(__file__).resolve().parent / "data"
 FACTS = DATA / "facts"

@@ -13,7 +13,7 @@ from accelstack.flows.bundle.run import analyze_bundle, bundle_facts
 from accelstack.stacks import drift_records, load_matrix, load_stack
 from accelstack.vendors.nvidia import torch_nccl
 
-from .conftest import run_cli
+from .helpers import run_cli
 
 H100 = Path(__file__).parent / "data" / "h100"
 BUNDLE = H100 / "bundle"

@@ -452,12 +452,12 @@ def counted_tools(tmp_path: Path, smi_version: str = "580.65.06") -> tuple[dict[
 
 def probe_with_driver_file(options: ProbeOptions, env: dict[str, str], version: str | None) -> str:
     """The probe with a loaded driver's /proc/driver/nvidia/version (``version``; None: no such file, as on this
-    machine), made as a GPU node has it: a tmpfs over /proc/driver in a mount namespace of the probe's own."""
+    machine), made as a GPU node has it: a tmpfs over /proc/driver in a mount namespace of the probe's own (root: a
+test that gives a version asks for ``as_root``)."""
     if version is None:
         return run_probe(options, env=env)
     tools = [shutil.which(name) for name in ("unshare", "mount", "mkdir")]
-    if os.geteuid() != 0 or not all(tools):
-        pytest.skip("a driver file under /proc needs root, unshare and mount (a mount namespace)")
+    assert all(tools), "a driver file under /proc needs unshare and mount (util-linux, mount: .ci/run installs them)"
     unshare, mount, mkdir = tools
     setup = (f'{mount} -t tmpfs accelstack-test /proc/driver && {mkdir} /proc/driver/nvidia && '
              'printf %s "$1" > /proc/driver/nvidia/version && exec /bin/sh -c "$0"')
@@ -468,9 +468,17 @@ def probe_with_driver_file(options: ProbeOptions, env: dict[str, str], version: 
     return result.stdout
 
 
-@pytest.mark.parametrize("driver_file", [None, "580.65.06", "580.159.04"])
-def test_the_components_scope_reads_the_same_versions_as_the_whole_probe(tmp_path: Path,
-                                                                           driver_file: str | None) -> None:
+def test_the_components_scope_reads_the_same_versions_as_the_whole_probe(tmp_path: Path) -> None:
+    components_agree_with_the_whole_probe(tmp_path, None)
+
+
+@pytest.mark.parametrize("driver_file", ["580.65.06", "580.159.04"])
+def test_with_a_loaded_drivers_proc_file_the_components_scope_reads_it_and_no_nvidia_smi(
+        as_root: None, tmp_path: Path, driver_file: str) -> None:
+    components_agree_with_the_whole_probe(tmp_path, driver_file)
+
+
+def components_agree_with_the_whole_probe(tmp_path: Path, driver_file: str | None) -> None:
     env, calls = counted_tools(tmp_path)
     scopes = {}
     for scope in ("host", "components"):
@@ -489,7 +497,7 @@ def test_the_components_scope_reads_the_same_versions_as_the_whole_probe(tmp_pat
     assert components.interfaces == [] and components.disk_free == {} and components.hostname is None
 
 
-def test_a_driver_file_without_a_version_still_asks_nvidia_smi(tmp_path: Path) -> None:
+def test_a_driver_file_without_a_version_still_asks_nvidia_smi(as_root: None, tmp_path: Path) -> None:
     env, calls = counted_tools(tmp_path, smi_version="580.95.05")
     facts = parse_probe_output(probe_with_driver_file(ProbeOptions(python=sys.executable, scope="components"),
                                                       env, "unknown"))

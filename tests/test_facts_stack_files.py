@@ -9,7 +9,6 @@ facts, paths included. The cases the files cannot answer must fall back to the s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -25,7 +24,7 @@ from accelstack.facts.parsers import StackPython, parse_stack_python
 from accelstack.facts.probe import STACK_SNIPPET, probe_argv, read_probe_output
 from accelstack.paths import hostside
 
-from .conftest import REPO
+from .helpers import REPO, load_bench
 
 SHELLS = [("dash",), ("bash",), ("bash", "--posix"), ("busybox", "sh")]
 H200 = REPO / "tests" / "data" / "h200"
@@ -304,15 +303,7 @@ def test_what_the_files_cannot_tell_falls_back_to_the_snippet(tmp_path: Path, la
 
 @pytest.fixture(scope="module")
 def node_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("node_check_bench", REPO / "bench" / "node_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "bench"))  # its shared helper, beside it
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return module
+    return load_bench("node_check")
 
 
 def test_the_h200_venv_from_its_capture_reads_as_its_snippet_did(tmp_path: Path, node_bench: ModuleType) -> None:

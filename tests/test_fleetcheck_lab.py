@@ -7,9 +7,6 @@ suite's. The drain breaker runs on the session lab: ten host names, every one fa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +19,7 @@ from accelstack.flows.fleetcheck.run import drain_targets
 from accelstack.results.baseline import baseline_from_records, confirm_regressions, find_regressions
 from accelstack.results.records import Record
 
-from .conftest import lab_ids
+from .helpers import lab_ids, run_cli
 from .labtools import heal_all, own_lab
 
 TAG, SUBNET = lab_ids("acf", "10.222")
@@ -36,9 +33,6 @@ SLOW_RATE = "20mbit"
 # The floor a healthy run clears with room to spare, and the slowed link does not (the shipped cpu floor, 0.05
 # GB/s, is within the healthy noise here).
 FLOOR_GBPS = 0.005
-
-lab = pytest.mark.lab
-
 
 @dataclass
 class FleetRun:
@@ -54,7 +48,7 @@ class FleetRun:
 
 
 @pytest.fixture(scope="module")
-def flab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def flab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with own_lab(tmp_path_factory.mktemp("acfroot"), TAG, SUBNET, len(HOSTS)) as the_lab:
         yield the_lab
 
@@ -84,11 +78,8 @@ def fleet_check(inventory: str, runs: Path, work: Path) -> FleetRun:
     log = work / "drained.log"
     reports = work / "reports"
     drain = f"printf '%s %s\\n' {{host}} {{reason}} >> {log}"
-    done = subprocess.run(
-        [sys.executable, "-m", "accelstack", "fleet-check", "--inventory", inventory, "--only", "multinode",
-         "--reports-dir", str(reports), "--drain-cmd", drain, "--busbw-drop-pct", str(DROP_PCT)],
-        cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)}, capture_output=True, text=True,
-        timeout=420)
+    done = run_cli("fleet-check", "--inventory", inventory, "--only", "multinode", "--reports-dir", str(reports),
+                   "--drain-cmd", drain, "--busbw-drop-pct", str(DROP_PCT), runs=runs, timeout=420)
     assert sorted(p.name for p in reports.iterdir()) == REPORTS, done.stderr
     doc = json.loads((reports / "summary.json").read_text())
     drained = log.read_text().splitlines() if log.exists() else []
@@ -120,7 +111,6 @@ def assert_reports(run: FleetRun) -> None:
     assert run.summary["exit_code"] == run.code
 
 
-@lab
 def test_healthy_rerun_does_not_regress(baseline_run: FleetRun, healthy: Any, fleet_inventory: str,
                                         runs: Path, tmp_path: Path) -> None:
     again = fleet_check(fleet_inventory, runs, tmp_path)
@@ -133,7 +123,6 @@ def test_healthy_rerun_does_not_regress(baseline_run: FleetRun, healthy: Any, fl
     assert_reports(again)
 
 
-@lab
 def test_unreachable_host_is_error_not_drained_and_the_others_pass(
         baseline_run: FleetRun, healthy: Any, fleet_inventory: str, runs: Path, tmp_path: Path) -> None:
     healthy.fault("lab3", "sshd-stop")
@@ -155,14 +144,11 @@ def test_unreachable_host_is_error_not_drained_and_the_others_pass(
     assert_reports(run)
 
 
-@lab
 def test_slow_link_is_a_busbw_regression_that_drains_only_that_host(
         baseline_run: FleetRun, healthy: Any, fleet_inventory: str, runs: Path, tmp_path: Path) -> None:
     # The baseline the earlier runs grew holds their 4x swings, a band no drop could pass: an operator resets
     # it to the first run (one sample: the configured percentage alone).
-    reset = subprocess.run([sys.executable, "-m", "accelstack", "baseline", "--from", baseline_run.summary["run_id"]],
-                           cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)}, capture_output=True,
-                           text=True, timeout=60)
+    reset = run_cli("baseline", "--from", baseline_run.summary["run_id"], runs=runs, timeout=60)
     assert reset.returncode == 0, reset.stderr
     healthy.fault("lab3", "link-slow", rate=SLOW_RATE)
     run = fleet_check(fleet_inventory, runs, tmp_path)
@@ -215,7 +201,6 @@ def test_a_drop_isolated_to_one_node_is_only_that_nodes_regression() -> None:
     assert list(drain_targets(flat, confirm_regressions(found, flat, held, DROP_PCT))) == HOSTS
 
 
-@lab
 def test_ten_failing_hosts_with_max_drain_2_trip_the_breaker_and_drain_none(healthy_lab: Any,
                                                                            tmp_path: Path) -> None:
     """Ten host names on the session lab's four hosts; every one fails `env` (GLOO_SOCKET_IFNAME names an
@@ -230,11 +215,8 @@ def test_ten_failing_hosts_with_max_drain_2_trip_the_breaker_and_drain_none(heal
     log = tmp_path / "drained.log"
     reports = tmp_path / "reports"
     runs = tmp_path / "runs"
-    done = subprocess.run(
-        [sys.executable, "-m", "accelstack", "fleet-check", "--inventory", str(inventory), "--only", "env",
-         "--reports-dir", str(reports), "--max-drain", "2",
-         "--drain-cmd", f"printf '%s\\n' {{host}} >> {log}"],
-        cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)}, capture_output=True, text=True, timeout=300)
+    done = run_cli("fleet-check", "--inventory", str(inventory), "--only", "env", "--reports-dir", str(reports),
+                   "--max-drain", "2", "--drain-cmd", f"printf '%s\\n' {{host}} >> {log}", runs=runs)
     assert done.returncode == 1, done.stderr
     assert not log.exists()
     summary = json.loads((reports / "summary.json").read_text())["summary"]

@@ -4,7 +4,6 @@ image against pins it never had). Checked here on the real H200's capture (tests
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -15,7 +14,7 @@ from accelstack.errors import StackError
 from accelstack.flows.bundle.run import bundle_facts
 from accelstack.stacks import drift_records, load_matrix, load_stack, preflight_stack
 
-from .conftest import REPO
+from .helpers import REPO, load_bench
 
 H200 = REPO / "tests" / "data" / "h200"
 # What bench/gpu_node_check.py reads on that host (READ_TORCH, nvidia-smi, /usr/local/cuda/version.json), as its
@@ -27,11 +26,7 @@ H200_TORCH = {"python": "3.12.3", "executable": "/opt/torch/.venv/bin/python3", 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_node_check", REPO / "bench" / "gpu_node_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("gpu_node_check")
 
 
 def write_stack(bench: ModuleType, folder: Path, found: dict, **kwargs: object) -> Path:

@@ -160,6 +160,7 @@ def test_the_batch_gives_each_check_the_records_it_gives_alone(gpu_node: Simulat
     assert {r.check.split(".")[0] for r in together} == HEALTH - {"versions"}
 
 
+@pytest.mark.slow  # waits out a hung check's deadline
 def test_a_check_that_hangs_in_the_batch_is_an_error_and_the_rest_still_run(tmp_path: Path) -> None:
     """One hung check costs the others nothing: the batch reports it at its limit and the control side runs what
     is left one by one."""
@@ -229,6 +230,7 @@ def test_memory_held_by_a_process_this_namespace_cannot_see_is_left_alone(gpu_no
     assert "80559 of 81559 MiB in use by no process listed here" in found["torch_devices"]["summary"]
 
 
+@pytest.mark.slow  # node-check's quick tier: torch processes
 def test_a_free_gpu_on_the_same_node_is_still_checked(gpu_node: SimulatedGpuNode) -> None:
     """Holding GPU 5 does not excuse GPU 0: torch's device 0 is free, so torch_devices runs (and, torch being a CPU
     build here, fails for what it sees, as on a host without a CUDA torch)."""
@@ -274,6 +276,7 @@ AFTER = [
 ]
 
 
+@pytest.mark.slow  # torch on the fake accelerator, twice a case
 @pytest.mark.parametrize(("error", "used", "verdict"), AFTER, ids=[f"{e}-{u}MiB-{v}" for e, u, v in AFTER])
 def test_a_device_error_that_says_someone_holds_the_device_is_a_skip(
         gpu_node: SimulatedGpuNode, error: str, used: int, verdict: str) -> None:
@@ -318,6 +321,7 @@ def test_the_h200_capture_beside_a_job_would_now_be_a_skip() -> None:
                                devices=[dict(device, memory_used_mib=0)]) is None
 
 
+@pytest.mark.slow  # real torch processes (gloo ranks): seconds each
 def test_collectives_leave_no_rank_folder_behind(tmp_path: Path) -> None:
     """Every collective check used to leave /tmp/accelstack-coll-*: 288 a day from a 5-minute health check."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "LOCAL_", "WORLD_SIZE", "MASTER_"))}

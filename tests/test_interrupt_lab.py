@@ -12,17 +12,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from accelstack.engines.ssh.run import validate_inventory
 from accelstack.inventory import load_inventory
 from accelstack.results.records import Record, read_run
 from accelstack.transport.fanout import HostPool
 from accelstack.validate import load_registry
 
-from .labtools import assert_interrupted, cli_process, first_results, install_venv, interrupt, lab_inventory
-
-pytestmark = pytest.mark.lab
+from .helpers import assert_interrupted, cli_process, first_results, interrupt
+from .labtools import install_venv, lab_inventory
 
 OURS = ("/var/tmp/accelstack/validators/", "torch.distributed.run", "accelstack-run-")
 

@@ -18,32 +18,7 @@ from accelstack.inventory import Host
 from accelstack.results.records import read_run
 from accelstack.transport.connection import CommandInterrupted, LocalTransport, kill_tree_command
 
-from .labtools import assert_interrupted, cli_process, first_results, interrupt
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _descendants(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
+from .helpers import alive, assert_interrupted, cli_process, descendants, first_results, interrupt
 
 
 def _wait_for(path: Path, timeout: float = 20.0) -> str:
@@ -74,12 +49,12 @@ def test_cancel_kills_the_command_and_a_descendant_in_its_own_session(tmp_path: 
     while time.monotonic() < end and len(pids.read_text().split() if pids.exists() else []) < 2:
         time.sleep(0.05)
     started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 2 and all(_alive(p) for p in started)
+    assert len(started) == 2 and all(alive(p) for p in started)
     transport.cancel()
     worker.join(timeout=15)
     assert not worker.is_alive()
     assert failure and isinstance(failure[0], CommandInterrupted), failure
-    assert not [p for p in started if _alive(p)]
+    assert not [p for p in started if alive(p)]
     with pytest.raises(CommandInterrupted):  # and nothing new starts on a cancelled transport
         transport.run("true")
 
@@ -112,7 +87,7 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
         results = first_results(runs, timeout=60, poll=0.05)
         time.sleep(0.5)  # the next checks are under way
         before = _wait_for(results).splitlines()
-        running = _descendants(proc.pid)
+        running = descendants(proc.pid)
         out, err = interrupt(proc, timeout=60)
     assert_interrupted(proc, err)
     assert err.startswith("accelstack: interrupted"), err
@@ -126,7 +101,7 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
     # Plain lines on stdout as records arrived: at least the finished ones.
     assert len(out.splitlines()) >= len(before)
     assert running  # validators were running when Ctrl-C came, and none outlived the run
-    assert [pid for pid in running if _alive(pid)] == []
+    assert [pid for pid in running if alive(pid)] == []
 
 
 def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
@@ -138,21 +113,21 @@ def test_a_second_sigint_exits_at_once_without_a_traceback(tmp_path: Path) -> No
         with cli_process("validate", "--only", "allreduce", runs=tmp_path / f"runs{attempt}") as proc:
             end = time.monotonic() + 60
             while time.monotonic() < end and not any("allreduce" in " ".join(_cmdline(p)) for p in
-                                                     _descendants(proc.pid)):
+                                                     descendants(proc.pid)):
                 time.sleep(0.05)
-            running = _descendants(proc.pid)
+            running = descendants(proc.pid)
             assert running
             workers = [pid for pid in running if "allreduce" in " ".join(_cmdline(pid))]
             proc.send_signal(signal.SIGINT)
             end = time.monotonic() + 10
-            while time.monotonic() < end and all(_alive(pid) for pid in workers):
+            while time.monotonic() < end and all(alive(pid) for pid in workers):
                 time.sleep(0.002)
             _out, err = interrupt(proc, timeout=60)
         assert_interrupted(proc, err)
         if "interrupted again" in err:
             break
     assert err == "accelstack: interrupted again: exiting now\n"  # no traceback
-    assert [pid for pid in running if _alive(pid)] == []  # and the validator did not outlive it
+    assert [pid for pid in running if alive(pid)] == []  # and the validator did not outlive it
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -211,6 +186,7 @@ def _session_members(sid: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # a session forking for seconds, in three shells
 @pytest.mark.parametrize("shell", ["sh", "bash", "busybox"])
 def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str) -> None:
     """A process forked between the listing and the kill (a shell starting `timeout`, `timeout` starting the
@@ -232,6 +208,15 @@ def test_kill_tree_ends_a_session_that_forks_while_it_is_being_killed(shell: str
             subprocess.run(["pkill", "-KILL", "-s", str(leader.pid)])
 
 
+def _session_of(pid: int) -> int | None:
+    """The session of a live process; None once it is gone (the loop's short sleeps end all the time)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[3])
+
+
 def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
     """A rank in a session of its own whose parent is killed first hangs from init: no parent links it to the
     command any more, but its session was remembered when its first process was killed."""
@@ -241,8 +226,7 @@ def test_kill_tree_finds_an_orphan_in_its_own_session_by_that_session() -> None:
     inner_sids: set[int] = set()
     try:
         time.sleep(0.3)
-        inner = [int(p) for p in _descendants(leader.pid) if _alive(p)]
-        inner_sids = {int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[3]) for p in inner}
+        inner_sids = {sid for sid in map(_session_of, descendants(leader.pid)) if sid is not None}
         others = inner_sids - {leader.pid}
         assert others, "the inner session never started"
         subprocess.run(["/bin/sh", "-c", kill_tree_command(leader.pid)], timeout=30, check=True)

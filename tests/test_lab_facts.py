@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,9 +16,7 @@ from accelstack.inventory import Host, load_inventory
 from accelstack.results.records import read_run
 from accelstack.transport.fanout import FanoutOptions, HostPool
 
-from .conftest import REPO, lab_ids, run_cli
-
-pytestmark = pytest.mark.lab
+from .helpers import REPO, cli_env, command, lab_ids, run_cli
 
 
 def inventory_path(lab: object) -> Path:
@@ -89,9 +86,8 @@ def test_downed_link_is_an_error_within_the_connect_timeout(healthy_lab: object,
 def test_a_killed_run_keeps_every_finished_record(healthy_lab: object, tmp_path: Path) -> None:
     # lab4 unreachable with a long connect timeout keeps the run going while the others finish.
     healthy_lab.fault("lab4", "link-down")  # type: ignore[attr-defined]
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "facts", "--inventory",
-                             str(inventory_path(healthy_lab)), "--json", "--connect-timeout", "60"],
-                            cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(tmp_path)},
+    proc = subprocess.Popen(command("accelstack", "facts", "--inventory", str(inventory_path(healthy_lab)), "--json",
+                                    "--connect-timeout", "60"), cwd=REPO, env=cli_env(runs=tmp_path),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     results = None
@@ -191,7 +187,7 @@ def test_many_connections_to_one_stock_sshd_without_a_spurious_error(healthy_lab
     assert {o.value for o in outcomes} == {"lab1"}
 
 
-def test_lab_up_is_idempotent_and_down_leaves_nothing(tmp_path: Path) -> None:
+def test_lab_up_is_idempotent_and_down_leaves_nothing(as_root: None, tmp_path: Path) -> None:
     from accelstack_lab import Lab
 
     (tmp_path / "inventories").mkdir()

@@ -11,7 +11,7 @@ import pytest
 from accelstack.errors import ConfigError
 from accelstack_lab import CHECKOUT, DEFAULT_SUBNET, DEFAULT_TAG, Lab, checkout_salt, lab_ids
 
-from .test_cli_contract import env_with, run
+from .helpers import run_program
 
 
 def test_the_salt_comes_from_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,7 +41,7 @@ def test_without_it_each_checkout_path_gives_its_own_ids(monkeypatch: pytest.Mon
     ("--subnet", "10.300", ["--subnet", "10.N"]),
 ])
 def test_a_bad_tag_or_subnet_is_one_line_and_exit_3(flag: str, value: str, words: list[str]) -> None:
-    proc = run("accelstack", "lab.up", flag, value, env=env_with())
+    proc = run_program("accelstack", "lab.up", flag, value)
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert all(word in proc.stderr for word in words), proc.stderr

@@ -19,7 +19,7 @@ from accelstack.errors import ConfigError
 from accelstack.results.records import Record, prune_runs
 from tests.test_provision_plan import facts, host, plan_for
 
-REPO = Path(__file__).resolve().parent.parent
+from .helpers import run_cli, run_program
 
 
 def rendered_node_file(tmp_path: Path, nics: tuple[str, ...] = ("lo", "eth0"), **host_vars: object) -> Path:
@@ -35,9 +35,7 @@ def rendered_node_file(tmp_path: Path, nics: tuple[str, ...] = ("lo", "eth0"), *
 
 def node_check(*args: str, tmp_path: Path, env: dict[str, str] | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "accelstack", "node-check", *args], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_cli("node-check", *args, runs=tmp_path / "runs", env=env, timeout=timeout)
 
 
 def lines(proc: subprocess.CompletedProcess[str]) -> list[dict]:
@@ -106,9 +104,8 @@ def test_a_blank_accelstack_runs_is_unset_and_the_node_files_folder_is_used(tmp_
     path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_runs_dir=str(node_runs))
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "accelstack", "node-check", "--config", str(path), "--only",
-                           "torch_devices", "--json"], cwd=cwd, env={**os.environ, "ACCELSTACK_RUNS": " \t"},
-                          capture_output=True, text=True, timeout=300)
+    proc = run_cli("node-check", "--config", str(path), "--only", "torch_devices", "--json", cwd=cwd,
+                   env={"ACCELSTACK_RUNS": " \t"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     run_id = lines(proc)[0]["run_id"]
     assert (node_runs / run_id / "results.jsonl").is_file()
@@ -126,6 +123,7 @@ def test_the_drain_reason_names_the_first_failed_check_on_one_line_and_is_cut() 
     assert drain_reason([Record("n", "devices", "error", "could not run"), Record("n", "env", "pass", "")]) is None
 
 
+@pytest.mark.slow  # node-check's quick tier: torch processes
 def test_healthy_node_passes_the_quick_tier_with_records_in_the_run_folder(tmp_path: Path) -> None:
     # This machine as a cpu node: torch on python3, the loopback for gloo.
     path = rendered_node_file(tmp_path, gloo_socket_ifname="lo", expect_devices=0, accelerator="cpu",
@@ -170,6 +168,7 @@ def test_an_error_never_drains(tmp_path: Path) -> None:
     assert not calls.exists()
 
 
+@pytest.mark.slow  # node-check run again and again
 def test_a_node_keeps_its_newest_node_check_runs_and_nothing_else_is_touched(tmp_path: Path) -> None:
     path = rendered_node_file(tmp_path, stack_python="/nonexistent/bin/python", node_keep_runs=2)
     assert load_node_file(path).keep_runs == 2
@@ -346,10 +345,9 @@ def test_a_plain_node_check_imports_no_invoke_fabric_nor_paramiko(tmp_path: Path
 def test_bad_node_check_lines_say_the_same_under_both_programs(args: list[str], tmp_path: Path) -> None:
     path = rendered_node_file(tmp_path)
     outs = {}
-    for head in ([sys.executable, "-m", "accelstack"], [sys.executable, "-m", "invoke"]):
-        proc = subprocess.run([*head, "node-check", "--config", str(path), *args], capture_output=True, text=True,
-                              cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs")}, timeout=120)
+    for program in ("accelstack", "inv"):
+        proc = run_program(program, "node-check", "--config", str(path), *args, runs=tmp_path / "runs", timeout=120)
         assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
-        outs[head[-1]] = proc.stderr
-    assert outs["accelstack"] == outs["invoke"]
+        outs[program] = proc.stderr
+    assert outs["accelstack"] == outs["inv"]
     assert not (tmp_path / "runs").exists()

@@ -289,7 +289,12 @@ def case_known_gap(path: Path) -> str | None:
     return json.loads(path.read_text()).get("remedy_missing")
 
 
-@pytest.mark.parametrize("path", CASES, ids=[case_id(c) for c in CASES])
+# The checks that import torch in the script under test: seconds a case.
+TORCH_CHECKS = {"torch_devices", "collective_init"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(c, marks=pytest.mark.slow) if c.parent.name in TORCH_CHECKS else c
+                                  for c in CASES], ids=[case_id(c) for c in CASES])
 def test_outcome(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     expect, record = run_case(path, tmp_path, lambda: request.getfixturevalue("ascend_driver_run"))
     shown = f"{path.name}: {record.status}: {record.summary} (remedy: {record.remedy})"

@@ -3,7 +3,6 @@ defects in libraries, env, ports and the dmesg evidence filter are among them, n
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -19,17 +18,9 @@ from accelstack.stacks.context import resolve_contexts
 from accelstack.validate.config import host_config
 from accelstack.validate.judge import dmesg_lines
 
-REPO = Path(__file__).resolve().parents[1]
-VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
+from .helpers import VALIDATORS, load_validator
+
 H100 = Path(__file__).parent / "data" / "h100"
-
-
-def load_script(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"outcome_{name}", VALIDATORS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run_script(name: str, argument: str) -> dict[str, Any]:
@@ -67,7 +58,7 @@ def env_file_with(tmp_path: Path, ld_path: str) -> str:
 
 
 def test_libraries_skips_a_stack_without_library_symbols() -> None:
-    check = load_script("libraries").main({"stack": "cpu", "required_symbols": {}})[0]
+    check = load_validator("libraries").main({"stack": "cpu", "required_symbols": {}})[0]
     assert check["status"] == "skip" and "gloo" in check["summary"]
 
 
@@ -78,7 +69,7 @@ def test_libraries_passes_and_fails_on_the_stacks_own_library(tmp_path: Path) ->
     config = {"env_file": env_file_with(tmp_path, ""), "remedy": "use the wheel's NCCL",
               "library_dirs": [str(tmp_path / "venv" / "lib" / "python3*" / "site-packages" / "nvidia" / "nccl"
                                    / "lib")]}
-    libraries = load_script("libraries")
+    libraries = load_validator("libraries")
     passed = libraries.main({**config, "required_symbols": {"libnccl.so.2": ["malloc", "free"]}})[0]
     assert passed["status"] == "pass", passed["summary"]
     assert passed["evidence"]["libraries"]["libnccl.so.2"]["found_in"] == "the stack's folder"
@@ -93,21 +84,21 @@ def test_h100_libraries_errors_instead_of_passing_a_library_torch_never_loads(tm
     config = {"env_file": env_file_with(tmp_path, ""), "host": "h100",
               "library_dirs": [str(tmp_path / "missing-venv" / "lib" / "python3*" / "site-packages")],
               "required_symbols": {LIBC.name: ["malloc"]}}
-    check = load_script("libraries").main(config)[0]
+    check = load_validator("libraries").main(config)[0]
     assert check["status"] == "error", check["summary"]
     assert f"{tmp_path}/missing-venv/lib is missing (not provisioned)" in check["summary"]
     assert "different library" in check["summary"] and "inv provision --limit h100" in check["remedy"]
     # A venv that is there but has no NCCL wheel: its torch links the loader's copy, which is then judged.
     (tmp_path / "missing-venv" / "lib").mkdir(parents=True)
-    linked = load_script("libraries").main(config)[0]
+    linked = load_validator("libraries").main(config)[0]
     assert linked["status"] == "pass", linked["summary"]
     # So is it when the stack names no folder of its own.
-    own = load_script("libraries").main({**config, "library_dirs": []})[0]
+    own = load_validator("libraries").main({**config, "library_dirs": []})[0]
     assert own["status"] == "pass", own["summary"]
 
 
 def test_libraries_errors_on_a_library_found_nowhere_and_on_bad_config(tmp_path: Path) -> None:
-    check = load_script("libraries").main({"env_file": env_file_with(tmp_path, str(tmp_path)),
+    check = load_validator("libraries").main({"env_file": env_file_with(tmp_path, str(tmp_path)),
                                            "required_symbols": {"libnccl-nowhere.so.2": ["x"]}})[0]
     assert check["status"] == "error" and "nowhere on the search path" in check["summary"]
     assert run_script("libraries", "{not json")["status"] == "error"
@@ -124,7 +115,7 @@ def test_h100_env_fails_when_inventory_and_rendered_file_disagree_and_names_both
     # The H100 inventory said nccl_socket_ifname: doesnotexist; the rendered file exported eth0, which was judged.
     config = {"host": "h100", "socket_ifnames": {"NCCL_SOCKET_IFNAME": "doesnotexist"},
               "socket_ifname_sources": {"NCCL_SOCKET_IFNAME": "inventory var nccl_socket_ifname"}}
-    checks = load_script("env").check_ifnames({"NCCL_SOCKET_IFNAME": "eth0"}, config, ETH0_UP)
+    checks = load_validator("env").check_ifnames({"NCCL_SOCKET_IFNAME": "eth0"}, config, ETH0_UP)
     assert [c["status"] for c in checks] == ["fail"]
     summary = checks[0]["summary"]
     assert "inventory var nccl_socket_ifname says doesnotexist" in summary and "has eth0" in summary
@@ -133,7 +124,7 @@ def test_h100_env_fails_when_inventory_and_rendered_file_disagree_and_names_both
 
 
 def test_env_passes_an_agreeing_usable_interface_and_fails_a_down_one() -> None:
-    env = load_script("env")
+    env = load_validator("env")
     config = {"socket_ifnames": {"NCCL_SOCKET_IFNAME": "eth0"}}
     passed = env.check_ifnames({"NCCL_SOCKET_IFNAME": "eth0"}, config, ETH0_UP)
     assert [c["status"] for c in passed] == ["pass"] and "eth0 192.0.2.2" in passed[0]["summary"]
@@ -142,7 +133,7 @@ def test_env_passes_an_agreeing_usable_interface_and_fails_a_down_one() -> None:
 
 
 def test_env_warns_on_a_visible_device_list_that_is_not_0_to_n() -> None:
-    checks = load_script("env").check_visible({"CUDA_VISIBLE_DEVICES": "2,3"}, {"expect_devices": 8})
+    checks = load_validator("env").check_visible({"CUDA_VISIBLE_DEVICES": "2,3"}, {"expect_devices": 8})
     assert [c["status"] for c in checks] == ["warn"]
 
 
@@ -161,7 +152,7 @@ def test_inventory_socket_ifname_reaches_the_env_check_with_where_it_was_set() -
 # ----- ports: pass, fail, error, skip -----
 
 def test_ports_probe_passes_an_open_port_and_fails_a_closed_one() -> None:
-    ports = load_script("ports")
+    ports = load_validator("ports")
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)

@@ -25,7 +25,7 @@ from accelstack.provision.state import RemoteState
 from accelstack.provision.templating import sha256_text
 from accelstack.stacks import drift_records, load_matrix, load_stack
 
-from .conftest import run_cli
+from .helpers import run_cli
 
 H200 = Path(__file__).parent / "data" / "h200"
 BUNDLE = H200 / "bundle"

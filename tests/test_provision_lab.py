@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,10 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import REPO, lab_ids
-from .labtools import by_host, cli, host_root, lab_repository, records
-
-pytestmark = pytest.mark.lab
+from .helpers import REPO, by_host, cli_env, command, lab_ids, records, run_cli
+from .labtools import host_root, provisioning_lab
 
 TAG, SUBNET = lab_ids("acp", "10.218")
 LAB_ASCEND = """\
@@ -52,42 +48,21 @@ devices: [910B3]
 
 
 @pytest.fixture(scope="module")
-def plab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    if os.geteuid() != 0:
-        pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack_lab import Lab
-
+def plab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     root = tmp_path_factory.mktemp("acp")
-    (root / "inventories").mkdir()
     (root / "stacks").mkdir()
     (root / "stacks" / "lab-ascend.yml").write_text(LAB_ASCEND)
-    repo = lab_repository(root / "repo", ["cpu", str(root / "stacks" / "lab-ascend.yml")])
-    lab = Lab(root, tag=TAG, subnet=SUBNET)
-    lab.down()
-    lab.up(3)
-    base = yaml.safe_load(lab.inventory.read_text())
-    base["vars"].update({
-        "artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0, "reboot_expect_new_boot": False,
+    with provisioning_lab(root, TAG, SUBNET, 3, ["cpu", str(root / "stacks" / "lab-ascend.yml")]) as (lab, repo, base):
         # Lab hosts share /etc/passwd and /usr with this machine: no useradd, no apt-get on it.
-        "ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": [],
-    })
-    cpu_inv = root / "cpu.yml"
-    cpu_inv.write_text(yaml.safe_dump(base))
-    ascend = json.loads(json.dumps(base))
-    ascend["vars"]["stack"] = str(root / "stacks" / "lab-ascend.yml")
-    ascend["vars"]["hccl_socket_ifname"] = "eth0"
-    ascend_inv = root / "ascend.yml"
-    ascend_inv.write_text(yaml.safe_dump(ascend))
-    yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
-    lab.down()
-
-
-
-
-
-
-
-
+        base["vars"].update({"ascend_run_user": "root", "ascend_run_group": "root", "ascend_driver_packages": []})
+        cpu_inv = root / "cpu.yml"
+        cpu_inv.write_text(yaml.safe_dump(base))
+        ascend = json.loads(json.dumps(base))
+        ascend["vars"]["stack"] = str(root / "stacks" / "lab-ascend.yml")
+        ascend["vars"]["hccl_socket_ifname"] = "eth0"
+        ascend_inv = root / "ascend.yml"
+        ascend_inv.write_text(yaml.safe_dump(ascend))
+        yield {"lab": lab, "root": root, "repo": repo, "cpu": cpu_inv, "ascend": ascend_inv}
 
 
 def snapshot(plab: dict, host: str) -> str:
@@ -104,7 +79,7 @@ def snapshot(plab: dict, host: str) -> str:
 
 def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) -> None:
     before = {h: snapshot(plab, h) for h in ("lab1", "lab2", "lab3")}
-    proc = cli("provision", "--inventory", str(plab["cpu"]), "--check", "--json", runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(plab["cpu"]), "--check", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stderr
     hosts = by_host(proc)
     assert sorted(hosts) == ["lab1", "lab2", "lab3"]
@@ -116,7 +91,7 @@ def test_check_touches_nothing_and_shows_the_plan(plab: dict, tmp_path: Path) ->
 
 
 def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -> None:
-    proc = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = by_host(proc)
     for name in ("lab1", "lab2"):
@@ -125,7 +100,7 @@ def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -
         assert first[name]["metrics"]["bytes_uploaded"] > 100_000_000
     assert "provision.python_env.venv" in {r["check"] for r in records(proc)}
 
-    facts = cli("facts", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    facts = run_cli("facts", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     for record in records(facts):
         torch = record["evidence"]["facts"]["torch"]
         assert torch["version"] == "2.13.0+cpu", record
@@ -135,7 +110,7 @@ def test_cpu_stack_end_to_end_then_nothing_changes(plab: dict, tmp_path: Path) -
     assert "export GLOO_SOCKET_IFNAME=eth0" in env.read_text()
     assert oct(env.stat().st_mode & 0o777) == "0o644"
 
-    again = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+    again = run_cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     assert again.returncode == 0, again.stderr
     for record in by_host(again).values():
         assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}, record
@@ -152,8 +127,8 @@ def _file_is_whole(path: Path, marker: str) -> bool:
 def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict, tmp_path: Path) -> None:
     usr_local = host_root(plab["lab"], "lab3") / "usr_local"
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "provision", "--inventory", str(plab["ascend"]),
-                             "--limit", "lab3", "--json"], cwd=REPO, env={**os.environ, "ACCELSTACK_RUNS": str(runs)},
+    proc = subprocess.Popen(command("accelstack", "provision", "--inventory", str(plab["ascend"]), "--limit", "lab3",
+                                    "--json"), cwd=REPO, env=cli_env(runs=runs),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     # Kill the control side once the driver is in and the next packages are on their way.
@@ -168,15 +143,15 @@ def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict
         assert _file_is_whole(path, marker), path
 
     # The killed run counts as failed for lab3: --retry-failed picks it up, with a reboot in batches of 1.
-    again = cli("provision", "--inventory", str(plab["ascend"]), "--retry-failed", "--reboot", "--batch", "1",
-                "--json", runs=runs)
+    again = run_cli("provision", "--inventory", str(plab["ascend"]), "--retry-failed", "--reboot", "--batch", "1",
+                    "--json", runs=runs)
     assert again.returncode == 0, again.stdout + again.stderr
     hosts = by_host(again)
     assert list(hosts) == ["lab3"] and hosts["lab3"]["status"] == "pass"
     assert hosts["lab3"]["metrics"]["changed"] >= 1
     assert by_host(again, "provision.reboot")["lab3"]["status"] == "pass"
 
-    facts = records(cli("facts", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs))[0]
+    facts = records(run_cli("facts", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs))[0]
     components = facts["evidence"]["facts"]
     assert components["ascend"]["driver"] == "25.0.rc1.1"
     assert components["ascend"]["firmware"] == "7.7.0.1.231"
@@ -187,7 +162,7 @@ def test_ascend_stack_killed_mid_run_converges_and_reboots_in_batches(plab: dict
     env = (host_root(plab["lab"], "lab3") / "profile.d" / "accelstack.sh").read_text()
     assert "/usr/local/Ascend/driver/lib64/driver" in env and "export HCCL_SOCKET_IFNAME=eth0" in env
 
-    third = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs)
+    third = run_cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab3", "--json", runs=runs)
     assert by_host(third)["lab3"]["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}
 
 
@@ -200,8 +175,8 @@ def test_bad_checksum_installs_nothing(plab: dict, tmp_path: Path) -> None:
     driver.unlink()
     driver.write_bytes(bytes(data))
     before = snapshot(plab, "lab1")
-    proc = cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab1", "--repo", str(bad), "--json",
-               runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(plab["ascend"]), "--limit", "lab1", "--repo", str(bad), "--json",
+                   runs=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     record = by_host(proc)["lab1"]
     assert record["status"] == "error" and "sha256" in record["summary"] and driver.name in record["summary"]
@@ -213,13 +188,13 @@ def test_unreachable_host_is_an_error_and_the_rest_go_on(plab: dict, tmp_path: P
     lab = plab["lab"]
     lab.fault("lab2", "sshd-stop")  # type: ignore[attr-defined]
     try:
-        proc = cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
+        proc = run_cli("provision", "--inventory", str(plab["cpu"]), "--limit", "lab1,lab2", "--json", runs=tmp_path)
     finally:
         lab.heal("lab2")  # type: ignore[attr-defined]
     assert proc.returncode == 2
     hosts = by_host(proc)
     assert hosts["lab2"]["status"] == "error" and hosts["lab1"]["status"] == "pass"
-    retry = cli("provision", "--inventory", str(plab["cpu"]), "--retry-failed", "--json", runs=tmp_path)
+    retry = run_cli("provision", "--inventory", str(plab["cpu"]), "--retry-failed", "--json", runs=tmp_path)
     assert retry.returncode == 0, retry.stderr
     assert list(by_host(retry)) == ["lab2"]
 
@@ -230,7 +205,7 @@ def test_interface_missing_on_a_host_is_refused_before_touching_it(plab: dict, t
     inv = tmp_path / "bad-ifname.yml"
     inv.write_text(yaml.safe_dump(doc))
     before = snapshot(plab, "lab1")
-    proc = cli("provision", "--inventory", str(inv), "--limit", "lab1", "--json", runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(inv), "--limit", "lab1", "--json", runs=tmp_path)
     assert proc.returncode == 2
     record = by_host(proc)["lab1"]
     assert record["status"] == "error" and "ib0" in record["summary"]

@@ -30,10 +30,8 @@ import yaml
 from accelstack.inventory import load_inventory
 from accelstack.transport.fanout import HostPool
 
-from .conftest import lab_ids
-from .labtools import by_host, cli, host_root, lab_repository, records
-
-pytestmark = pytest.mark.lab
+from .helpers import by_host, lab_ids, records, run_cli
+from .labtools import host_root, provisioning_lab
 
 TAG, SUBNET = lab_ids("acn", "10.223")
 ROLES = "nvidia_driver,cuda_toolkit,system_nccl,env"
@@ -41,39 +39,19 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 @pytest.fixture(scope="module")
-def nlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    if os.geteuid() != 0:
-        pytest.fail("the lab tests need root (network namespaces and sshd)")
-    from accelstack_lab import Lab
-
+def nlab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     root = tmp_path_factory.mktemp("acn")
-    (root / "inventories").mkdir()
-    repo = lab_repository(root / "repo", ["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"])
-    lab = Lab(root, tag=TAG, subnet=SUBNET)
-    lab.down()
-    lab.up(2)
-    base = yaml.safe_load(lab.inventory.read_text())
-    base["vars"].update({
-        "artifact_repo": str(repo), "reboot_command": "true", "reboot_settle": 0, "reboot_expect_new_boot": False,
-        "stack": "nvidia-cuda12.8", "accelerator": "nvidia", "expect_devices": 8, "nccl_socket_ifname": "eth0",
-    })
-    inventories = {}
-    for name, stack in (("cuda12.8", "nvidia-cuda12.8"), ("cuda12.4", "nvidia-cuda12.4"), ("cpu", "cpu")):
-        doc = json.loads(json.dumps(base))
-        doc["vars"]["stack"] = stack
-        inventories[name] = root / f"{name}.yml"
-        inventories[name].write_text(yaml.safe_dump(doc))
-    manifest = yaml.safe_load((repo / "manifest.yml").read_text())["artifacts"]
-    yield {"lab": lab, "root": root, "repo": repo, "manifest": manifest, **inventories}
-    lab.down()
-
-
-
-
-
-
-
-
+    with provisioning_lab(root, TAG, SUBNET, 2, ["nvidia-cuda12.8", "nvidia-cuda12.4", "cpu"]) as (lab, repo, base):
+        base["vars"].update({"stack": "nvidia-cuda12.8", "accelerator": "nvidia", "expect_devices": 8,
+                             "nccl_socket_ifname": "eth0"})
+        inventories = {}
+        for name, stack in (("cuda12.8", "nvidia-cuda12.8"), ("cuda12.4", "nvidia-cuda12.4"), ("cpu", "cpu")):
+            doc = json.loads(json.dumps(base))
+            doc["vars"]["stack"] = stack
+            inventories[name] = root / f"{name}.yml"
+            inventories[name].write_text(yaml.safe_dump(doc))
+        manifest = yaml.safe_load((repo / "manifest.yml").read_text())["artifacts"]
+        yield {"lab": lab, "root": root, "repo": repo, "manifest": manifest, **inventories}
 
 
 def artifact_bytes(nlab: dict, pins: dict[str, str]) -> int:
@@ -82,7 +60,7 @@ def artifact_bytes(nlab: dict, pins: dict[str, str]) -> int:
 
 def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver: str, cuda: str, nccl: str) -> None:
     """``inv facts`` shows the pinned versions and 8 GPUs; ``inv drift`` passes driver, CUDA and the system NCCL."""
-    facts = cli("facts", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
+    facts = run_cli("facts", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
     assert facts.returncode == 0, facts.stdout + facts.stderr
     got = records(facts)
     assert len(got) == len(hosts.split(","))
@@ -97,7 +75,7 @@ def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver:
         assert {g["driver_version"] for g in nvidia["gpus"]} == {driver}
         assert f"NVIDIA driver {driver}, 8 GPUs" in record["summary"]
 
-    drift = cli("drift", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
+    drift = run_cli("drift", "--inventory", str(inventory), "--limit", hosts, "--json", runs=runs)
     checks = {(r["host"], r["check"]): r for r in records(drift)}
     for host in hosts.split(","):
         for component in ("nvidia_driver", "cuda", "system_nccl"):
@@ -113,7 +91,7 @@ def assert_stack(nlab: dict, inventory: Path, hosts: str, runs: Path, *, driver:
 
 def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Path) -> None:
     inv = nlab["cuda12.8"]
-    proc = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     expected_bytes = artifact_bytes(nlab, {"nvidia_driver": "580.65.06", "cuda": "12.8", "system_nccl": "2.26.2"})
     assert expected_bytes > 0
@@ -151,30 +129,30 @@ def test_cuda128_stack_end_to_end_then_nothing_changes(nlab: dict, tmp_path: Pat
         assert line in text.splitlines(), text
     assert oct(env.stat().st_mode & 0o777) == "0o644"
 
-    again = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
+    again = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     for record in by_host(again).values():
         # Nothing changes and nothing is uploaded; the driver's reboot stays pending until --reboot.
         assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": True}, record
     assert [r["check"] for r in records(again)] == ["provision", "provision"]
 
-    rebooted = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--reboot", "--batch", "1", "--json",
-                   runs=tmp_path)
+    rebooted = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--reboot", "--batch", "1", "--json",
+                       runs=tmp_path)
     assert rebooted.returncode == 0, rebooted.stdout + rebooted.stderr
     assert {h: r["status"] for h, r in by_host(rebooted, "provision.reboot").items()} == {"lab1": "pass",
                                                                                          "lab2": "pass"}
-    quiet = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
+    quiet = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--json", runs=tmp_path)
     for record in by_host(quiet).values():
         assert record["metrics"] == {"changed": 0, "bytes_uploaded": 0, "reboot_required": False}, record
 
 
 def test_devices_sees_8_gpus_and_torch_devices_a_cpu_torch(nlab: dict, tmp_path: Path) -> None:
     # The stack's venv, with the CPU torch from the cpu stack (the repository has no CUDA wheels).
-    venv = cli("provision", "--inventory", str(nlab["cpu"]), "--roles", "python_env", "--limit", "lab1", "--json",
-               runs=tmp_path)
+    venv = run_cli("provision", "--inventory", str(nlab["cpu"]), "--roles", "python_env", "--limit", "lab1", "--json",
+                   runs=tmp_path)
     assert venv.returncode == 0, venv.stdout + venv.stderr
-    proc = cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only", "devices,torch_devices",
-               "--json", runs=tmp_path)
+    proc = run_cli("validate", "--inventory", str(nlab["cuda12.8"]), "--limit", "lab1", "--only",
+                   "devices,torch_devices", "--json", runs=tmp_path)
     # nvidia-smi reports the 8 GPUs the inventory expects (devices, the health tier: no torch) ...
     devices = by_host(proc, "devices")["lab1"]
     assert devices["status"] == "pass", devices
@@ -196,7 +174,7 @@ def test_devices_sees_8_gpus_and_torch_devices_a_cpu_torch(nlab: dict, tmp_path:
 def test_switch_to_cuda124_stack(nlab: dict, tmp_path: Path) -> None:
     """lab2 from the 12.8 stack to the 12.4 one: an older driver, a second toolkit and the link moved, NCCL 2.21.5."""
     inv = nlab["cuda12.4"]
-    proc = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--limit", "lab2", "--json", runs=tmp_path)
+    proc = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--limit", "lab2", "--json", runs=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = by_host(proc)["lab2"]
     assert record["status"] == "pass" and record["metrics"]["changed"] >= 3
@@ -205,6 +183,6 @@ def test_switch_to_cuda124_stack(nlab: dict, tmp_path: Path) -> None:
     usr_local = host_root(nlab["lab"], "lab2") / "usr_local"
     assert os.readlink(usr_local / "cuda") == "cuda-12.4" and (usr_local / "cuda-12.8").is_dir()
     assert_stack(nlab, inv, "lab2", tmp_path, driver="550.54.15", cuda="12.4.1", nccl="2.21.5")
-    again = cli("provision", "--inventory", str(inv), "--roles", ROLES, "--limit", "lab2", "--json", runs=tmp_path)
+    again = run_cli("provision", "--inventory", str(inv), "--roles", ROLES, "--limit", "lab2", "--json", runs=tmp_path)
     metrics = by_host(again)["lab2"]["metrics"]
     assert metrics["changed"] == 0 and metrics["bytes_uploaded"] == 0, metrics

@@ -265,6 +265,7 @@ def _chromium_args(profile: Path) -> list[str]:
             "--disable-dev-shm-usage", f"--user-data-dir={profile}"]
 
 
+@pytest.mark.slow  # headless chromium
 def test_html_renders_in_headless_chromium(runs: Path, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(render_html(load_report()), encoding="utf-8")
@@ -746,6 +747,7 @@ document.body.setAttribute("data-right", Math.ceil(Math.max(
 </script></body>"""
 
 
+@pytest.mark.slow  # headless chromium
 def test_html_device_figures_render_in_headless_chromium(tmp_path: Path) -> None:
     """The fleet derived from the H200 run, as Chromium lays it out: each figure's bar ends left of its floor's mark
     exactly where the figure is below its floor, the tables fit a 1400 px window, and the one-rank sweeps draw."""

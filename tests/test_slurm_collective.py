@@ -6,7 +6,6 @@ tests (test_slurm_lab.py) run the same code through real slurmctld/slurmd."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -30,19 +29,12 @@ from accelstack.engines.slurm.run import step_command
 from accelstack.flows.fleetcheck.run import drain_targets
 from accelstack.validate.thresholds import load_thresholds
 
+from .helpers import load_validator, run_cli
+
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
-SCRIPT = Path(__file__).resolve().parent.parent / "src" / "accelstack" / "hostside" / "validators" / "collectives.py"
 NODES = ["lab1", "lab2", "lab3", "lab4"]
 CAPTURE = (DATA / "multinode-4x2.stdout").read_text()
 LAUNCH_FAILURE = (DATA / "launch-failure.stderr").read_text()
-
-
-def load_script() -> Any:
-    spec = importlib.util.spec_from_file_location("validator_collectives_slurm_t", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def step(stdout: str = CAPTURE, stderr: str = "", *, code: int = 0, timed_out: bool = False,
@@ -97,7 +89,7 @@ def test_busbw_under_the_floor_fails() -> None:
 
 
 def test_wrong_sums_fail_and_a_rank_that_could_not_run_is_error() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     rows = [{"collective": "multinode", "bytes": 4096, "iters": 4, "time_us": 10.0, "algbw_gbps": 0.4,
              "busbw_gbps": 0.7}]
     wrong = script.summarize("multinode", rows, 8, [5], [{"collective": "multinode", "bytes": 4096,
@@ -226,7 +218,7 @@ def test_one_node_is_skip() -> None:
 # ----- the worker's side (host-side script, Python 3.6) -----------------------------------------------------
 
 def test_the_worker_expands_hostlists_and_derives_one_port_per_step() -> None:
-    script = load_script()
+    script = load_validator("collectives")
     assert script.expand_hostlist("lab[1-3,5],gpu07,n[08-10]") == ["lab1", "lab2", "lab3", "lab5", "gpu07", "n08",
                                                                   "n09", "n10"]
     assert script.slurm_port("41", "0") == script.slurm_port(41, 0)
@@ -235,7 +227,7 @@ def test_the_worker_expands_hostlists_and_derives_one_port_per_step() -> None:
 
 
 def test_the_worker_takes_torchruns_variables_from_slurms(monkeypatch: pytest.MonkeyPatch) -> None:
-    script = load_script()
+    script = load_validator("collectives")
     # No scontrol here: the first node comes from the worker's own hostlist expansion.
     monkeypatch.setattr(script, "first_node", lambda text: script.expand_hostlist(text)[0])
     env = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2",
@@ -303,7 +295,6 @@ def test_a_bad_node_vars_variable_is_one_line_and_exit_3_on_the_node(command: st
     # It was silently ignored: the node was judged by its node file alone, not the inventory's vars it was sent.
     from tests.test_nodecheck import rendered_node_file
 
-    from .conftest import run_cli
 
     node_file = rendered_node_file(tmp_path, gloo_socket_ifname="eth0")
     extra = ["--spec", "{}"] if command == "node-collective" else ["--json"]
@@ -323,7 +314,6 @@ def test_a_bad_node_vars_variable_is_one_line_and_exit_3_on_the_node(command: st
     ('{"run_tag": 7}', "run_tag must be a string"), ('{"node_addrs": ["lab1"]}', "node_addrs must map"),
 ])
 def test_a_bad_collective_spec_is_one_line_and_exit_3(spec: str, says: str, tmp_path: Path) -> None:
-    from .conftest import run_cli
 
     proc = run_cli("node-collective", "--spec", spec, "--config", str(tmp_path / "none.yml"), timeout=120)
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -530,7 +520,6 @@ def test_a_fleet_run_asks_slurm_once_whatever_the_node_count_and_a_drained_node_
     # nodes, 30 drained: one sinfo, one scontrol, one srun; every other node's records come through, in full.
     import os
 
-    from .conftest import run_cli
 
     nodes = [f"gpu{i:03d}" for i in range(1, 301)]
     drained = {n for i, n in enumerate(nodes) if i % 10 == 3}

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from accelstack.results.records import read_run
 
-from .conftest import REPO
+from .helpers import alive, cli_process, first_results, interrupt, run_cli
 
 RECORD = {"host": "node1", "check": "devices", "status": "pass", "summary": "8 device(s) healthy"}
 
@@ -42,35 +38,20 @@ def _slurm_bin(folder: Path) -> Path:
     return folder
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+def on_path(slurm: Path, **extra: str) -> dict[str, str]:
+    """The variables a run needs to find the test's Slurm clients before any real one."""
+    return {"PATH": f"{slurm}:{os.environ['PATH']}", **extra}
 
 
 def test_sigint_under_slurm_keeps_finished_records_marks_the_rest_cancels_the_step_and_exits_130(
         tmp_path: Path) -> None:
     slurm = _slurm_bin(tmp_path / "bin")
     runs = tmp_path / "runs"
-    env = {**os.environ, "ACCELSTACK_RUNS": str(runs), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}"}
-    proc = subprocess.Popen([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only",
-                             "devices,env,multinode", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        end = time.monotonic() + 60
-        results: list[Path] = []
-        while time.monotonic() < end and not results:
-            results = [p for p in runs.glob("*/results.jsonl") if p.stat().st_size] if runs.exists() else []
-            time.sleep(0.05)
-        assert results, "node1's record was not written as it arrived"
+    with cli_process("validate", "--engine", "slurm", "--only", "devices,env,multinode", "--json", runs=runs,
+                     env=on_path(slurm)) as proc:
+        results = [first_results(runs, timeout=60, poll=0.05)]  # node1's record, written as it arrived
         srun_pid = int((slurm / "srun.pid").read_text())
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = interrupt(proc, timeout=60)
     assert proc.returncode == 130, err
     assert len(err.strip().splitlines()) == 1 and err.startswith("accelstack: interrupted: 1 finished record"), err
     records = {(r.host, r.check): r for r in read_run(results[0].parent)}
@@ -85,15 +66,13 @@ def test_sigint_under_slurm_keeps_finished_records_marks_the_rest_cancels_the_st
     job = next(a for a in (slurm / "srun.args").read_text().split() if a.startswith("--job-name="))
     assert f"--name={job.split('=', 1)[1]}" in (slurm / "scancel.log").read_text().split()
     assert job.startswith("--job-name=accelstack-validate-") and job != "--job-name=accelstack-validate-"
-    assert not _alive(srun_pid)
+    assert not alive(srun_pid)
 
 
 def test_a_step_that_ends_gives_every_record_and_no_interrupt(tmp_path: Path) -> None:
     slurm = _slurm_bin(tmp_path / "bin")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}", "FAKE_SRUN_ENDS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
-                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm, FAKE_SRUN_ENDS="1"), timeout=60)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert sorted((r["host"], r["check"], r["status"]) for r in records) == [
@@ -124,10 +103,8 @@ def test_a_step_cut_off_after_some_records_marks_every_check_a_node_never_report
         f"echo '0: {json.dumps(env_record)}'\n"
         f"echo '1: {json.dumps({**env_record, 'host': 'node2'})}'\n"
         "echo 'srun: error: node1: task 0: Killed' >&2\nexit 137\n")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--tier", "quick",
-                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--tier", "quick", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm), timeout=60)
     from accelstack.validate.registry import load_registry, select
 
     quick = [v for v in select(load_registry(), "quick", None) if v.scope == "host" and "slurm" in v.engines]
@@ -157,10 +134,8 @@ def test_the_host_step_asks_each_node_for_its_devices_and_takes_it_whole(tmp_pat
         "i=0; for n in $(echo $list | tr , ' '); do\n"
         "  echo \"$i: {\\\"host\\\": \\\"$n\\\", \\\"check\\\": \\\"devices\\\", "
         "\\\"status\\\": \\\"pass\\\", \\\"summary\\\": \\\"ok\\\"}\"; i=$((i+1)); done\n")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only", "devices",
-                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", "--only", "devices", "--json", runs=tmp_path / "runs",
+                   env=on_path(slurm), timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     calls = sorted(line.split() for line in (slurm / "srun.log").read_text().splitlines())
     assert len(calls) == 2 and all("--exclusive" in argv for argv in calls)
@@ -194,11 +169,8 @@ def _logging_bin(folder: Path) -> Path:
 def test_a_flag_the_engine_would_ignore_is_exit_3_in_one_line_before_any_node_is_touched(
         tmp_path: Path, args: list[str], words: list[str]) -> None:
     slurm = _logging_bin(tmp_path / "bin")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "accelstack", *args, "--reports-dir", str(tmp_path / "reports")]
-                          if args[0] == "fleet-check" else [sys.executable, "-m", "accelstack", *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    argv = [*args, "--reports-dir", str(tmp_path / "reports")] if args[0] == "fleet-check" else args
+    proc = run_cli(*argv, runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path, timeout=60)
     assert proc.returncode == 3, proc.stderr + proc.stdout
     lines = proc.stderr.strip().splitlines()
     assert lines and lines[0].startswith("accelstack: ") and "Traceback" not in proc.stderr, proc.stderr
@@ -212,10 +184,8 @@ def test_sinfo_failing_is_one_line_of_bad_input(tmp_path: Path) -> None:
     (slurm / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2\n"
                                  "echo 'sinfo: error: fetch_config: DNS SRV lookup failed' >&2\n"
                                  "echo 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", "--engine", "slurm", runs=tmp_path / "runs", env=on_path(slurm), cwd=tmp_path,
+                   timeout=60)
     assert proc.returncode == 3, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "sinfo" in line]
     assert len(said) == 1 and "Could not establish a configuration source" in said[0], proc.stderr
@@ -229,9 +199,7 @@ def test_validate_through_slurm_takes_the_configured_deadline_as_the_ssh_engine_
         "#!/bin/sh\n"
         f"case \"$*\" in *node-collective*) echo \"$@\" >> {slurm}/collective.log; exit 1;; esac\n"
         f"echo '0: {json.dumps(record)}'\necho '1: {json.dumps({**record, 'host': 'node2'})}'\n")
-    env = {**os.environ, "ACCELSTACK_RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{slurm}:{os.environ['PATH']}", "ACCELSTACK_DEADLINE": "77"}
-    subprocess.run([sys.executable, "-m", "accelstack", "validate", "--engine", "slurm", "--only",
-                    "devices,multinode"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    run_cli("validate", "--engine", "slurm", "--only", "devices,multinode", runs=tmp_path / "runs",
+            env=on_path(slurm, ACCELSTACK_DEADLINE="77"), cwd=tmp_path, timeout=60)
     first = (slurm / "collective.log").read_text().splitlines()[0]
     assert json.loads(first.split("--spec ", 1)[1])["deadline_s"] == 77.0

@@ -18,7 +18,7 @@ import yaml
 from accelstack.engines.slurm.parse import parse_scontrol_node
 from accelstack_lab.slurm import SlurmLab
 
-from .conftest import run_cli
+from .helpers import run_cli
 
 HEALTH_INTERVAL = 10
 DRAINS = "drains.jsonl"

@@ -129,17 +129,16 @@ def test_a_key_or_known_hosts_that_cannot_be_read_is_exit_3_at_its_inventory_lin
 
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
 def test_a_missing_key_stops_the_run_before_any_host_naming_the_file(program: str, tmp_path: Path) -> None:
-    from .test_cli_contract import assert_bad_input, env_with, run
+    from .helpers import assert_bad_input, run_program
 
     inventory = tmp_path / "inv.yml"
     inventory.write_text("vars: {stack: cpu, key: ~/no/such/id_ed25519}\nhosts:\n  n1: {address: 192.0.2.250}\n")
-    proc = run(program, "facts", "--inventory", str(inventory), env=env_with(runs=tmp_path / "runs"))
+    proc = run_program(program, "facts", "--inventory", str(inventory), runs=tmp_path / "runs")
     assert_bad_input(proc, "inv.yml:1", "host n1: key file", "no/such/id_ed25519 does not exist")
     assert "check the host is up" not in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.lab
 def test_a_key_the_host_refuses_or_cannot_use_is_that_hosts_error_naming_the_key(lab: object,
                                                                                 tmp_path: Path) -> None:
     """Only connecting tells whether a host takes a key: each host's error names the key and the line that set
@@ -148,7 +147,7 @@ def test_a_key_the_host_refuses_or_cannot_use_is_that_hosts_error_naming_the_key
 
     import yaml
 
-    from .test_cli_contract import env_with, run
+    from .helpers import run_program
 
     keygen(tmp_path / "other", "-N", "")
     keygen(tmp_path / "locked", "-N", "a passphrase")
@@ -159,7 +158,7 @@ def test_a_key_the_host_refuses_or_cannot_use_is_that_hosts_error_naming_the_key
         doc["hosts"][name]["key"] = str(tmp_path / key)
     inventory = tmp_path / "keys.yml"
     inventory.write_text(yaml.safe_dump(doc))
-    proc = run("accelstack", "facts", "--inventory", str(inventory), "--json", env=env_with(runs=tmp_path / "runs"))
+    proc = run_program("accelstack", "facts", "--inventory", str(inventory), "--json", runs=tmp_path / "runs")
     assert proc.returncode == 2, proc.stderr[-800:]
     by_host = {r["host"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert by_host[names[3]]["status"] == "pass"  # the host with the lab's own key is not stopped by the others

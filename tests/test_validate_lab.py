@@ -21,11 +21,8 @@ from accelstack.inventory import load_inventory
 from accelstack.results.records import Record
 from accelstack.transport.fanout import HostPool
 
-from .conftest import lab_ids
+from .helpers import lab_ids
 from .labtools import heal_all, lab_inventory, own_lab
-from .labtools import install_venv as _install_venv  # noqa: F401 (bench/allreduce.py imports it from here)
-
-pytestmark = pytest.mark.lab
 
 # Salted like every test lab (ACCELSTACK_TEST_LAB_SALT), so two checkouts' runs never replace each other's hosts.
 TAG, SUBNET = lab_ids("acv", "10.219")
@@ -40,7 +37,7 @@ def validate(path: str | Path, limit: str | None = None, **options: Any) -> list
 
 
 @pytest.fixture(scope="module")
-def vlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def vlab(as_root: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     with own_lab(tmp_path_factory.mktemp("acvroot"), TAG, SUBNET, HOSTS) as lab:
         yield lab
 

@@ -4,7 +4,6 @@ host-side scripts' own pure helpers (ELF symbol reading, interface syntax, visib
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -31,17 +30,7 @@ from accelstack.validate import (
 )
 from accelstack.validate.judge import dmesg_lines, judge_bandwidth, judge_devices, log_lines
 
-REPO = Path(__file__).resolve().parent.parent
-VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
-
-
-def load_script(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"validator_{name}", VALIDATORS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from .helpers import REPO, VALIDATORS, load_validator
 
 # ----- busbw -----
 
@@ -64,7 +53,7 @@ def test_busbw_from_bytes_and_time() -> None:
 
 
 def test_script_and_control_side_factors_agree() -> None:
-    script = load_script("collectives")
+    script = load_validator("collectives")
     for collective in ("allreduce", "allgather"):
         for ranks in (2, 3, 8, 64):
             assert script.busbw_factor(collective, ranks) == pytest.approx(busbw_factor(collective, ranks))
@@ -250,7 +239,7 @@ def test_not_isolated_says_why() -> None:
 # ----- host-side helpers -----
 
 def test_elf_reader_finds_libc_symbols() -> None:
-    libraries = load_script("libraries")
+    libraries = load_validator("libraries")
     libc = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib64/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6")
                 if Path(p).exists())
     symbols = libraries.elf_dynamic_symbols(libc)
@@ -277,19 +266,19 @@ def test_elf_reader_maps_the_library_instead_of_reading_it_whole(tmp_path: Path)
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names, max_rss_kib = json.loads(proc.stdout)
-    assert set(names) == load_script("libraries").elf_dynamic_symbols(libc)
+    assert set(names) == load_validator("libraries").elf_dynamic_symbols(libc)
     assert max_rss_kib < 200 * 1024, max_rss_kib
     empty = tmp_path / "libempty.so"
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="is not an ELF file"):
-        load_script("libraries").elf_dynamic_symbols(str(empty))
+        load_validator("libraries").elf_dynamic_symbols(str(empty))
 
 
 def test_the_batch_collects_garbage_between_runs_only_where_torch_holds_device_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    batch = load_script("_batch")
+    batch = load_validator("_batch")
     collected = []
     monkeypatch.setattr(batch.gc, "collect", lambda: collected.append(1))
     monkeypatch.delitem(sys.modules, "torch", raising=False)
@@ -301,7 +290,7 @@ def test_the_batch_collects_garbage_between_runs_only_where_torch_holds_device_m
 
 
 def test_interface_syntax_and_visible_device_lists() -> None:
-    env = load_script("env")
+    env = load_validator("env")
     names = ["eth0", "eth1", "ib0", "lo"]
     assert env.matching_interfaces("eth", names) == ["eth0", "eth1"]
     assert env.matching_interfaces("=eth0", names) == ["eth0"]
@@ -324,7 +313,7 @@ def test_every_script_prints_one_document_even_when_it_breaks(tmp_path: Path) ->
 
 
 def test_storage_warns_when_a_save_outlasts_the_collective_timeout(tmp_path: Path) -> None:
-    storage = load_script("storage")
+    storage = load_validator("storage")
     (tmp_path / "ckpt").mkdir()
     checks = storage.main({"checkpoint_dir": str(tmp_path / "ckpt"), "checkpoint_size_gb": 50,
                            "collective_timeout_s": 0.001, "storage_probe_mb": 4})
@@ -345,7 +334,7 @@ def test_libraries_fails_with_the_remedy_on_a_library_lacking_the_symbol(tmp_pat
     (libdir / "libhccl.so").write_bytes(data)
     env_file = tmp_path / "accelstack.sh"
     env_file.write_text(f"export LD_LIBRARY_PATH={libdir}\n")
-    checks = load_script("libraries").main({
+    checks = load_validator("libraries").main({
         "env_file": str(env_file), "remedy": "install CANN X",
         "required_symbols": {"libhccl.so": ["HcclCommInitRootInfo", "HcclCommInitRootInfoConfig"]}})
     assert checks[0]["status"] == "fail" and "HcclCommInitRootInfoConfig" in checks[0]["summary"]
@@ -427,7 +416,7 @@ def test_hccn_is_registered_health_with_the_system_python() -> None:
 def test_hccn_parsers_match_the_control_side() -> None:
     from accelstack.vendors.ascend.parsers import parse_hccn_conf, parse_hccn_ip
 
-    network = load_script("network")
+    network = load_validator("network")
     for text in ("ipaddr:10.10.0.10\nnetmask:255.255.255.0\n", "", "ipaddr: 10.0.0.1 \n", "garbage\nipaddr:\n"):
         ip = parse_hccn_ip(text)
         assert network.parse_hccn_ip(text) == (ip.ipaddr, ip.netmask), text
@@ -507,7 +496,7 @@ MOUNTINFO = REPO / "tests" / "data" / "captures" / "proc_self_mountinfo_head.txt
 
 
 def test_mountinfo_parser_reads_the_captured_table_and_escaped_points() -> None:
-    storage = load_script("storage")
+    storage = load_validator("storage")
     mounts = storage.parse_mountinfo(MOUNTINFO.read_text())
     assert {"mount_point": "/", "fstype": "ext4", "source": "/dev/vda"} in mounts
     assert storage.mount_for("/dev/shm/x", mounts)["fstype"] == "tmpfs"
@@ -520,7 +509,7 @@ def test_mountinfo_parser_reads_the_captured_table_and_escaped_points() -> None:
 
 
 def test_the_longest_mount_point_wins_and_a_later_mount_covers_an_earlier_one() -> None:
-    storage = load_script("storage")
+    storage = load_validator("storage")
     mounts = [{"mount_point": "/", "fstype": "ext4", "source": "/dev/sda1"},
               {"mount_point": "/scratch", "fstype": "nfs4", "source": "old:/s"},
               {"mount_point": "/scratch", "fstype": "lustre", "source": "mgs@o2ib:/s"},
@@ -535,12 +524,12 @@ def test_the_longest_mount_point_wins_and_a_later_mount_covers_an_earlier_one() 
     ("lustre", "lustre", True), ("nfs4", "nfs", True), ("nfs", "nfs", True), ("fuse.weka", "weka", True),
     ("gpfs", "GPFS", True), ("ext4", "lustre", False), ("nfsd", "nfs", False), ("tmpfs", "nfs", False)])
 def test_checkpoint_fs_names_a_family(fstype: str, wanted: str, ok: bool) -> None:
-    assert load_script("storage").fs_matches(fstype, wanted) is ok
+    assert load_validator("storage").fs_matches(fstype, wanted) is ok
 
 
 def test_storage_never_creates_the_checkpoint_folder(tmp_path: Path) -> None:
     missing = tmp_path / "mnt" / "ckpt"
-    [check] = load_script("storage").main({"checkpoint_dir": str(missing), "storage_probe_mb": 1})
+    [check] = load_validator("storage").main({"checkpoint_dir": str(missing), "storage_probe_mb": 1})
     assert check["status"] == "fail" and "does not exist" in check["summary"]
     assert not (tmp_path / "mnt").exists()
 

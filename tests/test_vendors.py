@@ -262,7 +262,7 @@ def test_a_vendors_own_roles_are_found_unless_the_project_has_one_of_that_name(t
 def test_each_vendors_host_side_half_says_what_its_vendor_says() -> None:
     """The host-side module cannot import the package (it runs on the host's python), so it states its vendor's
     facts again; here both halves are held equal, so neither drifts unseen."""
-    from .labtools import load_vendor_hostside
+    from .helpers import load_vendor_hostside
 
     for vendor in vendors():
         host = load_vendor_hostside(vendor.name)

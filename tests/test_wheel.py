@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a wheel built and installed into a fresh venv
+
 REPO = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "inventories", "stacks", "compat", "roles", "templates")
 DEFAULTS = ("inventories", "stacks", "compat", "roles", "templates")
