@@ -16,8 +16,7 @@ import pytest
 
 from accelstack.tasks.stdout import PipeSafe
 
-from .conftest import REPO
-from .test_cli_contract import env_with
+from .helpers import REPO, cli_env
 
 LOG = REPO / "tests" / "data" / "logs" / "cuda-oom.log"
 
@@ -25,7 +24,7 @@ LOG = REPO / "tests" / "data" / "logs" / "cuda-oom.log"
 def _head(program: str, args: list[str], runs: Path) -> tuple[int, str]:
     """Run ``program ARGS | head -c 1``: read one byte of stdout, close the pipe, wait for the exit."""
     module = "accelstack" if program == "accelstack" else "invoke"
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=env_with(runs=runs),
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=cli_env(runs=runs),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(1)
@@ -43,7 +42,7 @@ def _records(runs: Path) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("program", ["inv", "accelstack"])
 def test_a_validate_run_whose_reader_left_finishes_with_every_record(program: str, tmp_path: Path) -> None:
     args = ["validate", "--tier", "health", "--json"]
-    full = subprocess.run([sys.executable, "-m", "accelstack", *args], cwd=REPO, env=env_with(runs=tmp_path / "full"),
+    full = subprocess.run([sys.executable, "-m", "accelstack", *args], cwd=REPO, env=cli_env(runs=tmp_path / "full"),
                           capture_output=True, text=True, timeout=300)
     code, stderr = _head(program, args, tmp_path / "head")
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
