@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO, lab_ids, run_cli  # noqa: F401 (re-exported: older test modules import them from here)
+from .helpers import REPO, lab_ids
 
 TEST_TAG, TEST_SUBNET = lab_ids("act", "10.214")
 ROOT_FIXTURE = "as_root"

@@ -11,19 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-# Re-exported for test modules written before helpers.py (branches in flight import them from here); new code
-# imports them from helpers.py.
-from .helpers import (  # noqa: F401
-    assert_interrupted,
-    by_host,
-    cli_process,
-    first_results,
-    interrupt,
-    load_validator,
-    load_vendor_hostside,
-    records,
-)
-
 # torch's dependency wheels, downloaded once from the package index and kept across runs.
 DEPS_CACHE = Path("/var/tmp/accelstack-test-deps")
 # The CPU stack's venv for lab hosts that validate without provisioning: torch and the wheels it imports.

@@ -29,7 +29,8 @@ from accelstack.vendors import get_vendor, vendor_of_pci
 from accelstack.vendors.amd import parsers
 from accelstack_lab.simulated.amd import amd_devices, fault, install_amd_smi
 
-from .labtools import bin_dir, load_validator, load_vendor_hostside
+from .helpers import load_validator, load_vendor_hostside
+from .labtools import bin_dir
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATORS = REPO / "src" / "accelstack" / "hostside" / "validators"
