@@ -40,6 +40,7 @@ def load_script(path: Path, name: str | None = None, *, beside: bool = False) ->
     spec = importlib.util.spec_from_file_location(name or f"script_{path.stem}", path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass in the script looks its module up there
     folder = str(path.parent)
     added = beside and folder not in sys.path
     if added:

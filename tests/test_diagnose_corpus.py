@@ -123,3 +123,20 @@ def test_the_split_script_refuses_a_label_outside_the_vocabulary(tmp_path: Path)
     assert any("gremlins" in line for line in found)
     with pytest.raises(SystemExit, match="gremlins"):
         split.add_batch(tmp_path, "never-split")
+
+
+def test_the_benchmark_prints_the_evaluation_part_as_figures_only() -> None:
+    """What the benchmark prints of eval/ names no log and no family: a list of its misses would be a list of what
+    to fit. The development part keeps its breakdown and its misses."""
+    bench = load_script(REPO / "bench" / "diagnose_accuracy.py", "diagnose_accuracy_bench")
+    outcomes = [
+        bench.Outcome("a-miss.log", "network", "rdma", "config", "nccl-internal", "config"),
+        bench.Outcome("a-hit.log", "healthy", "healthy", "none", None, None),
+    ]
+    summary = bench.summarise(outcomes)
+    dev = bench.render("dev", summary, 0.1, goals=True)
+    assert "a-miss.log" in dev and "network" in dev
+    evaluation = bench.sealed(summary)
+    assert set(evaluation) >= {"cause_right", "actor_right", "silent", "healthy_findings"}
+    shown = bench.render("eval", evaluation, 0.1, goals=True) + json.dumps(evaluation)
+    assert "a-miss.log" not in shown and "network" not in shown and "a-hit.log" not in shown
