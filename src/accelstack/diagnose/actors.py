@@ -24,6 +24,9 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
 - A read-only filesystem under a path that is read-only by design (an image's system directories, ``/``) is where
   the job was told to write, not storage that failed: ``config``. Storage that turned read-only under a data mount
   stays the ``service``'s.
+- A device the job could not find (``no-device``) where the logs show it ran in a container is one the container
+  was not given (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html):
+  ``config``.
 - A failure no table names (``unclassified``) is the program's, unless its exception class says otherwise: a
   class named for a configuration, an option or an argument is the launch's (``config``); one named for a
   connection, a timeout or a remote service is the ``service``'s.
@@ -77,6 +80,7 @@ class Context:
     last_error: str | None = None
     ranks_stopped: set[int] = field(default_factory=set)
     ranks_failed: set[int] = field(default_factory=set)
+    contexts: set[str] = field(default_factory=set)  # the contexts of signatures.yml the logs showed (container ...)
 
 
 Rule = Callable[[Finding, list[Finding], Context], "tuple[str, str] | None"]
@@ -206,5 +210,13 @@ def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
     return text[start: match.end() + 40].strip()
 
 
+def _device_not_passed(finding: Finding, _findings: list[Finding], context: Context) -> tuple[str, str] | None:
+    if finding.cause != "no-device" or finding.actor != "node" or "container" not in context.contexts:
+        return None
+    return "config", ("the job ran in a container, which sees the node's devices only when it is started with them "
+                      "(docker --gpus, the NVIDIA container runtime, a pod's resource limits): start it with the devices "
+                      "before suspecting the node")
+
+
 RULES: tuple[Rule, ...] = (_consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
-                           _read_only_by_design, _unclassified_class)
+                           _read_only_by_design, _device_not_passed, _unclassified_class)

@@ -441,7 +441,7 @@ class Scanner:
                 failed.add(rank)
         stopped = {rank for rank, how in self._tracker.summary_ranks.items() if how == "SIGTERM"}
         return Context(warns=list(self._warns), last_error=self._last_error, ranks_stopped=stopped,
-                       ranks_failed=failed)
+                       ranks_failed=failed, contexts=set(self._contexts_seen))
 
     def _failure_findings(self, findings: list[Finding], kept: set[str]) -> list[Finding]:
         """Failures the structure found that no signature or error code explains, classified by the tables; the

@@ -16,6 +16,7 @@ from typing import Any
 
 from .causes import UNCLASSIFIED, Cause, confirming_check
 from .findings import EvidenceLine, Finding
+from .lexicon import lexicon_row
 from .structure import FailureEvent
 from .tables import TableRow, Tables
 
@@ -29,6 +30,22 @@ QUOTE_CHARS = 300
 SYMPTOM_KINDS = frozenset({"signal", "exit", "torchrun", "slurm"})
 # Exit codes above 128 are a shell's report of a signal (128 + N).
 _SHELL_SIGNAL_BASE = 128
+CUT_TRACEBACK_PRIORITY = 1
+# A built-in exception class names the program's error only for want of anything better: its message may say more.
+_GENERIC = ("python", "program-error")
+
+
+def is_generic(row: TableRow) -> bool:
+    """A row that only says the program raised a built-in exception (ValueError, AssertionError ...)."""
+    return (row.table, row.cause) == _GENERIC and not row.literals
+
+
+def message_row(event: FailureEvent) -> TableRow | None:
+    """What the failure's own message says in words (the lexicon), for a failure no table names but by a generic
+    class. A report of how a process ended (a signal, an exit code) has no message of its own to read."""
+    if event.kind in SYMPTOM_KINDS:
+        return None
+    return lexicon_row([event.message, *(item.split(":", 1)[-1] for item in event.chain), *event.texts])
 
 
 @dataclass
@@ -78,7 +95,8 @@ def signal_rows(tables: Tables) -> dict[int, TableRow]:
 
 def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
              by_signal: dict[int, TableRow]) -> tuple[TableRow | None, str]:
-    """The row that names the failure's cause, and where it was found ("own", "window", "" when none)."""
+    """The row that names the failure's cause, and where it was found ("own", "window", "message": the lexicon
+    read the failure's message; "" when none)."""
     found: list[TableRow] = []
     for text in event.texts:
         found.extend(row for _, row in tables.literal_hits(text) if not row.secondary)
@@ -95,6 +113,10 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
     if window is not None and event.primary:  # a launcher's report sits among other ranks' lines: its own only
         first, last = event.first_lineno - WINDOW_BEFORE, event.last_lineno + WINDOW_AFTER
         near = [row for _, rows in window.between(first, last, event.stream) for row in rows if not row.secondary]
+    if found and all(is_generic(row) for row in found):
+        worded = message_row(event)
+        if worded is not None:
+            return worded, "message"
     if found:
         own = max(found, key=lambda row: row.priority)  # max keeps the first of equals: own lines first
         if near and event.kind in SYMPTOM_KINDS:
@@ -107,6 +129,9 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
         return own, "own"
     if near:
         return max(near, key=lambda row: row.priority), "window"
+    worded = message_row(event)
+    if worded is not None:
+        return worded, "message"
     return None, ""
 
 
@@ -199,6 +224,10 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
                        " It is quoted here so that its owner can read it first.")
         title = quote if len(quote) <= 120 else quote[:119] + "\u2026"
         remedy, actor, priority, symptom = cause.remedy, cause.actor, cause.priority, cause.symptom
+        if first.kind == "traceback" and not first.exc_type:
+            # A traceback cut off before its exception line says only that something failed: any finding that
+            # names a cause ranks above it (it is the finding only when there is no other).
+            priority = CUT_TRACEBACK_PRIORITY
         source, vendor, layer = "the structure of the failure (data/diagnose/README.md)", "any", "structure"
     if not first.primary:
         explanation += (" Only a launcher's or the scheduler's report of the failure is in the logs: add the failing"

@@ -43,6 +43,9 @@ TRACEBACK = re.compile(r"Traceback \(most recent call last\):?")
 CHAINED = re.compile(r"During handling of the above exception, another exception occurred:|"
                      r"The above exception was the direct cause of the following exception:")
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# A frame after a logger's prefix ("ERROR 05-07 05:58:46 [core.py:291]   File ..."): where a pasted excerpt starts in
+# the middle of a traceback, its header is cut off, and the frames alone say a traceback is being printed.
+_FRAME_AFTER = re.compile(r'(?:^|\s)File "[^"]+", line \d+, in \S')
 # An exception line: a (dotted) class name, then ": message" or nothing.
 # Ray wraps the remote error's class in its own: "ray.exceptions.RayTaskError(RuntimeError): ...".
 EXCEPTION = re.compile(r"^(?P<indent>\s*)(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\([A-Za-z_][\w.]*\))?)"
@@ -129,6 +132,9 @@ DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Ass
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
                          r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s|"
+                         # a JSON error report, as an API server answers a request that failed (an "error" key
+                         # holding an object or a message, never null)
+                         r'"error"\s*:\s*(?:\{|"[^"]{3})|'
                          # torch's report of a failed CUDA / HIP call (c10/cuda/CUDAException.cpp), quoted alone
                          r"\b(?:CUDA|HIP) error: ")
 # Error lines this close on one rank are one failure (an error and the lines that explain it).
@@ -245,6 +251,9 @@ class _Stream:
     # IPython's header names the exception before its frames ("RayTaskError(PermissionError)   Traceback (most
     # recent call last)"): the class, for a traceback whose own exception line is cut off or not read.
     header_type: str | None = None
+    # The open traceback's header was never seen (an excerpt that starts among its frames): it is a failure only
+    # if its exception line comes, never an incomplete traceback of its own.
+    headless: bool = False
 
 
 def split_prefix(line: str) -> tuple[int | None, str]:
@@ -414,7 +423,7 @@ class FailureTracker:
                 stream.ignored = True
             chained = stream.chained and stream.last_event is not None
             stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
-            stream.chained = chained
+            stream.chained, stream.headless = chained, False
             if not chained:
                 stream.last_event = None
             return True
@@ -426,6 +435,8 @@ class FailureTracker:
             return True
         if RETRY.search(rest):
             stream.handled_at = lineno
+        if stream.traceback_at is None and stream.last_event is None:
+            rest = self._headless(stream, lineno, rest, evidence)
         if stream.traceback_at is not None:
             frame = FRAME.match(rest)
             if frame:
@@ -456,6 +467,26 @@ class FailureTracker:
             self._exception(stream, stream_rank, lineno, text, found, evidence, bare=True)
             return True
         return self._marker(lineno, text, rest, stream_rank, stream, evidence)
+
+    def _headless(self, stream: _Stream, lineno: int, rest: str, evidence: Callable[[], object]) -> str:
+        """Open a traceback at a frame line that no header announced (a pasted excerpt that starts among the
+        frames), learning the logger's prefix before the frame as a header would teach it. The line without that
+        prefix."""
+        frame = _FRAME_AFTER.search(rest)
+        if frame is None:
+            return rest
+        head = rest[: frame.start()]
+        if head.strip():
+            level = _LEVEL_WORD.search(head[:_LEVEL_HEAD])
+            if stream.log_prefix is not None or level is None or not any(
+                    value is not None and value.upper() in _ERROR_LEVELS for value in level.groupdict().values()):
+                return rest  # a frame quoted inside a message or a warning, not a failing traceback's own line
+            stream.log_prefix = _learned_prefix(head)
+            logged = stream.log_prefix.match(rest) if stream.log_prefix is not None else None
+            rest = rest[logged.end():] if logged else rest[frame.start():]
+        stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
+        stream.chained, stream.headless = False, True
+        return rest
 
     # ---- events ----
 
@@ -494,13 +525,16 @@ class FailureTracker:
         if stream.ignored:
             # Python printed an exception it could not raise (a destructor at shutdown) and carried on.
             event.primary, event.covered, stream.ignored = False, True, False
-        stream.traceback_at, stream.chained, stream.last_event = None, False, event
+        stream.traceback_at, stream.chained, stream.last_event, stream.headless = None, False, event, False
         if exc_type.rsplit(".", 1)[-1] == "ChildFailedError":
             self._torchrun, self._torchrun_root = event, False
 
     def _incomplete(self, stream: _Stream, stream_rank: int | None) -> None:
         """A traceback whose exception line never came (a class name no pattern knows, or a cut log)."""
         assert stream.traceback_at is not None
+        if stream.headless:
+            stream.traceback_at, stream.headless = None, False
+            return
         event = self._new("traceback", stream_rank, stream.traceback_at, stream.traceback_first,
                           "Traceback (most recent call last):")
         if event is not None:
