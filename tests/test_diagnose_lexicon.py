@@ -164,3 +164,39 @@ def test_torch_saves_writer_failing_is_a_full_filesystem():
     lines = traceback("RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed "
                       "writing file data/228: file write failed")
     assert first(lines) == ("disk-full", "service")
+
+
+# ---- torch's C++ error without its Python traceback ----
+
+UNIQUE_ID = ("[7] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key "
+             "'0', but store->get('0') got error: Socket Timeout")
+RAISED = "Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604 (most recent call first)"
+
+
+def test_torchs_cpp_error_alone_is_a_failure_the_lines_before_it_name():
+    assert first([UNIQUE_ID, RAISED]) == ("collective-timeout", "config")
+    assert first(["store->get('rank3') got error: Socket Timeout", RAISED]) == ("connect-timeout", "service")
+
+
+def test_torchs_cpp_error_inside_a_traceback_is_one_failure():
+    lines = traceback(f"torch.distributed.DistBackendError: {UNIQUE_ID}") + [RAISED, "frame #0: c10::Error::Error()"]
+    diagnosis = diagnose_lines(lines)
+    assert [f.cause for f in diagnosis.findings] == ["collective-timeout"]
+
+
+def test_the_words_socket_timeout_in_a_log_that_goes_on_are_no_failure():
+    assert first(["[W socket.cpp:601] store->get('0') got error: Socket Timeout, retrying", "step 1 loss 2.0"]) is None
+
+
+# ---- a process death reported in the shell's own language ----
+
+@pytest.mark.parametrize("death", ["Aborted (Speicherabzug geschrieben)", "Aborted (core dumped)",
+                                   "Segmentation fault (image mémoire créée)"])
+def test_a_death_reported_in_another_language_is_read_with_the_error_before_it(death):
+    lines = ['"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"', death]
+    assert first(lines) == ("torch-build-mismatch", "config")
+
+
+def test_a_sentence_that_starts_with_aborted_is_no_death():
+    assert first(["Aborted (by the user) the download of optional weights, using the cached ones",
+                  "step 1 loss 2.0"]) is None

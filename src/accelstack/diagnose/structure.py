@@ -72,6 +72,9 @@ TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '(?P<
 WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)")
 OTHER_SIGNAL = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time|Caught signal (?P<num>\d+) \((?P<name>[^:)]+)|"
                           r"received signal (?P<sig2>SIG[A-Z]+)")
+# The backtrace header of a C++ exception torch raised (c10::Error's what(), c10/util/Exception.cpp): printed with the
+# error that propagates, never for a warning. An excerpt may hold it without the Python traceback around it.
+C10_RAISED = re.compile(r"Exception raised from \S+ at \S+:\d+ \(most recent call first\)")
 TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
 TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
@@ -188,7 +191,7 @@ TAIL_NEUTRAL = 2
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
-    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
+    TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, C10_RAISED, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
     DEVICE_ASSERT, ABORT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
@@ -465,6 +468,10 @@ class FailureTracker:
         found = exception_line(rest, self.tables, in_traceback=False)
         if found:
             self._exception(stream, stream_rank, lineno, text, found, evidence, bare=True)
+            return True
+        if C10_RAISED.search(rest):
+            # torch's C++ error without its traceback: the lines before it say what it was (the tables read them).
+            self._new("exception", stream_rank, lineno, evidence(), rest.strip())
             return True
         return self._marker(lineno, text, rest, stream_rank, stream, evidence)
 
@@ -751,9 +758,11 @@ def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
     if match.start() != 0 or (match.group("pid") is None and rest[:1].isspace()):
         return False
     tail = match.group("rest")
-    return not tail.strip() or tail.startswith(" (core dumped)") or tail.startswith("  ")
+    # "(core dumped)" in the shell's own language: "(Speicherabzug geschrieben)", "(image mémoire créée)" ...
+    return not tail.strip() or _CORE_NOTE.match(tail) is not None or tail.startswith("  ")
 
 
+_CORE_NOTE = re.compile(r"^ \([^()]{1,60}\)\s*$")
 _SUMMARY_FIELD = re.compile(r"^\s*traceback\s*:\s*$")
 # IPython's traceback header: the exception's class, then wide padding, then "Traceback (most recent call last)".
 _IPYTHON_HEADER = re.compile(r"^\s*(?:-+\s*)?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)"
