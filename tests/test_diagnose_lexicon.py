@@ -200,3 +200,26 @@ def test_a_death_reported_in_another_language_is_read_with_the_error_before_it(d
 def test_a_sentence_that_starts_with_aborted_is_no_death():
     assert first(["Aborted (by the user) the download of optional weights, using the cached ones",
                   "step 1 loss 2.0"]) is None
+
+
+# ---- NCCL's generic error over a limit of the host's environment ----
+
+SHM_LAST_ERROR = [
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+    "Last error:",
+    "Error while creating shared memory segment /dev/shm/nccl-S2vapn (size 9637888)",
+]
+
+
+def test_ncclS_last_error_over_shared_memory_names_shared_memory():
+    found = diagnose_lines(SHM_LAST_ERROR).first
+    assert (found.cause, found.actor) == ("shm-too-small", "config")
+    assert found.extracted["named_by"].startswith("nccl:")
+
+
+def test_ncclS_last_error_over_a_socket_stays_ncclS_finding():
+    lines = [*SHM_LAST_ERROR[:3], "socketStartConnect: Connect to 10.0.0.2<41235> failed : Software caused "
+                                  "connection abort"]
+    assert first(lines)[0] == "nccl-internal"

@@ -586,17 +586,34 @@ class Scanner:
                        hosts=sorted({e.host for e in hits.evidence if e.host}))
 
     def _name_nccl_warn(self, findings: list[Finding]) -> None:
-        """NCCL's generic result (unhandled system error...) is a symptom: name the WARN line that says why."""
-        if not self._warns:
-            return
+        """NCCL's generic result (unhandled system error...) is a symptom: name the WARN line that says why, and
+        where that line or NCCL's "Last error:" is a limit of the host's environment a table names (a shared-memory
+        segment it could not create, a process limit), take that cause: its remedy is the one that works. (Sockets,
+        devices and verbs calls stay NCCL's finding; the actor rules read them.)"""
         for finding in findings:
             if finding.cause != "nccl-internal":
                 continue
-            warn = self._warns[0]
-            finding.extracted.setdefault("nccl_warn", warn.text)
-            finding.evidence.insert(0, warn)
-            del finding.evidence[EVIDENCE_CAP:]
-            finding.explanation += f" NCCL's warning before it says what broke: {warn.text.split('NCCL WARN', 1)[-1].strip()}"
+            said = [str(finding.extracted.get("last_error") or self._last_error or "")]
+            if self._warns:
+                warn = self._warns[0]
+                finding.extracted.setdefault("nccl_warn", warn.text)
+                finding.evidence.insert(0, warn)
+                del finding.evidence[EVIDENCE_CAP:]
+                finding.explanation += (" NCCL's warning before it says what broke: "
+                                        f"{warn.text.split('NCCL WARN', 1)[-1].strip()}")
+                said.append(warn.text)
+            named = [row for text in said if text for _, row in self.tables.literal_hits(text)
+                     if row.cause in NCCL_WRAPPED_LIMITS and not row.secondary and row.priority > finding.priority]
+            if not named:
+                continue
+            row = max(named, key=lambda row: row.priority)
+            if any(other is not finding and other.cause == row.cause for other in findings):
+                continue  # another finding names it already (NCCL's WARN line was a failure of its own)
+            finding.cause, finding.actor, finding.remedy = row.cause, row.actor, row.remedy
+            finding.priority, finding.symptom = row.priority, row.symptom
+            finding.confirm_with = confirming_check(row.cause)
+            finding.extracted["named_by"] = row.id
+            finding.explanation += f" What NCCL says broke is a {row.cause} ({row.title}): {row.meaning}"
 
     def _finding(self, sig: Signature, hits: _Hits) -> Finding:
         extracted = dict(hits.extracted)
@@ -627,6 +644,11 @@ class Scanner:
             files=list(hits.files),
             hosts=list(hits.hosts),
         )
+
+
+# The limits of a host's environment that NCCL reports only as a failed system call (ncclSystemError, with the
+# call's errno on its WARN line): /dev/shm, the per-process limits, a path it may not write or a full one.
+NCCL_WRAPPED_LIMITS = frozenset({"shm-too-small", "resource-limit", "permission-denied", "disk-full"})
 
 
 def _earlier(a: Finding, b: Finding) -> bool:
