@@ -222,4 +222,5 @@ def test_ncclS_last_error_over_shared_memory_names_shared_memory():
 def test_ncclS_last_error_over_a_socket_stays_ncclS_finding():
     lines = [*SHM_LAST_ERROR[:3], "socketStartConnect: Connect to 10.0.0.2<41235> failed : Software caused "
                                   "connection abort"]
-    assert first(lines)[0] == "nccl-internal"
+    generic = [f for f in diagnose_lines(lines).findings if f.id == "nccl-system-error"]
+    assert [f.cause for f in generic] == ["nccl-internal"] and "named_by" not in generic[0].extracted
