@@ -224,3 +224,12 @@ def test_ncclS_last_error_over_a_socket_stays_ncclS_finding():
                                   "connection abort"]
     generic = [f for f in diagnose_lines(lines).findings if f.id == "nccl-system-error"]
     assert [f.cause for f in generic] == ["nccl-internal"] and "named_by" not in generic[0].extracted
+
+
+# ---- an old torch's failed CUDA check ----
+
+def test_an_old_torchs_failed_cuda_check_is_a_failure_and_its_warning_is_not():
+    line = ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorCopy.cu line=204 error=48 : no kernel image is "
+            "available for execution on the device")
+    assert first([line]) == ("torch-build-mismatch", "config")
+    assert first([line.replace("THCudaCheck FAIL", "THCudaCheckWarn FAIL"), "epoch 1 loss 0.3"]) is None

@@ -135,6 +135,9 @@ DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Ass
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
                          r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s|"
+                         # torch < 1.5's failed CUDA check (THC's THCudaCheck, which raises; its warning is
+                         # "THCudaCheckWarn FAIL")
+                         r"\bTHCudaCheck FAIL\b|"
                          # a JSON error report, as an API server answers a request that failed (an "error" key
                          # holding an object or a message, never null)
                          r'"error"\s*:\s*(?:\{|"[^"]{3})|'
