@@ -38,6 +38,7 @@ sys.path.insert(0, str(CORPUS))
 from split import HEALTHY, load_causes, load_families, read_labels  # noqa: E402
 
 from accelstack.diagnose import diagnose_paths  # noqa: E402
+from accelstack.tasks.stdout import guard_stdout  # noqa: E402
 
 GOALS = {"cause": 0.90, "actor": 0.95, "silent": 0, "healthy_findings": 0}
 TINY = 6
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help=f"{TINY} development logs only (CI smoke run)")
     parser.add_argument("--json", action="store_true", help="one JSON object per part instead of the table")
     args = parser.parse_args(argv)
+    guard_stdout()  # "| head" ends the table, not with a traceback
     parts = ["dev"] if args.tiny else (["eval", "dev"] if args.part == "both" else [args.part])
     for part in parts:
         started = time.perf_counter()
