@@ -40,12 +40,13 @@ def validator_processes(lab: object) -> list[str]:
     return found
 
 
-def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(healthy_lab: object,
+def test_sigint_mid_standard_run_stops_every_validator_and_keeps_every_record(healthy_lab: object, lab_venv: Any,
                                                                              tmp_path: Path) -> None:
-    install_venv(healthy_lab)
+    # A venv of its own on every host, as the multinode case below: a provisioning suite that ran earlier on this
+    # worker may leave the shared /opt/accelstack venv unusable for this run (CI once saw no validator start).
+    path = lab_inventory(healthy_lab, tmp_path, stack_python=lab_venv("/opt/acv-sigint"))
     runs = tmp_path / "runs"
-    with cli_process("validate", "--inventory", lab_inventory(healthy_lab, tmp_path), "--tier", "standard",
-                     runs=runs) as proc:
+    with cli_process("validate", "--inventory", path, "--tier", "standard", runs=runs) as proc:
         results = first_results(runs, timeout=120)
         end = time.monotonic() + 60
         while time.monotonic() < end and not validator_processes(healthy_lab):
