@@ -45,7 +45,7 @@ def message_row(event: FailureEvent) -> TableRow | None:
     class. A report of how a process ended (a signal, an exit code) has no message of its own to read."""
     if event.kind in SYMPTOM_KINDS:
         return None
-    return lexicon_row([event.message, *(item.split(":", 1)[-1] for item in event.chain), *event.texts])
+    return lexicon_row(event.texts)  # its own lines: the exception line, its message's lines, the chained ones
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..paths import package_data
 from ..yamlfile import load_marked_file
 from .causes import Cause, load_causes
-from .tables import TableRow
+from .tables import TableRow, check_fields, row_cause
 
 _RULE_KEYS = {"cause", "all", "unless", "note", "source"}
 _TEXT_CAP = 2000  # characters of a message read: the words that name a cause are at its start
@@ -55,12 +55,8 @@ def parse_lexicon(data: Any, origin: str = "lexicon.yml", causes: dict[str, Caus
         where = f"{origin}: rule #{index + 1}"
         if not isinstance(raw, dict):
             raise ConfigError("a rule is a mapping (cause, all, unless, note, source)", where=where)
-        unknown = set(raw) - _RULE_KEYS
-        if unknown:
-            raise ConfigError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}", where=where)
-        cause = causes.get(raw.get("cause"))  # type: ignore[arg-type]
-        if cause is None:
-            raise ConfigError(f"cause {raw.get('cause')!r} is not in causes.yml", where=where)
+        check_fields(raw, _RULE_KEYS, where)
+        cause = row_cause(raw, causes, where)
         for key in ("note", "source"):
             if not raw.get(key):
                 raise ConfigError(f"a rule says what its words mean and where they come from: missing {key}",

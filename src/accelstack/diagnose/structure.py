@@ -487,9 +487,7 @@ class FailureTracker:
             return rest
         head = rest[: frame.start()]
         if head.strip():
-            level = _LEVEL_WORD.search(head[:_LEVEL_HEAD])
-            if stream.log_prefix is not None or level is None or not any(
-                    value is not None and value.upper() in _ERROR_LEVELS for value in level.groupdict().values()):
+            if stream.log_prefix is not None or level_name(head) not in _ERROR_LEVELS:
                 return rest  # a frame quoted inside a message or a warning, not a failing traceback's own line
             stream.log_prefix = _learned_prefix(head)
             logged = stream.log_prefix.match(rest) if stream.log_prefix is not None else None
@@ -729,15 +727,22 @@ _ABORT_NAMES = {"guarantee": "guarantee() failed", "assert": "assertion failed",
                 "oomkilled": "OOMKilled"}
 
 
+def level_name(rest: str) -> str | None:
+    """The logger's level a line's head names (``ERROR``, glog's ``E`` ...), upper-case; None when it names none."""
+    level = _LEVEL_WORD.search(rest[:_LEVEL_HEAD])
+    if level is None:
+        return None
+    return next(value for value in level.groupdict().values() if value is not None).upper()
+
+
 def tail_kind(rest: str) -> str:
     """What a line at a log's end says (``rest``: without its launcher prefix): ``error`` (at error level),
     ``trailer`` (a failure's stack or the process's end), ``progress`` (the program went on: progress, an info or
     debug line, a retry that worked), or ``neutral``."""
     if SLURM.search(rest):
         return "neutral"  # srun's and slurmstepd's lines are read by the tracker's own rules (_marker)
-    level = _LEVEL_WORD.search(rest[:_LEVEL_HEAD])
-    if level is not None:
-        name = next(value for value in level.groupdict().values() if value is not None).upper()
+    name = level_name(rest)
+    if name is not None:
         if name in _ERROR_LEVELS:
             return "progress" if _GOES_ON.search(rest) else "error"
         if name in _QUIET_LEVELS:

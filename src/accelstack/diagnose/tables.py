@@ -140,15 +140,26 @@ def literal_trie(literals: list[str]) -> str:
     return emit(trie) if trie else r"(?!x)x"
 
 
-def _row(table: dict[str, Any], kind: str, key: str, raw: Any, causes: dict[str, Cause], where: str) -> TableRow:
-    if not isinstance(raw, dict):
-        raise ConfigError("a row must be a mapping with at least a cause", where=where)
-    unknown = set(raw) - _ROW_KEYS
+def check_fields(raw: dict[str, Any], allowed: set[str], where: str) -> None:
+    """Refuse a field the format does not have (a typo would otherwise be ignored)."""
+    unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"unknown field(s): {', '.join(sorted(unknown))}", where=where)
+        raise ConfigError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}", where=where)
+
+
+def row_cause(raw: dict[str, Any], causes: dict[str, Cause], where: str) -> Cause:
+    """The cause a row (of a table, of the lexicon) names, which must be one of causes.yml."""
     cause = causes.get(raw.get("cause"))  # type: ignore[arg-type]
     if cause is None:
         raise ConfigError(f"cause {raw.get('cause')!r} is not in causes.yml", where=where)
+    return cause
+
+
+def _row(table: dict[str, Any], kind: str, key: str, raw: Any, causes: dict[str, Cause], where: str) -> TableRow:
+    if not isinstance(raw, dict):
+        raise ConfigError("a row must be a mapping with at least a cause", where=where)
+    check_fields(raw, _ROW_KEYS, where)
+    cause = row_cause(raw, causes, where)
     also = raw.get("also") or []
     if not isinstance(also, list) or not all(isinstance(text, str) and text for text in also):
         raise ConfigError("also must be a list of literals", where=where)
@@ -188,9 +199,7 @@ def parse_tables(documents: list[tuple[str, Any]], causes: dict[str, Cause] | No
         missing = [key for key in ("id", "title", "vendor", "source") if not data.get(key)]
         if missing:
             raise ConfigError(f"missing field(s): {', '.join(missing)}", where=origin)
-        unknown = set(data) - _TABLE_KEYS
-        if unknown:
-            raise ConfigError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}", where=origin)
+        check_fields(data, _TABLE_KEYS, origin)
         if data["id"] in ids:
             raise ConfigError(f"duplicate table id {data['id']!r}", where=origin)
         ids.add(data["id"])
