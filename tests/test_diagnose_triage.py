@@ -131,6 +131,61 @@ def test_diagnose_host_reports_each_finding_and_no_drain_for_a_jobs_error(capsys
     assert confirm["drain"] is False
 
 
+def test_the_hosts_vendor_reads_a_cuda_call_as_the_programs_on_ascend_and_the_builds_elsewhere():
+    # The same lines: a CPU torch on a GPU host (the launch's environment), or a CUDA call on an Ascend host (the
+    # program's), which the log alone cannot tell apart and the inventory can.
+    log = str(LOGS / "torch-cpu-wheel-on-gpu.log")
+    plain, ascend = diagnose_paths([log]), diagnose_paths([log], contexts={"ascend"})
+    assert (plain.first.cause, plain.first.actor) == ("torch-build-mismatch", "config")
+    assert (ascend.first.cause, ascend.first.actor) == ("cuda-on-npu", "job")
+    with pytest.raises(ValueError, match="unknown diagnosis context 'ascnd'"):
+        diagnose_lines(["x"], contexts={"ascnd"})
+
+
+def _inventory(tmp_path: Path, stacks: dict[str, str]) -> str:
+    lines = ["hosts:"] + [f"  {name}:\n    connection: local\n    stack: {stack}" for name, stack in stacks.items()]
+    path = tmp_path / "inv.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(("stack", "cause", "actor", "contexts"), [
+    ("ascend-910b-cann8.2.rc1", "cuda-on-npu", "job", ["ascend"]),
+    ("nvidia-cuda12.8", "torch-build-mismatch", "config", None),
+])
+def test_diagnose_host_reads_the_log_with_the_vendor_of_the_hosts_stack(capsys, tmp_path, monkeypatch, stack, cause,
+                                                                        actor, contexts):
+    import json
+
+    from invoke import Collection, Program
+
+    from accelstack.tasks.diagnose import diagnose
+
+    monkeypatch.setenv("ACCELSTACK_RUNS", str(tmp_path / "runs"))
+    inventory = _inventory(tmp_path, {"node07": stack})
+    program = Program(namespace=Collection(diagnose), binary="inv")
+    with pytest.raises(SystemExit) as exited:
+        program.run(["inv", "diagnose", "--log", str(LOGS / "torch-cpu-wheel-on-gpu.log"), "--json",
+                     "--host", "node07", "--inventory", inventory])
+    assert exited.value.code == 1
+    document = json.loads(capsys.readouterr().out)
+    assert (document["first"]["cause"], document["first"]["actor"]) == (cause, actor)
+    assert document.get("host_contexts") == contexts
+
+
+def test_a_selection_of_hosts_of_two_vendors_tells_the_reading_nothing():
+    from accelstack.inventory import Host
+    from accelstack.tasks.diagnose import host_contexts
+
+    def host(name: str, stack: str | None) -> Host:
+        return Host(name=name, address=name, vars={"stack": stack} if stack else {})
+
+    assert host_contexts([host("a", "ascend-910b-cann8.2.rc1"), host("b", "ascend-910b-cann8.0.0")]) == {"ascend"}
+    assert host_contexts([host("a", "ascend-910b-cann8.2.rc1"), host("b", "nvidia-cuda12.8")]) == set()
+    assert host_contexts([host("a", "ascend-910b-cann8.2.rc1"), host("b", None)]) == set()
+    assert host_contexts([host("a", "cpu")]) == set()  # no diagnosis context is the CPU's
+
+
 # ---- drains ----
 
 def test_a_fleet_check_drains_on_a_host_checks_failure_only():

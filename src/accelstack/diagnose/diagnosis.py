@@ -157,7 +157,7 @@ def _typed(groups: dict[str, str | None]) -> dict[str, Any]:
 class Scanner:
     """Feed logs (or lines); :meth:`result` ranks the findings. Used by every entry point."""
 
-    def __init__(self, catalog: Catalog | None = None) -> None:
+    def __init__(self, catalog: Catalog | None = None, contexts: Iterable[str] = ()) -> None:
         self.catalog = catalog or load_catalog()
         self.tables = self.catalog.tables or load_tables()
         self.causes: dict[str, Cause] = load_causes()
@@ -172,7 +172,11 @@ class Scanner:
         self._anchors_text = re.compile(self._anchors.pattern.decode())
         self._hits: dict[str, _Hits] = {}
         self._aux: dict[str, dict[str, Any]] = {}
-        self._contexts_seen: set[str] = set()
+        # Contexts known before a line is read (the host's vendor, from the inventory: ``diagnose --host``).
+        unknown = sorted(set(contexts) - set(self.catalog.contexts))
+        if unknown:
+            raise ValueError(f"unknown diagnosis context {unknown[0]!r}; known: {', '.join(sorted(self.catalog.contexts))}")
+        self._contexts_seen: set[str] = set(contexts)
         self._base = 0  # lines of the sources read before the current one
         self._last_error: str | None = None
         self._want_last_error = False
@@ -764,17 +768,20 @@ def _mark_consequences(findings: list[Finding]) -> None:
         )
 
 
-def diagnose_lines(lines: Iterable[str], source: str = "<stdin>", catalog: Catalog | None = None) -> Diagnosis:
-    """Diagnose lines already in hand (a string's splitlines, a captured output, a generator)."""
-    scanner = Scanner(catalog)
+def diagnose_lines(lines: Iterable[str], source: str = "<stdin>", catalog: Catalog | None = None,
+                   contexts: Iterable[str] = ()) -> Diagnosis:
+    """Diagnose lines already in hand (a string's splitlines, a captured output, a generator); ``contexts`` as for
+    :func:`diagnose_paths`."""
+    scanner = Scanner(catalog, contexts)
     scanner.feed_source(source, enumerate(lines, start=1))
     return scanner.result()
 
 
-def diagnose_paths(paths: list[str], catalog: Catalog | None = None) -> Diagnosis:
+def diagnose_paths(paths: list[str], catalog: Catalog | None = None, contexts: Iterable[str] = ()) -> Diagnosis:
     """Diagnose logs together as one job: files (plain or gzip, ``-`` for stdin), job folders (every log in
-    them, rotated and gzipped ones too) and .tar/.tar.gz archives of them."""
-    scanner = Scanner(catalog)
+    them, rotated and gzipped ones too) and .tar/.tar.gz archives of them. ``contexts``: what is known of the job
+    besides its logs (``ascend``: it ran on an Ascend host), as if a line had said it."""
+    scanner = Scanner(catalog, contexts)
     for source in expand_inputs(paths):
         scanner.feed_log(source)
     return scanner.result()

@@ -30,17 +30,22 @@ if TYPE_CHECKING:
 HELP = {
     "log": "a log file, a job folder or a .tar(.gz) of one (one bare LOG, more with repeated -l/--log; plain or "
            "gzip by content; '-' reads standard input)",
-    "host": "run the checks that confirm each finding on this host and say, per finding, whether the host confirms "
-            "it (only a node finding a check confirms is a reason to drain)",
+    "host": "the host the job ran on: its logs are read knowing its vendor (from its stack: CUDA calls on an Ascend "
+            "host are the program's), then the checks that confirm each finding run there and say, per finding, "
+            "whether the host confirms it (only a node finding a check confirms is a reason to drain)",
     "inventory": "inventory the --host is in (default: local)",
     "json": 'print {"first": ..., "findings": [...]} as JSON on stdout, root cause first; each finding has its cause '
             "and actor (node, job, config, service)",
     "help": "show this help (-h too: a task flag here, or invoke would read it as the positional LOG)",
 }
 
-def diagnosis_document(diagnosis: Diagnosis, confirmation: Confirmation | None = None) -> dict[str, Any]:
-    """The JSON document the task prints: findings, plus what was confirmed on which host."""
+def diagnosis_document(diagnosis: Diagnosis, confirmation: Confirmation | None = None,
+                       contexts: set[str] | None = None) -> dict[str, Any]:
+    """The JSON document the task prints: findings, plus what was confirmed on which host and what its inventory
+    told the reading (``host_contexts``: the host's vendor)."""
     document = diagnosis.to_dict()
+    if contexts:
+        document["host_contexts"] = sorted(contexts)
     if confirmation is not None:
         document["confirm"] = {"validators": diagnosis.confirm_validators(), **confirmation.to_dict()}
     return document
@@ -122,9 +127,11 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
     if not paths:
         raise ConfigError("no log given", hint="inv diagnose LOG [-l LOG ...]; a job folder or .tar.gz works too")
     selected = None
+    contexts: set[str] = set()
     if host:  # a bad inventory or a host it does not have is exit 3 before any log is read or host touched
         selected = inventory_hosts(inventory, host)
-    diagnosis = diagnose_paths(paths)
+        contexts = host_contexts(selected[1])
+    diagnosis = diagnose_paths(paths, contexts=contexts)
     for note in (*diagnosis.truncated, *diagnosis.skipped):
         print(f"warning: {note}", file=sys.stderr)
     confirmation = None
@@ -134,15 +141,31 @@ def diagnose(c: Any, log: list[str] | None = None, host: str | None = None, inve
         confirmation = (confirm_on_host(diagnosis, *selected) if diagnosis.findings
                         else Confirmation(host, []))
     if json:
-        print(jsonlib.dumps(diagnosis_document(diagnosis, confirmation), indent=2))
+        print(jsonlib.dumps(diagnosis_document(diagnosis, confirmation, contexts), indent=2))
     else:
         console = Console()
+        if contexts:
+            console.print(f"read as a job on {host}: {', '.join(sorted(contexts))} (from its stack in the inventory)")
         console.print(render_diagnosis(diagnosis))
         if confirmation is not None:
             if confirmation.records:
                 console.print(records_table(confirmation.records, title=f"confirmed on {host}"))
             console.print(render_confirmation(confirmation))
     return diagnosis.exit_code
+
+
+def host_contexts(hosts: Sequence[Host]) -> set[str]:
+    """What the inventory knows of the job's hosts and a log may not say: their vendor, from their stacks, as the
+    diagnosis context of that name (``ascend``: "Torch not compiled with CUDA enabled" there is a program's
+    hard-coded CUDA call, not a wrong torch build). Only when every host agrees: a mixed selection says nothing."""
+    from ..diagnose.catalog import load_catalog
+    from ..stacks import load_stack
+
+    names = [host.vars.get("stack") for host in hosts]
+    if not names or not all(names):
+        return set()
+    vendors = {load_stack(str(name)).vendor for name in set(names)}
+    return vendors & set(load_catalog().contexts) if len(vendors) == 1 else set()
 
 
 def confirm_on_host(diagnosis: Diagnosis, inventory: Inventory, hosts: Sequence[Host]) -> Confirmation:
