@@ -608,6 +608,11 @@ class Scanner:
                 said.append(warn.text)
             named = [row for text in said if text for _, row in self.tables.literal_hits(text)
                      if row.cause in NCCL_WRAPPED_LIMITS and not row.secondary and row.priority > finding.priority]
+            # ncclUnhandledCudaError wraps a failed CUDA call, whose string NCCL quotes ("Cuda failure 'named symbol
+            # not found'"): the CUDA error's own row names the cause (a build without the GPU's code, an ECC error).
+            named += [row for text in said for quoted in NCCL_CUDA_FAILURE.findall(text)
+                      for _, row in self.tables.literal_hits(f"CUDA error: {quoted}")
+                      if row.table in CUDA_ERROR_TABLES and not row.secondary]
             if not named:
                 continue
             row = max(named, key=lambda row: row.priority)
@@ -653,6 +658,11 @@ class Scanner:
 # The limits of a host's environment that NCCL reports only as a failed system call (ncclSystemError, with the
 # call's errno on its WARN line): /dev/shm, the per-process limits, a path it may not write or a full one.
 NCCL_WRAPPED_LIMITS = frozenset({"shm-too-small", "resource-limit", "permission-denied", "disk-full"})
+# NCCL's WARN for a CUDA call that failed: "Cuda failure 'STRING'" or "Cuda failure CODE 'STRING'" (its CUDACHECK
+# macros, src/include/checks.h in https://github.com/NVIDIA/nccl), STRING being cudaGetErrorString's; the tables
+# that key those strings.
+NCCL_CUDA_FAILURE = re.compile(r"Cuda failure (?:\d+ )?'([^']{3,120})'")
+CUDA_ERROR_TABLES = frozenset({"cuda-runtime", "cuda-driver"})
 
 
 def _earlier(a: Finding, b: Finding) -> bool:

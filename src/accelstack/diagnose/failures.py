@@ -212,7 +212,8 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         cause = causes[row.cause]
         extracted.update({"table": row.table, "key": row.key})
         found_near = " (named by the error lines just before it)" if group.how == "window" else ""
-        explanation = f"{row.meaning} The job failed{ranks_text} with: {quote}{where}{found_near}."
+        meaning = row.meaning if row.meaning.endswith((".", "!", "?")) else f"{row.meaning}."  # a note is a phrase
+        explanation = f"{meaning} The job failed{ranks_text} with: {quote}{where}{found_near}."
         title, remedy, actor, priority = row.title, row.remedy, row.actor, row.priority
         if not row.literals:  # an exception class's row: its message says what the class alone does not
             title = f"{row.title}: {quote}"

@@ -167,6 +167,9 @@ _QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I"})
 # "make[2]: *** [all] Error 2").
 _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?: \S|"
                           r"^[\w.\-]+ (?:error|fatal)\s+: \S|"
+                          # a compiler's diagnostic: GCC's and Clang's "file.c:12:10: fatal error: x.h: ...", nvcc's
+                          # "file.cu(12): error: ..." (https://gcc.gnu.org/onlinedocs/gcc/Diagnostic-Message-Formatting-Options.html)
+                          r"^\S+?(?::\d+){1,2}: (?:fatal )?error: \S|^\S+\(\d+\): (?:catastrophic )?error: \S|"
                           r"^(?:[\w.\-/\[\]]+: )?\*\*\* .*\bError \d+|"
                           # an exception line (a traceback's, or its str() after a head that names no level: a
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
@@ -177,6 +180,9 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATA
 # RUST_BACKTRACE=1"), the runtime's version line (Node.js), the process's end (an exit status, a core dump).
 _TRAILER = re.compile(r"^\s*(?:at \S|#\d+ |File \"|goroutine \d+ |\d+: 0x[0-9a-f]+)|^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
                       r"^Require stack:|^- /|^Node\.js v\d|^stack backtrace:|^\*\*\*|^-+$|^=+$|"
+                      # a compiler's and a build tool's last words after an error (GCC, ninja, make)
+                      r"^compilation terminated\.|^\d+ errors? (?:generated|detected)|^ninja: build stopped|"
+                      r"^(?:g?make|ninja)(?:\[\d+\])?: \*\*\*|"
                       r"(?i:exit(?:ed)? (?:status|with (?:exit )?code|code)|core dumped|^Aborted|^Killed|"
                       r"^Segmentation fault|^Command exited|^\S+ terminated)")
 # A line saying the program went on: progress, a retry that worked, a service that is up, a run that finished.
