@@ -1,6 +1,7 @@
 """What the test modules share, in one place: the checkout's paths, scripts loaded as modules (host-side
 validators, benches, data tools), the real command line run as a user runs it (to the end, or started and
-interrupted with Ctrl-C), its records, processes looked up in /proc, and this checkout's lab tags.
+interrupted with Ctrl-C), its records, processes looked up in /proc, this checkout's lab tags, and the first
+finding of log lines diagnosed in hand.
 
 Lab-only helpers (a lab host's files, the CPU stack's venv on the hosts, a module's own lab) are in labtools.py;
 the fixtures and the hook that marks what needs root are in conftest.py."""
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
@@ -211,3 +213,22 @@ def lab_ids(tag: str, subnet: str) -> tuple[str, str]:
     from accelstack_lab import lab_ids as checkout_lab_ids
 
     return checkout_lab_ids(tag, subnet)
+
+
+# ---- a diagnosis of lines in hand ----
+
+def first_finding(lines: list[str]) -> Any:
+    """The first finding of ``lines`` read as one log; a failed job always gets one."""
+    from accelstack.diagnose import diagnose_lines
+
+    diagnosis = diagnose_lines(lines)
+    assert diagnosis.first is not None, f"a failed job always gets a finding: {lines[-3:]}"
+    return diagnosis.first
+
+
+def first_cause(lines: list[str]) -> tuple[str, str] | None:
+    """(cause, actor) of the first finding of ``lines`` read as one log; None where nothing was found."""
+    from accelstack.diagnose import diagnose_lines
+
+    found = diagnose_lines(lines).first
+    return None if found is None else (found.cause, found.actor)

@@ -10,6 +10,8 @@ from accelstack.diagnose import diagnose_lines
 from accelstack.diagnose.actors import Context, decide_actors
 from accelstack.diagnose.findings import Finding
 
+from .helpers import first_finding as first
+
 TIMEOUT = ("[rank{r}]:[E1126 10:00:00.000000 1 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation"
            " timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600001"
            " milliseconds before timing out.")
@@ -20,12 +22,6 @@ def by_cause(lines: list[str], cause: str) -> Finding:
     found = [f for f in diagnose_lines(lines).findings if f.cause == cause]
     assert found, [f.cause for f in diagnose_lines(lines).findings]
     return found[0]
-
-
-def first(lines: list[str]) -> Finding:
-    diagnosis = diagnose_lines(lines)
-    assert diagnosis.first is not None, lines
-    return diagnosis.first
 
 
 # ---- a consequence is acted on by whoever acts on its cause ----

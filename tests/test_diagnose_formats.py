@@ -7,11 +7,7 @@ from __future__ import annotations
 
 from accelstack.diagnose import diagnose_lines
 
-
-def first(lines: list[str]):
-    diagnosis = diagnose_lines(lines)
-    assert diagnosis.first is not None, "a failed job always gets a finding"
-    return diagnosis.first
+from .helpers import first_finding as first
 
 
 def quiet(lines: list[str]) -> None:

@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelstack.diagnose import diagnose_lines
-
-
-def first(lines: list[str]) -> tuple[str, str] | None:
-    diagnosis = diagnose_lines(lines)
-    return None if diagnosis.first is None else (diagnosis.first.cause, diagnosis.first.actor)
+from .helpers import first_cause as first
 
 
 @pytest.mark.parametrize("line", [

@@ -10,10 +10,7 @@ from accelstack.diagnose import diagnose_lines
 from accelstack.diagnose.lexicon import lexicon_row, load_lexicon, parse_lexicon
 from accelstack.errors import ConfigError
 
-
-def first(lines: list[str]) -> tuple[str, str] | None:
-    diagnosis = diagnose_lines(lines)
-    return None if diagnosis.first is None else (diagnosis.first.cause, diagnosis.first.actor)
+from .helpers import first_cause as first
 
 
 def traceback(exception: str) -> list[str]:
