@@ -172,9 +172,9 @@ def interrupt(proc: subprocess.Popen[str], timeout: float, times: int = 1) -> tu
     return proc.communicate(timeout=timeout)
 
 
-def assert_interrupted(proc: subprocess.Popen[str], err: str) -> None:
-    """Exit 130 and one line on stderr, never a traceback."""
-    assert proc.returncode == 130, err
+def assert_interrupted(proc: subprocess.Popen[str], err: str, detail: str = "") -> None:
+    """Exit 130 and one line on stderr, never a traceback; ``detail``: what else a failure's message shows."""
+    assert proc.returncode == 130, f"{err}{detail and '; ' + detail}"
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
