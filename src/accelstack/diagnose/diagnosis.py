@@ -14,9 +14,10 @@ are taken once, at the end.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +34,15 @@ from .reader import (
     TAIL_LINES,
     ReadState,
     anchor_regex,
+    carrier_host,
     clean_line,
     host_of,
+    indent_of,
     open_log,
     rank_of,
+    read_head,
     read_hits,
+    split_carrier,
     timestamp_of,
 )
 from .structure import FailureEvent, FailureTracker, split_prefix
@@ -45,6 +50,12 @@ from .tables import load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
+# How many of a log's first prefilter lines say how a paste indented it, and the least indent that is a paste's
+# (a Markdown code block's is 4; a traceback's own frames are indented 2 under a line that is not).
+INDENT_SAMPLE = 16
+INDENT_SAMPLE_MIN = 3  # prefilter lines, where the log's own first lines cannot be read again (gzip, stdin)
+HEAD_LINES = 200  # a log's first lines, read again for its indent where it is a plain file or lines in hand
+MIN_PASTE_INDENT = 2
 # torch's default process-group timeouts (https://pytorch.org/docs/stable/distributed.html#torch.distributed.
 # init_process_group; pytorch PR #110947): NCCL 10 min since torch 2.2, every other backend (HCCL included) 30 min.
 DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
@@ -192,26 +203,35 @@ class Scanner:
         self._unconditional = {sig.id: not (sig.requires_failure or sig.requires_context or sig.unless_context)
                                for sig in self.catalog.signatures}
         self._source = LogSource(label="<lines>")
+        self._indent = 0  # how much of each line's indent is the paste's (Scanner._read)
+        self._carriers: dict[int, str] = {}  # what carriers put before the lines evidence may still be made of
 
     # ---- input ----
 
     def feed_source(self, source: str, lines: Iterable[tuple[int, str]]) -> None:
         """Lines already in hand; the same prefilter as for files decides which reach the signatures."""
         self._begin(LogSource(label=source))
-        count = 0
-        after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
         tail: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES)
-        for lineno, raw in lines:
-            count = lineno
-            tail.append((lineno, raw))
-            if self._anchors_text.search(raw):
-                self._line(lineno, raw)
-                after_hit = True
-                continue
-            if after_hit and self._wants_context():
-                self._line(lineno, raw)
-            after_hit = False
-        self._end(count, tail)
+        count = [0]
+        head: list[str] = []
+
+        def hits() -> Iterator[tuple[int, str, bool]]:
+            after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
+            for lineno, raw in lines:
+                count[0] = lineno
+                tail.append((lineno, raw))
+                if len(head) < HEAD_LINES:
+                    head.append(raw)
+                if self._anchors_text.search(raw):
+                    yield lineno, raw, False
+                    after_hit = True
+                    continue
+                if after_hit:
+                    yield lineno, raw, True
+                after_hit = False
+
+        self._read(hits(), lambda: head)
+        self._end(count[0], tail)
 
     def feed(self, path: str, lineno: int, raw: str) -> None:
         """One line (kept for callers that stream lines themselves)."""
@@ -239,10 +259,9 @@ class Scanner:
         state = ReadState()
         try:
             direct = source.path if source.opener is None and source.path not in (None, "-") else None
-            for hit in read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct):
-                if hit.context and not self._wants_context():
-                    continue
-                self._line(hit.lineno, hit.raw.decode("utf-8", errors="replace"))
+            hits = read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct)
+            self._read(((hit.lineno, hit.raw.decode("utf-8", errors="replace"), hit.context) for hit in hits),
+                       (lambda: read_head(direct)) if direct else None)
         finally:
             if owned:
                 stream.close()
@@ -250,6 +269,31 @@ class Scanner:
             self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {state.lines},"
                                    " findings up to there are kept")
         self._end(state.lines, state.tail_lines())
+
+    def _read(self, hits: Iterable[tuple[int, str, bool]], head: Callable[[], Iterable[str]] | None = None) -> None:
+        """The prefilter's lines of one log (number, text, whether it is only the line after a hit), in order.
+
+        A log pasted as an indented block (a Markdown code block, a quoted mail, a YAML field) has every line
+        indented alike, and an exception line indented is not one. The least indent of the log's first lines
+        (``head``: every line up to the first prefilter lines read; else those prefilter lines, at least
+        :data:`INDENT_SAMPLE_MIN` of them) is the paste's, and the rest of each line is read as written."""
+        hits = iter(hits)
+        sample = list(itertools.islice(hits, INDENT_SAMPLE))
+        texts = list(head()) if head is not None else [raw for _, raw, _ in sample]
+        indents = [indent_of(text) for text in (split_carrier(clean_line(raw))[1] for raw in texts) if text.strip()]
+        paste = indents and min(indents) >= MIN_PASTE_INDENT and (head is not None or len(indents) >= INDENT_SAMPLE_MIN)
+        self._indent = min(indents) if paste else 0
+        for lineno, raw, context in itertools.chain(sample, hits):
+            if context and not self._wants_context():
+                continue
+            self._line(lineno, raw)
+
+    def _program_line(self, raw: str) -> tuple[str, str]:
+        """(what a carrier put before the line, the line as the program wrote it, without a paste's indent)."""
+        carrier, text = split_carrier(clean_line(raw))
+        if self._indent:
+            text = text[min(indent_of(text), self._indent):]
+        return carrier, text
 
     def _wants_context(self) -> bool:
         """Whether the line after a hit is read although it holds no anchor: the NCCL WARN after "Last error:", the
@@ -262,6 +306,8 @@ class Scanner:
         self._sources.append(source.label)
         self._want_last_error = False
         self._after_hit = False
+        self._indent = 0
+        self._carriers = {}
         self._tracker.begin(len(self._sources) - 1, self._base)
 
     def _end(self, lines: int, tail: Iterable[tuple[int, str]] = ()) -> None:
@@ -274,7 +320,17 @@ class Scanner:
             not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
         if not explained:
             # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
-            cleaned = [(lineno, clean_line(raw)) for lineno, raw in tail]
+            cleaned = []
+            for lineno, raw in tail:
+                carrier, text = self._program_line(raw)
+                if carrier:
+                    self._carriers[lineno] = carrier
+                cleaned.append((lineno, text))
+            if not self._indent:
+                # No line passed the prefilter to say how the paste is indented: the log's end says it.
+                indents = [indent_of(text) for _, text in cleaned if text.strip()]
+                if indents and min(indents) >= MIN_PASTE_INDENT:
+                    cleaned = [(lineno, text[min(indent_of(text), min(indents)):]) for lineno, text in cleaned]
             self._tracker.tail(cleaned, self._evidence)
         self._base += lines
         self._lines += lines
@@ -282,9 +338,11 @@ class Scanner:
     # ---- one line that passed the prefilter ----
 
     def _line(self, lineno: int, raw: str) -> None:
-        text = clean_line(raw)
+        carrier, text = self._program_line(raw)
         if not text:
             return
+        # Kept for the line's evidence (its time, its host): the current line's only, and the tail's.
+        self._carriers = {lineno: carrier} if carrier else {}
         if self._want_last_error:
             # torch prints "Last error:" and the NCCL WARN that carries the real cause on the next line.
             self._last_error = text[:MAX_EVIDENCE_CHARS]
@@ -371,10 +429,11 @@ class Scanner:
     def _evidence(self, lineno: int, text: str) -> EvidenceLine:
         source = self._source
         rank = rank_of(text)
-        stamp = timestamp_of(text)
+        carrier = self._carriers.get(lineno, "")
+        stamp = timestamp_of(text) or (timestamp_of(carrier) if carrier else None)
         return EvidenceLine(
             path=source.label, lineno=lineno, rank=rank if rank is not None else source.rank,
-            text=text[:MAX_EVIDENCE_CHARS], host=host_of(text) or source.host,
+            text=text[:MAX_EVIDENCE_CHARS], host=host_of(text) or carrier_host(carrier) or source.host,
             ts=stamp[0] if stamp else None, time=stamp[1] if stamp else None)
 
     def _record(self, table: dict[str, _Hits], key: str, groups: dict[str, Any], line: EvidenceLine) -> None:

@@ -64,6 +64,53 @@ def clean_line(raw: str) -> str:
     return raw.rstrip()
 
 
+# What the systems that carry a log put before each of its lines, none of it the program's own words: Docker
+# Compose's service column ("trainer-1  | ", https://docs.docker.com/reference/cli/docker/compose/logs/), the
+# RFC 3339 stamp of `docker logs --timestamps`, `kubectl logs --timestamps` and CI runners
+# (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/), syslog's and journald's head
+# ("Nov 26 12:00:00 node01 python[1234]: ", `journalctl -o short`, `-o short-precise` and `-o short-iso`,
+# https://www.freedesktop.org/software/systemd/man/latest/journalctl.html), `kubectl logs --prefix`'s source
+# ("[pod/trainer-0/pytorch] "), and a Markdown quote ("> ") around a pasted log. Read before anything else, so that every pattern sees the line as the program wrote it.
+_CARRIERS = (
+    # (journald's short-iso stamp carries an offset, +0000; a bare "Z" stamp is a container runtime's)
+    re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?[+-]\d\d:?\d\d)"
+               r" (?P<host>[A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: "),
+    re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "),
+    re.compile(r"[A-Za-z][\w.-]*?[-_]\d+\s+\| "),
+    re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
+    re.compile(r">+ ?"),
+)
+_CARRIER_GATE = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\dT|[A-Za-z][\w.-]*?[-_]\d+\s+\| |\[pod/|>)")
+
+
+def split_carrier(line: str) -> tuple[str, str]:
+    """(what a carrier put before the line, the line as the program wrote it); ("", line) for a bare line. Carriers
+    nest (a compose column before a stamp), so each is read off in turn."""
+    if not _CARRIER_GATE.match(line):
+        return "", line
+    end = 0
+    for _ in range(4):
+        for pattern in _CARRIERS:
+            match = pattern.match(line, end)
+            if match:
+                end = match.end()
+                break
+        else:
+            break
+    return line[:end], line[end:]
+
+
+def carrier_host(carrier: str) -> str | None:
+    """The host a syslog or journald head names."""
+    match = _CARRIERS[0].search(carrier) if carrier else None
+    return match.group("host") if match else None
+
+
+def indent_of(text: str) -> int:
+    """How many blanks (spaces, tabs) a line starts with."""
+    return len(text) - len(text.lstrip(" \t"))
+
+
 def rank_of(line: str) -> int | None:
     """The rank named by the line's launcher prefix, or None."""
     head = line[:_PREFIX_WINDOW]
@@ -162,6 +209,19 @@ class ReadState:
         first = self.lines - len(pieces) + 1
         return [(first + index, piece[:MAX_LINE_BYTES].decode("utf-8", errors="replace"))
                 for index, piece in enumerate(pieces)]
+
+
+def read_head(path: str, lines: int = 200, size: int = 64 * 1024) -> list[str]:
+    """The first lines of a plain log file, decoded (an unreadable file has none: its reading reports it)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(size)
+    except OSError:
+        return []
+    pieces = data.split(b"\n")
+    if len(data) == size and len(pieces) > 1:
+        pieces.pop()  # cut by the window
+    return [piece[:MAX_LINE_BYTES].decode("utf-8", errors="replace") for piece in pieces[:lines]]
 
 
 def open_log(path: str) -> tuple[IO[bytes], bool]:

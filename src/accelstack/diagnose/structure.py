@@ -692,7 +692,7 @@ class FailureTracker:
         if any(row.standalone for row in self._rows):
             # The kernel's report of failed hardware or a filesystem is a failure wherever it appears.
             return self._error_lines("kernel", stream, stream_rank, lineno, rest, evidence)
-        if (self._rows and ERROR_LEVEL.search(text) and not RETRY.search(rest)
+        if (self._rows and ERROR_LEVEL.search(rest) and not RETRY.search(rest)
                 and any(not row.secondary for row in self._rows)):
             return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
