@@ -146,3 +146,106 @@ def test_nccl_tests_wrong_values_are_a_finding_and_its_passing_check_is_not():
     assert (found.id, found.cause) == ("nccl-tests-wrong-values", "nccl-internal")
     assert found.extracted["wrong_values"] == 2
     quiet([*table, "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 128.942"])
+
+
+# ---- sixth pass (written from the development part of batch b12) ----
+
+def test_a_gpu_the_driver_says_must_be_reset_is_the_nodes():
+    # The driver's status NV_ERR_RESET_REQUIRED ("Reset required", nvstatuscodes.h of open-gpu-kernel-modules).
+    found = first(["[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required "
+                   "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874"])
+    assert (found.id, found.cause, found.actor) == ("kernel:NV_ERR_RESET_REQUIRED", "device-hardware", "node")
+    quiet(["[Sun Jan 11 09:50:00 2026] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+           "[Sun Jan 11 09:50:01 2026] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver"])
+
+
+def test_a_failed_check_of_nccl_tests_is_a_failure_named_by_the_cuda_error_it_quotes():
+    # nccl-tests' CUDACHECK prints "Test CUDA failure <file>:<line> '<cudaGetErrorString>'" and ends the test.
+    found = first(["sichek nccltest -g 1,0", "Test CUDA failure common.cu:1007",
+                   "'CUDA-capable device(s) is/are busy or unavailable'"])
+    assert (found.cause, found.actor) == ("device-busy", "node")
+    quiet(["# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20",
+           "#  Rank  0 Group  0 Pid  4242 on    node01 device  0 [0x17] NVIDIA H200",
+           "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 361.2"])
+
+
+def test_torchs_shared_memory_file_that_cannot_be_written_is_dev_shm_not_a_disk():
+    shm = ["Traceback (most recent call last):",
+           '  File "/usr/lib/python3.10/multiprocessing/queues.py", line 244, in _feed',
+           "    obj = _ForkingPickler.dumps(obj)",
+           "RuntimeError: unable to write to file </torch_739_144252761_4>: No space left on device (28)"]
+    found = first(shm)
+    assert (found.cause, found.actor) == ("shm-too-small", "config")
+    disk = shm[:-1] + ["RuntimeError: unable to write to file </data/ckpt/step_100.pt>: No space left on device (28)"]
+    assert first(disk).cause == "disk-full"
+
+
+def test_open_mpis_tcp_transport_on_an_interface_that_joins_no_nodes_is_the_launchs():
+    # opal/mca/btl/tcp/btl_tcp_endpoint.c; Open MPI's TCP tuning page names the fix (btl_tcp_if_include/exclude).
+    found = first(["[node2][[39817,1],2][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_recv_connect_ack] received "
+                   "unexpected process identifier [[39817,1],3]"])
+    assert (found.cause, found.actor) == ("network-interface", "config")
+    found = first(["[node2][[38971,1],2][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] connect() to "
+                   "172.17.0.1 failed: Connection refused (111)"])
+    assert (found.cause, found.actor) == ("network-interface", "config")
+    quiet(["mpirun -np 16 -H node1:8,node2:8 --mca btl_tcp_if_include ens1f0 python train.py",
+           "[1,0]<stdout>:step 10 loss 2.01"])
+
+
+def test_an_extension_built_with_another_cuda_than_torchs_is_the_environments():
+    # torch.utils.cpp_extension's message runs over two lines; apex's setup.py words it its own way.
+    torch_words = ["Traceback (most recent call last):", '  File "setup.py", line 3, in <module>', "RuntimeError:",
+                   "The detected CUDA version (12.1) mismatches the version that was used to compile",
+                   "PyTorch (11.8). Please make sure to use the same CUDA versions."]
+    apex_words = ['  File "setup.py", line 50, in check_cuda_torch_binary_vs_bare_metal',
+                  "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the "
+                  "version used to compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 11.3."]
+    for lines in (torch_words, apex_words):
+        found = first(lines)
+        assert (found.cause, found.actor) == ("torch-build-mismatch", "config"), lines[-1]
+    other = ["Traceback (most recent call last):", '  File "serve.py", line 3, in <module>',
+             "RuntimeError: CUDA version 12.1 found; the model file is corrupt"]
+    assert first(other).cause != "torch-build-mismatch"
+
+
+def test_a_cuda_failure_in_nvls_set_up_is_the_fabrics_not_an_invalid_argument():
+    nvls = ["node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+            "node23:12098:12141 [2] NCCL INFO transport/nvls.cc:394 -> 1",
+            "node23:12098:12141 [2] NCCL INFO init.cc:1196 -> 1"]
+    found = first(nvls)
+    assert (found.cause, found.actor) == ("nccl-internal", "node")
+    elsewhere = ["node23:12098:12141 [2] enqueue.cc:1033 NCCL WARN Cuda failure 1 'invalid argument'",
+                 "node23:12098:12141 [2] NCCL INFO enqueue.cc:1050 -> 1"]
+    assert first(elsewhere).cause == "program-error"
+
+
+def test_a_job_submitit_saw_preempted_is_the_schedulers_and_a_plain_signal_is_not():
+    # submitit's handler (job_environment.py): "Caught signal SIGUSR1 on <host>: this job is preempted."
+    found = first(["submitit INFO (2021-04-01 02:26:27,643) - Job has not timed out. Ran 61 minutes out of "
+                   "requested 120 minutes.",
+                   "submitit WARNING (2021-04-01 02:26:27,643) - Caught signal SIGUSR1 on learnfair4096: this job is "
+                   "preempted.",
+                   "submitit INFO (2021-04-01 02:26:28,004) - Requeued job 39025082 (3 remaining timeouts)"])
+    assert (found.id, found.cause, found.actor) == ("submitit-preempted", "preempted", "service")
+    quiet(["submitit WARNING (2021-04-01 02:26:27,643) - Bypassing signal SIGCONT",
+           "submitit INFO (2021-04-01 02:30:00,000) - Job completed successfully"])
+
+
+OOM_NEW = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "79.11 GiB of which {free} is free. Process 4242 has {other} memory in use. Including non-PyTorch memory, "
+           "this process has {own} memory in use. Of the allocated memory 30.00 GiB is allocated by PyTorch, and "
+           "1.00 GiB is reserved by PyTorch but unallocated.")
+
+
+def test_an_oom_on_a_device_other_processes_hold_is_where_the_job_was_placed():
+    head = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>', "    loss.backward()"]
+    held = first(head + [OOM_NEW.format(free="120.00 MiB", other="46.50 GiB", own="32.40 GiB")])
+    assert (held.cause, held.actor) == ("out-of-memory", "config")
+    assert "other processes held the rest" in held.extracted["actor_reason"]
+    own = first(head + [OOM_NEW.format(free="120.00 MiB", other="0.50 GiB", own="78.40 GiB")])
+    assert (own.cause, own.actor) == ("out-of-memory", "job")
+    # torch < 2.1 and torch_npu count only the caching allocator: the process's other memory is not told apart.
+    old = first(head + ["RuntimeError: NPU out of memory. Tried to allocate 22.00 MiB (NPU 0; 60.97 GiB total "
+                        "capacity; 10.24 GiB already allocated; 10.24 GiB current active; 19.52 MiB free; 10.65 GiB "
+                        "reserved in total by PyTorch)"])
+    assert (old.cause, old.actor) == ("out-of-memory", "job")

@@ -25,6 +25,7 @@ EXPECTED = {
     "ascend-acl": ("ascend-acl:ACL_ERROR_RT_AICORE_EXCEPTION", "device-assert", "job"),
     "ascend-cann": ("ascend-EJ0001", "device-busy", "node"),
     "compilers": ("compilers:BackendCompilerFailed", "compile-error", "job"),
+    "containers": ("containers:This container was built for NVIDIA Driver Release", "driver-too-old", "node"),
     "cuda-driver": ("cuda-driver:CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-library-mismatch", "node"),
     "cuda-libraries": ("cuda-libraries:CUBLAS_STATUS_NOT_INITIALIZED", "out-of-memory", "job"),
     "cuda-runtime": ("cuda-runtime:cudaErrorECCUncorrectable", "device-hardware", "node"),

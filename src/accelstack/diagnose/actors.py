@@ -27,6 +27,9 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
 - A device the job could not find (``no-device``) where the logs show it ran in a container is one the container
   was not given (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html):
   ``config``.
+- An out-of-memory error whose own accounting (torch >= 2.1's, which counts all this process holds) shows that
+  other processes held most of the device is not the program's size but where it was placed: a
+  second job or rank on the same device, one left running, a container given every device: ``config``.
 - A failure no table names (``unclassified``) is the program's, unless its exception class says otherwise: a
   class named for a configuration, an option or an argument is the launch's (``config``); one named for a
   connection, a timeout or a remote service is the ``service``'s.
@@ -218,5 +221,41 @@ def _device_not_passed(finding: Finding, _findings: list[Finding], context: Cont
                       "before suspecting the node")
 
 
+# The device's memory as torch's out-of-memory message accounts for it since torch 2.1 (c10/cuda/
+# CUDACachingAllocator.cpp): "GPU 0 has a total capacity of 79.11 GiB of which 1.06 GiB is free. ... Including
+# non-PyTorch memory, this process has 38.00 GiB memory in use." The older form ("4.46 GiB reserved in total by
+# PyTorch", torch_npu's too) counts only the caching allocator's memory, not what the same process holds besides
+# (NCCL's or HCCL's buffers, the runtime's workspaces, graphs), so it cannot tell other processes apart.
+_SIZE = r"[\d.]+ (?:[KMGT]i?B|bytes)"
+_OOM_ACCOUNT = re.compile(rf"total capacity of (?P<total>{_SIZE}) of which (?P<free>{_SIZE}) is free\..*?this "
+                          rf"process has (?P<own>{_SIZE}) memory in use")
+_UNITS = {"bytes": 1, "B": 1, "KB": 1e3, "KiB": 1024, "MB": 1e6, "MiB": 1024 ** 2, "GB": 1e9, "GiB": 1024 ** 3,
+          "TB": 1e12, "TiB": 1024 ** 4}
+HELD_ELSEWHERE = 0.5  # of the device's memory, held by other processes while this one ran out
+
+
+def _bytes(size: str) -> float:
+    number, unit = size.split()
+    return float(number) * _UNITS.get(unit, 1)
+
+
+def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
+    if finding.cause != "out-of-memory" or finding.actor != "job":
+        return None
+    for line in finding.evidence:
+        found = _OOM_ACCOUNT.search(line.text)
+        if found is None:
+            continue
+        total, free, own = (_bytes(found.group(name)) for name in ("total", "free", "own"))
+        others = total - free - own
+        if total <= 0 or others <= HELD_ELSEWHERE * total:
+            return None
+        return "config", (f"the process held only {found.group('own')} of the device's {found.group('total')} when it "
+                          f"ran out, with {found.group('free')} free: other processes held the rest (a second job or "
+                          "rank placed on the same device, one left running, a container given every device), which "
+                          "the launch or the scheduler placed there; check nvidia-smi / npu-smi for them")
+    return None
+
+
 RULES: tuple[Rule, ...] = (_consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
-                           _read_only_by_design, _device_not_passed, _unclassified_class)
+                           _read_only_by_design, _device_not_passed, _memory_held_elsewhere, _unclassified_class)

@@ -668,10 +668,11 @@ class Scanner:
             named = [row for text in said if text for _, row in self.tables.literal_hits(text)
                      if row.cause in NCCL_WRAPPED_LIMITS and not row.secondary and row.priority > finding.priority]
             # ncclUnhandledCudaError wraps a failed CUDA call, whose string NCCL quotes ("Cuda failure 'named symbol
-            # not found'"): the CUDA error's own row names the cause (a build without the GPU's code, an ECC error).
+            # not found'"): the CUDA error's own row names the cause (a build without the GPU's code, an ECC error),
+            # unless where NCCL failed says more (NVLS's set-up: the fabric's state, not an invalid argument).
             named += [row for text in said for quoted in NCCL_CUDA_FAILURE.findall(text)
                       for _, row in self.tables.literal_hits(f"CUDA error: {quoted}")
-                      if row.table in CUDA_ERROR_TABLES and not row.secondary]
+                      if row.table in CUDA_ERROR_TABLES and not row.secondary and row.priority > finding.priority]
             if not named:
                 continue
             row = max(named, key=lambda row: row.priority)

@@ -112,7 +112,9 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
 # runtime's fatal error (https://go.dev/blog/defer-panic-and-recover); Rust's panic message
 # (https://doc.rust-lang.org/std/macro.panic.html); Open MPI's MPI_ABORT report; the shell's "command not found";
 # Kubernetes's container end reason OOMKilled, as `kubectl describe` ("Reason: OOMKilled") and `kubectl get pods`
-# (a column) print it (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/).
+# (a column) print it (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/); nccl-tests' checks of a
+# CUDA or NCCL call, which end the test ("Test CUDA failure common.cu:1007 '...'", src/common.h's CUDACHECK and
+# NCCLCHECK, https://github.com/NVIDIA/nccl-tests/blob/master/src/common.h).
 ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<assert>: Assertion `.*' failed\.?)|"
                    r"(?P<heap>\*\*\* Error in `|double free or corruption|free\(\): (?:invalid (?:pointer|size)|double free)|"
@@ -123,6 +125,7 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<rust>thread '[^']*' panicked at)|"
                    r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
                    r"(?P<notfound>: command not found$)|"
+                   r"(?P<nccltests>Test (?:CUDA|NCCL) failure \S+:\d+)|"
                    r"(?P<oomkilled>(?:^|Reason:\s+|\s{2})OOMKilled\b)")
 # A traceback printed right after a retry notice was handled: the program goes on.
 RETRY = re.compile(r"\b(?i:retry)")
@@ -730,7 +733,7 @@ class FailureTracker:
 _ABORT_NAMES = {"guarantee": "guarantee() failed", "assert": "assertion failed", "heap": "heap corruption",
                 "smash": "stack smashing detected", "sanitizer": "sanitizer report", "gopanic": "Go panic",
                 "gofatal": "fatal error", "rust": "Rust panic", "mpi": "MPI_ABORT", "notfound": "command not found",
-                "oomkilled": "OOMKilled"}
+                "oomkilled": "OOMKilled", "nccltests": "nccl-tests check failed"}
 
 
 def level_name(rest: str) -> str | None:
