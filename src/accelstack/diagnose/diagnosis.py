@@ -30,6 +30,7 @@ from .failures import LineHits, event_findings
 from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import (
+    HEAD_LINES,
     MAX_EVIDENCE_CHARS,
     TAIL_LINES,
     ReadState,
@@ -39,6 +40,7 @@ from .reader import (
     host_of,
     indent_of,
     open_log,
+    paste_indent,
     rank_of,
     read_head,
     read_hits,
@@ -50,12 +52,10 @@ from .tables import load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
-# How many of a log's first prefilter lines say how a paste indented it, and the least indent that is a paste's
-# (a Markdown code block's is 4; a traceback's own frames are indented 2 under a line that is not).
+# How many of a log's first prefilter lines are read before its lines are (reader.paste_indent); where the log's own
+# first lines cannot be read again (gzip, stdin), at least this many of them say how a paste indented it.
 INDENT_SAMPLE = 16
-INDENT_SAMPLE_MIN = 3  # prefilter lines, where the log's own first lines cannot be read again (gzip, stdin)
-HEAD_LINES = 200  # a log's first lines, read again for its indent where it is a plain file or lines in hand
-MIN_PASTE_INDENT = 2
+INDENT_SAMPLE_MIN = 3
 # torch's default process-group timeouts (https://pytorch.org/docs/stable/distributed.html#torch.distributed.
 # init_process_group; pytorch PR #110947): NCCL 10 min since torch 2.2, every other backend (HCCL included) 30 min.
 DEFAULT_TIMEOUT_MS = {"NCCL": 600_000, "HCCL": 1_800_000}
@@ -213,7 +213,7 @@ class Scanner:
         self._begin(LogSource(label=source))
         tail: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES)
         count = [0]
-        head: list[str] = []
+        head: list[str] = []  # the log's first lines, for how a paste indented it
 
         def hits() -> Iterator[tuple[int, str, bool]]:
             after_hit = False  # the previous line held an anchor: this one is the readers' "line after a hit"
@@ -279,10 +279,8 @@ class Scanner:
         :data:`INDENT_SAMPLE_MIN` of them) is the paste's, and the rest of each line is read as written."""
         hits = iter(hits)
         sample = list(itertools.islice(hits, INDENT_SAMPLE))
-        texts = list(head()) if head is not None else [raw for _, raw, _ in sample]
-        indents = [indent_of(text) for text in (split_carrier(clean_line(raw))[1] for raw in texts) if text.strip()]
-        paste = indents and min(indents) >= MIN_PASTE_INDENT and (head is not None or len(indents) >= INDENT_SAMPLE_MIN)
-        self._indent = min(indents) if paste else 0
+        self._indent = (paste_indent(head()) if head is not None
+                        else paste_indent((raw for _, raw, _ in sample), INDENT_SAMPLE_MIN))
         for lineno, raw, context in itertools.chain(sample, hits):
             if context and not self._wants_context():
                 continue
@@ -320,17 +318,16 @@ class Scanner:
             not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
         if not explained:
             # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
+            tail = list(tail)
+            if not self._indent:
+                # No line passed the prefilter to say how the paste is indented: the log's end says it.
+                self._indent = paste_indent(raw for _, raw in tail)
             cleaned = []
             for lineno, raw in tail:
                 carrier, text = self._program_line(raw)
                 if carrier:
                     self._carriers[lineno] = carrier
                 cleaned.append((lineno, text))
-            if not self._indent:
-                # No line passed the prefilter to say how the paste is indented: the log's end says it.
-                indents = [indent_of(text) for _, text in cleaned if text.strip()]
-                if indents and min(indents) >= MIN_PASTE_INDENT:
-                    cleaned = [(lineno, text[min(indent_of(text), min(indents)):]) for lineno, text in cleaned]
             self._tracker.tail(cleaned, self._evidence)
         self._base += lines
         self._lines += lines

@@ -32,6 +32,8 @@ BLOCK_BYTES = 1 << 20
 # How much of a log's end is kept whole (ReadState.tail): enough for a failure's last lines and what follows them.
 TAIL_BYTES = 8 * 1024
 TAIL_LINES = 40
+# A log's first lines, read again where the log is a plain file: how a paste indented it (Scanner._read).
+HEAD_LINES = 200
 # Set to 0 to scan with the pure-Python block search even where grep exists (tests run both readers).
 GREP_ENV = "ACCELSTACK_DIAGNOSE_GREP"
 _GZIP_INPUT = 64 * 1024
@@ -71,44 +73,61 @@ def clean_line(raw: str) -> str:
 # ("Nov 26 12:00:00 node01 python[1234]: ", `journalctl -o short`, `-o short-precise` and `-o short-iso`,
 # https://www.freedesktop.org/software/systemd/man/latest/journalctl.html), `kubectl logs --prefix`'s source
 # ("[pod/trainer-0/pytorch] "), and a Markdown quote ("> ") around a pasted log. Read before anything else, so that every pattern sees the line as the program wrote it.
-_CARRIERS = (
-    # (journald's short-iso stamp carries an offset, +0000; a bare "Z" stamp is a container runtime's)
-    re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?[+-]\d\d:?\d\d)"
-               r" (?P<host>[A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: "),
-    re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "),
-    re.compile(r"[A-Za-z][\w.-]*?[-_]\d+\s+\| "),
-    re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
-    re.compile(r">+ ?"),
-)
+# journald's short-iso stamp carries an offset (+0000); a bare "Z" stamp is a container runtime's.
+_SYSLOG_HEAD = (r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?[+-]\d\d:?\d\d)"
+                r" (?P<host>[A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: ")
+_SYSLOG = re.compile(_SYSLOG_HEAD)
+# Every carrier, the syslog head first (its short-iso stamp would otherwise be read as a runtime's); carriers nest
+# (a compose column before a stamp), so the line's start is matched again after each.
+_CARRIER = re.compile("|".join(f"(?:{part})" for part in (
+    _SYSLOG_HEAD,
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ",
+    r"[A-Za-z][\w.-]*?[-_]\d+\s+\| ",
+    r"\[pod/[\w.-]+/[\w.-]+\] ",
+    r">+ ?",
+)))
+_CARRIERS_NESTED = 4
+# How each carrier starts: most lines have none, and this one test lets them by (the prefilter's hot path).
 _CARRIER_GATE = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\dT|[A-Za-z][\w.-]*?[-_]\d+\s+\| |\[pod/|>)")
 
 
 def split_carrier(line: str) -> tuple[str, str]:
-    """(what a carrier put before the line, the line as the program wrote it); ("", line) for a bare line. Carriers
-    nest (a compose column before a stamp), so each is read off in turn."""
+    """(what a carrier put before the line, the line as the program wrote it); ("", line) for a bare line."""
     if not _CARRIER_GATE.match(line):
         return "", line
     end = 0
-    for _ in range(4):
-        for pattern in _CARRIERS:
-            match = pattern.match(line, end)
-            if match:
-                end = match.end()
-                break
-        else:
+    for _ in range(_CARRIERS_NESTED):
+        match = _CARRIER.match(line, end)
+        if match is None:
             break
+        end = match.end()
     return line[:end], line[end:]
 
 
 def carrier_host(carrier: str) -> str | None:
     """The host a syslog or journald head names."""
-    match = _CARRIERS[0].search(carrier) if carrier else None
+    match = _SYSLOG.match(carrier) if carrier else None
     return match.group("host") if match else None
 
 
 def indent_of(text: str) -> int:
     """How many blanks (spaces, tabs) a line starts with."""
     return len(text) - len(text.lstrip(" \t"))
+
+
+# The least indent that is a paste's (a Markdown code block's is 4; a traceback's own frames are indented 2 under a
+# line that is not).
+MIN_PASTE_INDENT = 2
+
+
+def paste_indent(raws: Iterable[str], least_lines: int = 1) -> int:
+    """How much of every line's indent a paste added (a Markdown code block, a quoted mail, a YAML field): the least
+    indent of the non-blank lines, read without their carrier, where it is at least MIN_PASTE_INDENT and at least
+    ``least_lines`` lines say so; else 0."""
+    indents = [indent_of(text) for text in (split_carrier(clean_line(raw))[1] for raw in raws) if text.strip()]
+    if len(indents) < max(least_lines, 1) or min(indents) < MIN_PASTE_INDENT:
+        return 0
+    return min(indents)
 
 
 def rank_of(line: str) -> int | None:
@@ -211,7 +230,7 @@ class ReadState:
                 for index, piece in enumerate(pieces)]
 
 
-def read_head(path: str, lines: int = 200, size: int = 64 * 1024) -> list[str]:
+def read_head(path: str, lines: int = HEAD_LINES, size: int = 64 * 1024) -> list[str]:
     """The first lines of a plain log file, decoded (an unreadable file has none: its reading reports it)."""
     try:
         with open(path, "rb") as handle:
