@@ -36,6 +36,7 @@ from .reader import (
     ReadState,
     anchor_regex,
     carrier_host,
+    carrier_rank,
     clean_line,
     host_of,
     indent_of,
@@ -291,6 +292,12 @@ class Scanner:
         carrier, text = split_carrier(clean_line(raw))
         if self._indent:
             text = text[min(indent_of(text), self._indent):]
+        if carrier:
+            rank = carrier_rank(carrier)
+            if rank is not None and split_prefix(text)[0] is None:
+                # A launcher's tag names the rank (Open MPI's "[1,3]<stderr>:"): it is read as torch's own prefix,
+                # the one form every reader of ranks knows, so that each rank's traceback stays its own.
+                text = f"[rank{rank}]:{text}"
         return carrier, text
 
     def _wants_context(self) -> bool:

@@ -112,7 +112,10 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
     near: list[TableRow] = []
     if window is not None and event.primary:  # a launcher's report sits among other ranks' lines: its own only
         first, last = event.first_lineno - WINDOW_BEFORE, event.last_lineno + WINDOW_AFTER
-        near = [row for _, rows in window.between(first, last, event.stream) for row in rows if not row.secondary]
+        # A traceback cut before its exception line (where an excerpt or the log ends) has no words of its own: the
+        # error lines around it on any rank name it, since a job's ranks fail alike.
+        stream = None if event.kind == "traceback" else event.stream
+        near = [row for _, rows in window.between(first, last, stream) for row in rows if not row.secondary]
     if found and all(is_generic(row) for row in found):
         worded = message_row(event)
         if worded is not None:

@@ -72,23 +72,43 @@ def clean_line(raw: str) -> str:
 # (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/), syslog's and journald's head
 # ("Nov 26 12:00:00 node01 python[1234]: ", `journalctl -o short`, `-o short-precise` and `-o short-iso`,
 # https://www.freedesktop.org/software/systemd/man/latest/journalctl.html), `kubectl logs --prefix`'s source
-# ("[pod/trainer-0/pytorch] "), and a Markdown quote ("> ") around a pasted log. Read before anything else, so that every pattern sees the line as the program wrote it.
+# ("[pod/trainer-0/pytorch] "), and a Markdown quote ("> ") around a pasted log. Read before anything else, so that
+# every pattern sees the line as the program wrote it.
 # journald's short-iso stamp carries an offset (+0000); a bare "Z" stamp is a container runtime's.
 _SYSLOG_HEAD = (r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?[+-]\d\d:?\d\d)"
                 r" (?P<host>[A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: ")
 _SYSLOG = re.compile(_SYSLOG_HEAD)
+# The launchers that gather many processes' output into one stream tag each line with where it came from:
+# - Open MPI's --tag-output, "[jobid,rank]<stderr>:" (horovodrun's gloo launcher writes "[rank]<stderr>:"),
+#   https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html;
+# - Ray's worker prefix, "(RayWorkerWrapper pid=4242, ip=10.0.0.2) ", which vLLM's workers ("(VllmWorker TP0
+#   pid=7)", "(EngineCore_DP0 pid=1742)") and Ray Train's ("(RayTrainWorker pid=9, ip=...)") share,
+#   https://docs.ray.io/en/latest/ray-observability/user-guides/configure-logging.html;
+# - pdsh's "host: " (DeepSpeed's multi-node runner starts its ranks through pdsh,
+#   https://www.deepspeed.ai/getting-started/#resource-configuration-multi-node). A host is told from a word that
+#   ends in a colon by a digit in its name (node07, gpu-3, worker-0, ip-10-0-0-7) or by being an IPv4 address; an
+#   Ascend error code (EI0006:), slurmstepd's own name and an exception's class are not hosts.
+_MPI_TAG = r"\[(?:\d+,)?(?P<mpirank>\d+)\]<std(?:out|err|diag)>: ?"
+_RAY = r"\((?:[\w.-]+ ){0,2}(?:rank=(?P<rayrank>\d+) )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\) "
+_PDSH = (r"(?![A-Z]{1,3}\d+: |slurmstepd)(?P<pdsh>[A-Za-z][\w-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3})"
+         r"(?<!Error)(?<!Exception)(?<!Warning): ")
 # Every carrier, the syslog head first (its short-iso stamp would otherwise be read as a runtime's); carriers nest
-# (a compose column before a stamp), so the line's start is matched again after each.
+# (a compose column before a stamp, a pod's prefix before a launcher's tag), so the line's start is matched again
+# after each.
 _CARRIER = re.compile("|".join(f"(?:{part})" for part in (
     _SYSLOG_HEAD,
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ",
     r"[A-Za-z][\w.-]*?[-_]\d+\s+\| ",
     r"\[pod/[\w.-]+/[\w.-]+\] ",
     r">+ ?",
+    _MPI_TAG,
+    _RAY,
+    _PDSH,
 )))
 _CARRIERS_NESTED = 4
 # How each carrier starts: most lines have none, and this one test lets them by (the prefilter's hot path).
-_CARRIER_GATE = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\dT|[A-Za-z][\w.-]*?[-_]\d+\s+\| |\[pod/|>)")
+_CARRIER_GATE = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\dT|[A-Za-z][\w.-]*?\d[\w.-]*(?:\s+\| |: )|"
+                           r"\[pod/|>|\[\d+(?:,\d+)?\]<|\(|\d{1,3}\.\d)")
 
 
 def split_carrier(line: str) -> tuple[str, str]:
@@ -104,10 +124,32 @@ def split_carrier(line: str) -> tuple[str, str]:
     return line[:end], line[end:]
 
 
+def _carrier_groups(carrier: str) -> Iterator[dict[str, str | None]]:
+    end = 0
+    while end < len(carrier):
+        match = _CARRIER.match(carrier, end)
+        if match is None or match.end() == end:
+            return
+        yield match.groupdict()
+        end = match.end()
+
+
 def carrier_host(carrier: str) -> str | None:
-    """The host a syslog or journald head names."""
-    match = _SYSLOG.match(carrier) if carrier else None
-    return match.group("host") if match else None
+    """The host a carrier names: syslog's or journald's head, pdsh's prefix, the address in Ray's."""
+    for groups in _carrier_groups(carrier) if carrier else ():
+        host = groups["host"] or groups["pdsh"] or groups["ip"]
+        if host:
+            return host
+    return None
+
+
+def carrier_rank(carrier: str) -> int | None:
+    """The rank a launcher's tag names (Open MPI's "[1,3]<stderr>:", Ray's "rank=3")."""
+    for groups in _carrier_groups(carrier) if carrier else ():
+        rank = groups["mpirank"] or groups["rayrank"]
+        if rank:
+            return int(rank)
+    return None
 
 
 def indent_of(text: str) -> int:
