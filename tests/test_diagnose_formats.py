@@ -249,3 +249,85 @@ def test_an_oom_on_a_device_other_processes_hold_is_where_the_job_was_placed():
                         "capacity; 10.24 GiB already allocated; 10.24 GiB current active; 19.52 MiB free; 10.65 GiB "
                         "reserved in total by PyTorch)"])
     assert (old.cause, old.actor) == ("out-of-memory", "job")
+
+
+# ---- the seventh pass (from b13's development part) ----
+
+def test_a_verbs_call_that_fails_is_the_hcas_whatever_errno_it_quotes():
+    # NCCL's ibvwrap.cc: "Call to ibv_<verb> failed with error <strerror>". The literal "Call to ibv_" names every
+    # verb; "No such device" there is the HCA's, not a GPU's.
+    found = first(["gpu7:76786:77145 [3] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error No "
+                   "such device",
+                   "gpu7:76786:77145 [3] NCCL INFO transport/net_ib.cc:395 -> 2",
+                   "gpu7:76786:77145 [3] NCCL INFO init.cc:840 -> 2"])
+    assert (found.cause, found.actor) == ("rdma", "node")
+    plain = first(["Traceback (most recent call last):", '  File "probe.py", line 3, in <module>',
+                   "OSError: [Errno 19] No such device: '/dev/nvidia3'"])
+    assert plain.cause == "no-device"
+
+
+def test_a_watchdog_line_a_paste_cut_after_its_operation_is_still_the_timeout():
+    cut = ["[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=15037, OpType=_ALLGATHER_BASE, NumelIn=131072512, NumelOut=524290048, Timeo",
+           "ut(ms)=600000) ran for 600059 milliseconds before timing out."]
+    found = first(cut)
+    assert (found.id, found.cause) == ("nccl-watchdog-timeout", "collective-timeout")
+    assert found.extracted["op_type"] == "_ALLGATHER_BASE" and found.extracted["seq_num"] == 15037
+    quiet(["[rank1]:[I ProcessGroupNCCL.cpp:900] [Rank 1] ProcessGroupNCCL watchdog thread started, timeout 600000"])
+
+
+def test_a_model_spread_by_device_map_under_a_distributed_launch_is_the_launchs():
+    # accelerate's check in Accelerator.prepare (src/accelerate/accelerator.py).
+    head = ["Traceback (most recent call last):", '  File "finetune.py", line 353, in train', "    trainer.train()"]
+    found = first(head + ["ValueError: You can't train a model that has been loaded with `device_map='auto'` in any "
+                          "distributed mode. Please rerun your script specifying `--num_processes=1` or by launching "
+                          "with `python {{myscript.py}}`."])
+    assert (found.cause, found.actor) == ("device-mapping", "config")
+    other = first(head + ["ValueError: device_map must be a dict or one of 'auto', 'balanced', 'sequential'"])
+    assert other.cause != "device-mapping"
+
+
+def test_the_lines_under_an_ascend_code_name_its_cause_in_words():
+    # CANN prints the code, then what failed: an operator without a kernel binary is the CANN install's.
+    lines = ["RuntimeError: call aclnnCast failed, detail:EZ9999: Inner Error!",
+             "EZ9999: 2024-06-28-13:05:55.631.066  Parse dynamic kernel config fail.",
+             "        TraceBack (most recent call last):",
+             "        AclOpKernelInit failed opType",
+             "        Op Cast does not has any binary.",
+             "        launch failed for Cast, errno:561000."]
+    found = first(lines)
+    assert (found.id, found.cause, found.actor) == ("ascend-EZ9999", "cann-mismatch", "node")
+    assert found.extracted["detail"] == "does not has any binary"
+    aicore = ["EZ9999: Inner Error!",
+              "EZ9999  Kernel task happen error, retCode=0x26, [aicore exception].",
+              "        TraceBack (most recent call last):",
+              "        The error from device(2), serial number is 37, there is an aicore error, core id is 0"]
+    assert (first(aicore).cause, first(aicore).actor) == ("device-assert", "job")
+
+
+def test_what_slurmds_prolog_epilog_or_spank_plugin_could_not_do_is_the_nodes():
+    # slurmd runs them around every job (https://slurm.schedmd.com/prolog_epilog.html); the carrier is journald's.
+    head = "Feb 16 19:30:06 gpu-117 slurmd[53634]: "
+    found = first([head + "spank-epilog: error: pyxis: couldn't execute enroot command",
+                   head + "spank-epilog: error: pyxis:     mkdir: cannot create directory "
+                          "'/opt/dlami/nvme/tmp/enroot/data': Permission denied",
+                   head + "error: spank: required plugin spank_pyxis.so: job_epilog() failed with rc=-1"])
+    assert (found.cause, found.actor) == ("permission-denied", "node")
+    assert "prolog, an epilog or a SPANK plugin" in found.extracted["actor_reason"]
+    job = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                 "PermissionError: [Errno 13] Permission denied: '/opt/dlami/nvme/ckpt'"])
+    assert (job.cause, job.actor) == ("permission-denied", "config")
+
+
+def test_tensorrts_error_level_and_a_tools_named_error_end_a_log():
+    trt = ["[I] [TRT] Loaded engine size: 1234 MiB",
+           "[E] [TRT] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)"]
+    assert first(trt).cause == "out-of-memory"
+    quiet(["[W] [TRT] Unable to determine GPU memory usage", "[I] [TRT] Loaded engine size: 1234 MiB"])
+    docker = ["$ docker run --gpus all -p 8000:8000 tritonserver",
+              "docker: Error response from daemon: driver failed programming external connectivity on endpoint x: "
+              "Bind for 0.0.0.0:8000 failed: port is already allocated."]
+    assert (first(docker).cause, first(docker).actor) == ("address-in-use", "config")
+    assert first(["nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown."]).actor == "node"
+    quiet(["docker: Error response from daemon: x", "Status: Downloaded newer image for tritonserver:24.01",
+           "I1126 10:00:00.000000 1 server.cc:100] Started GRPCInferenceService at 0.0.0.0:8001"])

@@ -26,10 +26,14 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
   stays the ``service``'s.
 - A device the job could not find (``no-device``) where the logs show it ran in a container is one the container
   was not given (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html):
-  ``config``.
+  ``config``; unless the host's own tools (nvidia-smi, the container toolkit) said they could not reach the driver.
 - An out-of-memory error whose own accounting (torch >= 2.1's, which counts all this process holds) shows that
   other processes held most of the device is not the program's size but where it was placed: a
   second job or rank on the same device, one left running, a container given every device: ``config``.
+- A failure that the node's own daemon reports from the steps it runs around every job (slurmd's prolog and epilog,
+  its SPANK plugins such as pyxis, https://slurm.schedmd.com/prolog_epilog.html, https://slurm.schedmd.com/spank.html)
+  is the node's set-up, whatever its cause (a directory it cannot create, a disk it fills): Slurm drains such a node
+  itself: ``node``.
 - A failure no table names (``unclassified``) is the program's, unless its exception class says otherwise: a
   class named for a configuration, an option or an argument is the launch's (``config``); one named for a
   connection, a timeout or a remote service is the ``service``'s.
@@ -213,8 +217,15 @@ def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
     return text[start: match.end() + 40].strip()
 
 
+# The tables whose rows are the host's own tools saying they cannot reach the driver (nvidia-smi, the container
+# toolkit, Docker's GPU request): the host failed to give the container its devices, not the launch.
+HOST_TOOL_TABLES = ("host-tools:",)
+
+
 def _device_not_passed(finding: Finding, _findings: list[Finding], context: Context) -> tuple[str, str] | None:
     if finding.cause != "no-device" or finding.actor != "node" or "container" not in context.contexts:
+        return None
+    if finding.id.startswith(HOST_TOOL_TABLES):
         return None
     return "config", ("the job ran in a container, which sees the node's devices only when it is started with them "
                       "(docker --gpus, the NVIDIA container runtime, a pod's resource limits): start it with the devices "
@@ -257,5 +268,22 @@ def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context:
     return None
 
 
-RULES: tuple[Rule, ...] = (_consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
+# slurmd's own lines about the steps it runs around a job: "spank-epilog: error: pyxis: ...", "error: spank: required
+# plugin spank_pyxis.so: job_epilog() failed", "prolog failed: rc:230", "Prolog launch failure".
+_NODE_DAEMON_STEP = re.compile(r"^(?:\S+\s+){0,3}?(?:spank-(?:prolog|epilog|task_\w+):|error: spank:|"
+                               r"[Pp]rolog (?:failed|launch failure)|[Ee]pilog failed)")
+
+
+def _node_daemon_step(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
+    if finding.actor == "node":
+        return None
+    for line in finding.evidence:
+        if _NODE_DAEMON_STEP.search(line.text):
+            return "node", ("the node's Slurm daemon reported it from a step it runs around every job (a prolog, an "
+                            f"epilog or a SPANK plugin: {line.text[:80].strip()}): the node's set-up, which Slurm "
+                            "drains the node for")
+    return None
+
+
+RULES: tuple[Rule, ...] = (_node_daemon_step, _consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
                            _read_only_by_design, _device_not_passed, _memory_held_elsewhere, _unclassified_class)

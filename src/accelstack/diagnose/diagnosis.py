@@ -49,7 +49,7 @@ from .reader import (
     timestamp_of,
 )
 from .structure import FailureEvent, FailureTracker, split_prefix
-from .tables import load_tables
+from .tables import TableRow, load_tables
 
 EVIDENCE_CAP = 5
 RANKS_CAP = 1024
@@ -72,6 +72,8 @@ _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
 CODES_CAP = 64
+# How many lines under an error code's line are its detail (CANN's "TraceBack (most recent call last):" block).
+CODE_DETAIL_LINES = 12
 # Failure events that are a process's own error (not a launcher's or the scheduler's report of how it ended).
 OWN_FAILURE_KINDS = frozenset({"exception", "traceback", "terminate", "fatal", "plog", "error-line", "device-assert",
                                "kernel", "abort", "final"})
@@ -607,6 +609,19 @@ class Scanner:
             if entry is None:
                 unknown.setdefault(vendor, {})[code] = hits
                 continue
+            detail = self._code_detail(hits, entry["priority"])
+            if detail is not None:
+                # The lines the vendor prints under the code ("EZ9999: Inner Error!", then "Op Cast does not has
+                # any binary") name what broke more precisely than the code's own entry: that row is the cause.
+                if detail.cause in causes:
+                    continue
+                causes.add(detail.cause)
+                out.append(self._synthetic(f"{vendor.name}-{code}", detail.cause,
+                                           f"{vendor.label} error {code}: {detail.title}", detail.meaning,
+                                           detail.remedy, confirming_check(detail.cause), detail.priority,
+                                           detail.source, hits, {"code": code, "detail": detail.key},
+                                           symptom=detail.symptom, actor=detail.actor, vendor=vendor.name))
+                continue
             if entry["cause"] in causes or all((e.path, e.lineno) in lines for e in hits.evidence):
                 continue
             causes.add(entry["cause"])
@@ -619,6 +634,20 @@ class Scanner:
         for vendor, found in unknown.items():
             out.append(self._unknown_codes(vendor, found))
         return out
+
+    def _code_detail(self, hits: _Hits, priority: int) -> TableRow | None:
+        """The row of a table that the lines just under a code's first line name in words, where it ranks above the
+        code's own entry (CANN prints an error code, then the lines that say what failed). Another error code under
+        it ("runtime result = 507033") is a call the first failure broke, never a more precise name for it."""
+        first = hits.evidence[0] if hits.evidence else None
+        if first is None or first.path not in self._sources:
+            return None
+        lines = self._table_lines.get(self._sources.index(first.path))
+        if lines is None:
+            return None
+        rows = [row for _, found in lines.between(first.lineno, first.lineno + CODE_DETAIL_LINES, None)
+                for row in found if not row.secondary and row.code is None and row.priority > priority]
+        return max(rows, key=lambda row: row.priority) if rows else None
 
     def _unknown_codes(self, vendor: Vendor, unknown: dict[str, _Hits]) -> Finding:
         """One finding for the codes of a vendor that its tables do not list, with their lines."""

@@ -153,21 +153,25 @@ IGNORED = re.compile(r"Exception ignored in")
 # with nothing after them but the failure's own trailer (its stack, an exit status, a core dump), ended in that error.
 # A logger's level is the first level word of the line's head (python logging's "ERROR:root:" and " - ERROR - ",
 # loguru's "| ERROR |", vLLM's "ERROR 05-07 ...", log4j-style "[ERROR]"), glog's letter ("E1126 12:00:00.123"),
-# tornado's "[E 241126 ...]", logfmt's and JSON's level fields.
+# tornado's "[E 241126 ...]", TensorRT's "[E] [TRT]", logfmt's and JSON's level fields.
 _LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|"
                          r"PANIC|EMERG|ALERT)\b|"
                          r"(?:^|[\s\[])(?P<glog>[DIWEF])\d{4} \d\d:\d\d|^\[(?P<tornado>[DIWEFC]) \d{6}|"
+                         # TensorRT's and Polygraphy's logger: "[E] [TRT] ...", "[W] [TRT] ..."
+                         r"^\[(?P<letter>[VIWEF])\] |"
                          r"\[(?P<lower>debug|info|warn|warning|error|fatal|critical)\]|"
                          r"\blevel\W{1,3}(?P<field>debug|info|warn|warning|error|fatal|critical|panic)\b")
 _LEVEL_HEAD = 100
 _ERROR_LEVELS = frozenset({"ERROR", "ERR", "FATAL", "CRITICAL", "CRIT", "SEVERE", "PANIC", "EMERG", "ALERT",
                            "E", "F", "C"})
-_QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I"})
+_QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I", "V"})
 # A line that starts with its severity, as command-line tools print their last word: "Error: ..." (Node.js, Go's
 # cobra, Rust's anyhow), "error: ..." / "error[E0425]: ..." (compilers, cargo, pip), "fatal: ..." (git),
 # "nvcc fatal   : ..." (CUDA's compiler driver), after the program's name at most ("bash: error: ...",
-# "make[2]: *** [all] Error 2").
-_ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?: \S|"
+# "make[2]: *** [all] Error 2"), with one word that says which error ("nvidia-container-cli: initialization error:
+# ...") or as the Docker daemon answers ("docker: Error response from daemon: ...").
+_ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?"
+                          r"(?: response from daemon)?: \S|"
                           r"^[\w.\-]+ (?:error|fatal)\s+: \S|"
                           # a compiler's diagnostic: GCC's and Clang's "file.c:12:10: fatal error: x.h: ...", nvcc's
                           # "file.cu(12): error: ..." (https://gcc.gnu.org/onlinedocs/gcc/Diagnostic-Message-Formatting-Options.html)
