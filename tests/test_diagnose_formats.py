@@ -331,3 +331,20 @@ def test_tensorrts_error_level_and_a_tools_named_error_end_a_log():
     assert first(["nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown."]).actor == "node"
     quiet(["docker: Error response from daemon: x", "Status: Downloaded newer image for tritonserver:24.01",
            "I1126 10:00:00.000000 1 server.cc:100] Started GRPCInferenceService at 0.0.0.0:8001"])
+
+
+def test_hydras_bad_termination_report_is_a_failure_and_its_exit_string_names_the_signal():
+    # MPICH's and Intel MPI's mpiexec (Hydra) print this block when a rank died (src/pm/hydra).
+    block = ["===================================================================================",
+             "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+             "=   PID 12345 RUNNING AT node1",
+             "=   EXIT CODE: 9",
+             "=   CLEANING UP REMAINING PROCESSES",
+             "==================================================================================="]
+    assert first(block) is not None
+    signalled = first(block[:4] + ["YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)"])
+    assert (signalled.cause, signalled.actor) == ("native-crash", "job")
+    # Open MPI's report of a rank that died of a signal names it by number too.
+    assert first(["mpirun noticed that process rank 3 with PID 0 on node gpu-12 exited on signal 6."]).cause == \
+        "native-crash"
+    quiet(["=   EXIT CODE: 0"])

@@ -100,7 +100,11 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # Kubernetes's summaries of a rank or a container that keeps failing
                           r"(?i:exited with (?:exit )?code|exit status|finished with exit code)\s*:?\s*(?P<exited>-?\d+)|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
-                          r"(?P<backoff>CrashLoopBackOff)")
+                          r"(?P<backoff>CrashLoopBackOff)|"
+                          # MPICH's and Intel MPI's Hydra (mpiexec): "=   BAD TERMINATION OF ONE OF YOUR APPLICATION
+                          # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
+                          # Killed (signal 9)" (https://github.com/pmodels/mpich, src/pm/hydra)
+                          r"^=\s+EXIT CODE: (?P<hydra>\d+)|EXIT STRING: .*\(signal (?P<hydrasig>\d+)\)")
 # A process that ended itself on a failed check or a corrupt heap, or a runtime's fatal report; each is a failure
 # wherever it appears (none is printed by a program that goes on). Sources: glibc's assert
 # (https://sourceware.org/git/?p=glibc.git;a=blob;f=assert/assert.c "%s%s%s:%u: %s%sAssertion `%s' failed.") and
@@ -641,11 +645,13 @@ class FailureTracker:
             return True
         exit_summary = EXIT_SUMMARY.search(text)
         code = exit_summary and (exit_summary.group("code") or exit_summary.group("status")
-                                 or exit_summary.group("exited"))
+                                 or exit_summary.group("exited") or exit_summary.group("hydra"))
+        signum = exit_summary and (exit_summary.group("signum") or exit_summary.group("hydrasig"))
         if exit_summary and code != "0":
             event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
             if event is not None:
-                event.exitcode = int(code) if code else None
+                # a signal as torchrun writes it, negative, so that the signal's row names it
+                event.exitcode = -int(signum) if signum else int(code) if code else None
             return True
         if self._terminate is not None:
             what = WHAT.match(rest)
