@@ -348,3 +348,18 @@ def test_hydras_bad_termination_report_is_a_failure_and_its_exit_string_names_th
     assert first(["mpirun noticed that process rank 3 with PID 0 on node gpu-12 exited on signal 6."]).cause == \
         "native-crash"
     quiet(["=   EXIT CODE: 0"])
+
+
+def test_a_driver_that_could_not_count_the_gpus_is_the_nodes_and_no_gpus_is_its_consequence():
+    # torch's warning quotes the CUDA error cudaGetDeviceCount() returned (c10/cuda/CUDAFunctions.cpp).
+    warning = ("/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:107: UserWarning: CUDA initialization: "
+               "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+               "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
+               "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)")
+    failed = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+              "RuntimeError: No CUDA GPUs are available"]
+    found = first([warning, *failed])
+    assert (found.id, found.cause, found.actor) == ("cuda-init-failed", "no-device", "node")
+    hidden = warning.replace("Error 802: system not yet initialized", "Error 100: no CUDA-capable device is detected")
+    assert (first([hidden, *failed]).cause, first([hidden, *failed]).actor) == ("device-mapping", "config")
+    quiet([warning, "falling back to the CPU", "step 1 loss 2.0"])
