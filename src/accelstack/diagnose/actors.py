@@ -285,5 +285,6 @@ def _node_daemon_step(finding: Finding, _findings: list[Finding], _context: Cont
     return None
 
 
-RULES: tuple[Rule, ...] = (_node_daemon_step, _consequence, _hardware_on_host, _store_unreachable, _nccl_generic, _silent_peers,
-                           _read_only_by_design, _device_not_passed, _memory_held_elsewhere, _unclassified_class)
+RULES: tuple[Rule, ...] = (_node_daemon_step, _consequence, _hardware_on_host, _store_unreachable, _nccl_generic,
+                           _silent_peers, _read_only_by_design, _device_not_passed, _memory_held_elsewhere,
+                           _unclassified_class)

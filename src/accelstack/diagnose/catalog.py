@@ -256,7 +256,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
         raise ConfigError("ascend_codes is a table now: put the codes in a table's codes "
                           "(vendors/ascend/diagnose/ascend-cann.yml)",
                           where=origin)
-    error_codes = {code: _code_entry(row) for code, row in tables.codes.items()}
+    error_codes = {code: code_entry(row) for code, row in tables.codes.items()}
     coded = {str(entry["vendor"]) for entry in error_codes.values()}
     code_patterns = tuple((vendor, re.compile(vendor.error_code)) for vendor in vendors()
                           if vendor.name in coded and vendor.error_code)
@@ -282,7 +282,8 @@ def minimal_anchors(anchors: list[str]) -> tuple[str, ...]:
     return tuple(sorted(kept, key=order.__getitem__))
 
 
-def _code_entry(row: Any) -> dict[str, Any]:
+def code_entry(row: Any) -> dict[str, Any]:
+    """A table row as the entry a vendor's error code has in the catalog (also what a code's detail line names)."""
     return {"cause": row.cause, "title": row.title, "meaning": row.meaning, "remedy": row.remedy,
             "confirm_with": None, "priority": row.priority, "source": row.source, "symptom": row.symptom,
             "actor": row.actor, "vendor": row.vendor}

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from ..vendors import ANY, Vendor
 from .actors import Context, decide_actors
-from .catalog import Catalog, Signature, load_catalog
+from .catalog import Catalog, Signature, code_entry, load_catalog
 from .causes import Cause, confirming_check, load_causes
 from .failures import LineHits, event_findings
 from .findings import EvidenceLine, Finding
@@ -613,23 +613,18 @@ class Scanner:
             if detail is not None:
                 # The lines the vendor prints under the code ("EZ9999: Inner Error!", then "Op Cast does not has
                 # any binary") name what broke more precisely than the code's own entry: that row is the cause.
-                if detail.cause in causes:
-                    continue
-                causes.add(detail.cause)
-                out.append(self._synthetic(f"{vendor.name}-{code}", detail.cause,
-                                           f"{vendor.label} error {code}: {detail.title}", detail.meaning,
-                                           detail.remedy, confirming_check(detail.cause), detail.priority,
-                                           detail.source, hits, {"code": code, "detail": detail.key},
-                                           symptom=detail.symptom, actor=detail.actor, vendor=vendor.name))
+                entry = code_entry(detail)
+            elif all((e.path, e.lineno) in lines for e in hits.evidence):
                 continue
-            if entry["cause"] in causes or all((e.path, e.lineno) in lines for e in hits.evidence):
+            if entry["cause"] in causes:
                 continue
             causes.add(entry["cause"])
+            extracted = {"code": code, "detail": detail.key} if detail is not None else {"code": code}
             out.append(self._synthetic(f"{vendor.name}-{code}", entry["cause"],
                                        f"{vendor.label} error {code}: {entry['title']}",
                                        entry["meaning"], entry["remedy"],
                                        entry["confirm_with"] or confirming_check(entry["cause"]),
-                                       entry["priority"], entry["source"], hits, {"code": code},
+                                       entry["priority"], entry["source"], hits, extracted,
                                        symptom=entry["symptom"], actor=entry.get("actor"), vendor=vendor.name))
         for vendor, found in unknown.items():
             out.append(self._unknown_codes(vendor, found))
