@@ -363,3 +363,16 @@ def test_a_driver_that_could_not_count_the_gpus_is_the_nodes_and_no_gpus_is_its_
     hidden = warning.replace("Error 802: system not yet initialized", "Error 100: no CUDA-capable device is detected")
     assert (first([hidden, *failed]).cause, first([hidden, *failed]).actor) == ("device-mapping", "config")
     quiet([warning, "falling back to the CPU", "step 1 loss 2.0"])
+
+
+def test_a_driver_api_result_a_library_prints_by_number_names_its_cause():
+    # A library that calls the driver API itself prints the CUresult's number (cuda.h's enum): 2 is
+    # CUDA_ERROR_OUT_OF_MEMORY. One rank's allocation failed; the other ranks' watchdog fired later.
+    oom = "(WorkerDict pid=4242) [memory_saver.cpp] CUresult error  result=2 file=csrc/memory_saver.cpp func=cu_mem_create"
+    watchdog = ("(WorkerDict pid=4243) [rank1]:[E1126 10:30:00.000000 4243 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog "
+                "caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLGATHER, NumelIn=1, NumelOut=2, "
+                "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+    found = first([oom, watchdog])
+    assert (found.id, found.cause) == ("cuda-driver:CUDA_ERROR_OUT_OF_MEMORY", "out-of-memory")
+    # A number the enum has no error for (0 is CUDA_SUCCESS) names nothing; the watchdog stays the finding.
+    assert first([oom.replace("result=2", "result=0"), watchdog]).cause == "collective-timeout"

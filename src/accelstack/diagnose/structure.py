@@ -704,10 +704,15 @@ class FailureTracker:
         if any(row.standalone for row in self._rows):
             # The kernel's report of failed hardware or a filesystem is a failure wherever it appears.
             return self._error_lines("kernel", stream, stream_rank, lineno, rest, evidence)
-        if (self._rows and ERROR_LEVEL.search(rest) and not RETRY.search(rest)
+        if (self._rows and (ERROR_LEVEL.search(rest) or self._prints_code(rest)) and not RETRY.search(rest)
                 and any(not row.secondary for row in self._rows)):
             return self._error_lines("error-line", stream, stream_rank, lineno, rest, evidence)
         return False
+
+    def _prints_code(self, rest: str) -> bool:
+        """A table's code pattern names an error code on the line (\"CUresult error  result=2\", \"error code is
+        507015\"): a library's report of a call that failed, whatever its level word."""
+        return any(code_pattern.pattern.search(rest) for code_pattern in self.tables.code_patterns)
 
     def _list_rank(self, pattern: re.Pattern[str], found: re.Match[str]) -> None:
         """Note a rank of torchrun's summary and how it ended (a signal by name, or one an exit code carries)."""
