@@ -376,3 +376,28 @@ def test_a_driver_api_result_a_library_prints_by_number_names_its_cause():
     assert (found.id, found.cause) == ("cuda-driver:CUDA_ERROR_OUT_OF_MEMORY", "out-of-memory")
     # A number the enum has no error for (0 is CUDA_SUCCESS) names nothing; the watchdog stays the finding.
     assert first([oom.replace("result=2", "result=0"), watchdog]).cause == "collective-timeout"
+
+
+def test_a_spank_plugin_that_failed_in_slurmstepd_is_a_failure_named_by_what_it_quotes():
+    # pyxis (the SPANK container plugin) logs enroot's output under slurmstepd's error prefix when an import fails
+    # (https://github.com/NVIDIA/pyxis); the step never starts, and srun may print nothing else.
+    failed = ["pyxis: importing docker image ...",
+              "slurmstepd: error: pyxis: child 4242 failed with error code: 1",
+              "slurmstepd: error: pyxis: failed to import docker image",
+              "slurmstepd: error: pyxis: printing contents of log file ...",
+              "slurmstepd: error: pyxis:     [INFO] Creating squashfs filesystem...",
+              "slurmstepd: error: pyxis:     Write failed because No space left on device"]
+    assert first(failed).cause == "disk-full"
+    spank = ["slurmstepd: error: spank: required plugin pyxis.so: task_init_privileged() failed with rc=-1"]
+    assert first(spank) is not None
+    # slurmstepd's complaints about its own functions are not a failure of the step (a /proc read that raced).
+    quiet(["slurmstepd: error: _is_a_lwp: open() /proc/4242/status failed: No such file or directory"])
+
+
+def test_a_transfer_of_awss_ofi_plugin_that_completed_with_an_error_is_the_fabrics():
+    # aws-ofi-nccl's WARN (src/nccl_ofi_net.c) with libfabric's EFA provider error after it.
+    efa = ["node-1:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: "
+           "20. Error: unknown error. Completed length: 0, Request: { buffer_index: 255, dev: 1, size: 0 }",
+           "libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> rxr_cq_write_tx_error: err: 20"]
+    assert first(efa).cause == "rdma"
+    quiet(["node-1:35:89 [5] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"])

@@ -85,6 +85,11 @@ _SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABL
                             r"oom[_-]kill event|"
                             r"Exceeded (?:job|step) memory limit|execve\(\)|Node failure on|Prolog launch failure|"
                             r"Unable to (?:create step|allocate resources)")
+# A SPANK plugin that failed in slurmstepd stops the step before the job's program runs: SPANK's own report
+# ("spank: required plugin pyxis.so: task_init_privileged() failed with rc=-1",
+# https://slurm.schedmd.com/spank.html) and pyxis's lines (the container plugin, https://github.com/NVIDIA/pyxis),
+# whose log of enroot quotes what failed. slurmstepd's other complaints name its own functions ("_is_a_lwp: ...").
+_SLURM_PLUGIN = re.compile(r"^(?:spank: .*\bfailed\b|pyxis: .*(?:\b[Ff]ailed\b|\bFATAL\b|No space left|[Pp]ermission denied))")
 _SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
 _SLURM_SECONDARY = re.compile(r"Exited with exit code|Terminated|FAILED \(non-zero exit code")
 # slurmctld's record of a batch job's end (src/slurmctld/job_mgr.c, _job_complete): "WTERMSIG 9" for a script that a
@@ -585,6 +590,8 @@ class FailureTracker:
                 primary = True
             elif _SLURM_SECONDARY.search(message):
                 primary = False
+            elif _SLURM_PLUGIN.match(message):
+                primary = True
             else:
                 return False  # slurmstepd's other complaints (a /proc read that raced an exit) are no failure
             event = self._new("slurm", stream_rank, lineno, evidence(), message, primary=primary)
