@@ -401,3 +401,23 @@ def test_a_transfer_of_awss_ofi_plugin_that_completed_with_an_error_is_the_fabri
            "libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> rxr_cq_write_tx_error: err: 20"]
     assert first(efa).cause == "rdma"
     quiet(["node-1:35:89 [5] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"])
+
+
+def test_an_exception_whose_message_starts_on_the_next_line_is_read_whole():
+    # Python prints "RuntimeError: " alone when str(exc) starts with a newline; a library's explanation follows,
+    # and its later lines name the cause (here a loader that did not find a library: bitsandbytes's form).
+    failed = ["╰──────────────────────────────────────────╯",
+              "RuntimeError: ",
+              "        CUDA Setup failed despite GPU being available. Please run the following",
+              "command to get more information:",
+              "",
+              "        python -m somepackage",
+              "",
+              "        Inspect the output of the command and see if you can locate CUDA",
+              "libraries. You might need to add them",
+              "        to your LD_LIBRARY_PATH. If you suspect a bug, open an issue."]
+    found = first(failed)
+    assert (found.cause, found.actor) == ("missing-module", "config")
+    # The message's first line alone names nothing: it stays the program's own error, quoted.
+    assert first(failed[:3]).cause == "unclassified"
+    quiet(["RuntimeError", "step 1 loss 2.0"])

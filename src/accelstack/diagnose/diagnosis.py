@@ -325,21 +325,27 @@ class Scanner:
         # or a context may be dropped at the end, and the log's ending may be what it needs.
         explained = source in self._coded or bool(signatures and any(
             not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
+        tail = list(tail)
+        if self._tracker.events:
+            self._tracker.message_rest(self._cleaned(tail))
         if not explained:
             # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
-            tail = list(tail)
             if not self._indent:
                 # No line passed the prefilter to say how the paste is indented: the log's end says it.
                 self._indent = paste_indent(raw for _, raw in tail)
-            cleaned = []
-            for lineno, raw in tail:
-                carrier, text = self._program_line(raw)
-                if carrier:
-                    self._carriers[lineno] = carrier
-                cleaned.append((lineno, text))
-            self._tracker.tail(cleaned, self._evidence)
+            self._tracker.tail(self._cleaned(tail), self._evidence)
         self._base += lines
         self._lines += lines
+
+    def _cleaned(self, tail: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """The log's last lines as the program wrote them (their carriers kept for the evidence)."""
+        cleaned = []
+        for lineno, raw in tail:
+            carrier, text = self._program_line(raw)
+            if carrier:
+                self._carriers[lineno] = carrier
+            cleaned.append((lineno, text))
+        return cleaned
 
     # ---- one line that passed the prefilter ----
 

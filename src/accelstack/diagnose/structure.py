@@ -325,7 +325,11 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
         return None
     if not in_traceback:
-        if match.group("indent") or (not message and tables.exception_row(exc_type) is None):
+        # "RuntimeError: " and nothing after it is how Python prints an exception whose message starts with a
+        # newline (its lines follow, indented), a form libraries use for long explanations; a bare class name
+        # without the colon is a word in a sentence.
+        opened = not message and rest.rstrip().endswith(":") and _EXCEPTION_NAME.search(name) is not None
+        if match.group("indent") or (not message and not opened and tables.exception_row(exc_type) is None):
             return None
         if "." not in exc_type and sum(ch.isupper() for ch in name) < 2:
             return None
@@ -420,6 +424,29 @@ class FailureTracker:
             rank, rest = split_prefix(line)
             if rest.strip() and rank == stream:
                 event.add(evidence(lineno, line), lineno, rest.strip())
+
+    def message_rest(self, lines: list[tuple[int, str]]) -> None:
+        """The rest of the last exception's message where the log ends (``lines``: its last lines, read whole,
+        cleaned). The prefilter passes only the line after an anchor, so a message of several lines (a library's
+        explanation after "RuntimeError: ") is read up to its first line; its other lines name the cause as often.
+        They run until a line of another rank, a new traceback, a logger's line or a line a failure already holds."""
+        events = [event for event in self.events if event.source == self._source and event.kind == "exception"
+                  and event.primary and event.linenos]
+        if not events or not lines:
+            return
+        event = events[-1]
+        known = {lineno for other in self.events if other.source == self._source for lineno in other.linenos}
+        for lineno, text in lines:
+            if lineno <= event.last_lineno:
+                continue
+            if lineno - event.first_lineno > CONTINUATION_LINES or lineno in known:
+                break
+            rank, rest = split_prefix(text)
+            if rank != event.stream or TRACEBACK.search(rest) or level_name(rest) is not None:
+                break
+            if rest.strip() and len(event.texts) < TEXT_CAP:
+                event.texts.append(rest.strip())
+                event.linenos.append(lineno)
 
     # ---- lines ----
 
