@@ -421,3 +421,25 @@ def test_an_exception_whose_message_starts_on_the_next_line_is_read_whole():
     # The message's first line alone names nothing: it stays the program's own error, quoted.
     assert first(failed[:3]).cause == "unclassified"
     quiet(["RuntimeError", "step 1 loss 2.0"])
+
+
+def test_torchruns_summary_pasted_without_its_header_names_the_rank_that_failed():
+    # The block ChildFailedError prints (torch.distributed.elastic.multiprocessing.errors), pasted from "Failures:".
+    block = ["------------------------------------------------------------",
+             "Failures:",
+             "  <NO_OTHER_FAILURES>",
+             "------------------------------------------------------------",
+             "Root Cause (first observed failure):",
+             "[0]:",
+             "  time      : 2026-11-26_10:00:00",
+             "  host      : gpu-node07",
+             "  rank      : 3 (local_rank: 3)",
+             "  exitcode  : 1 (pid: 4242)",
+             "  error_file: <N/A>",
+             "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"]
+    found = first(block)
+    assert found.cause == "unclassified" and found.extracted["ranks"] == [3] and found.extracted["exitcode"] == 1
+    killed = [line.replace("exitcode  : 1 (pid: 4242)", "exitcode  : -9 (pid: 4242)") for line in block]
+    # torchrun writes a signal as a negative exit code: SIGKILL, most often the kernel's OOM killer.
+    assert (first(killed).id, first(killed).cause) == ("linux:SIGKILL", "out-of-memory")
+    quiet(["Root Cause analysis of the loss spike: the learning rate", "step 2 loss 1.9"])

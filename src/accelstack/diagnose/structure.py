@@ -649,6 +649,13 @@ class FailureTracker:
             else:
                 known.add(evidence(), lineno, plog.group("msg"))
             return True
+        if self._torchrun is None and TORCHRUN_ROOT.search(text):
+            # torchrun's summary pasted without the ChildFailedError line above it: the block is that error's
+            # message (torch.distributed.elastic.multiprocessing.errors), a report of which rank failed and how.
+            summary = self._new("exception", stream_rank, lineno, evidence(), rest.strip(), primary=False)
+            if summary is not None:
+                summary.exc_type = "ChildFailedError"
+                self._torchrun = summary
         if self._torchrun is not None:
             if TORCHRUN_ROOT.search(text):
                 # The root cause's entry follows: its rank, exit code and signal replace the other failures'.
