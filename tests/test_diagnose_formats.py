@@ -443,3 +443,10 @@ def test_torchruns_summary_pasted_without_its_header_names_the_rank_that_failed(
     # torchrun writes a signal as a negative exit code: SIGKILL, most often the kernel's OOM killer.
     assert (first(killed).id, first(killed).cause) == ("linux:SIGKILL", "out-of-memory")
     quiet(["Root Cause analysis of the loss spike: the learning rate", "step 2 loss 1.9"])
+
+
+def test_nvidia_smi_that_cannot_reach_one_gpu_names_that_gpu_lost():
+    # nvidia-smi reaches the driver but not this GPU (fallen off the bus or hung; Xid 79 in the kernel log).
+    lost = ["$ nvidia-smi", "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error"]
+    assert (first(lost).cause, first(lost).actor) == ("device-hardware", "node")
+    quiet(["$ nvidia-smi -L", "GPU 0: NVIDIA H200 (UUID: GPU-1b2c3d4e-0000-0000-0000-000000000000)"])
