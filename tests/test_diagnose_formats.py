@@ -450,3 +450,15 @@ def test_nvidia_smi_that_cannot_reach_one_gpu_names_that_gpu_lost():
     lost = ["$ nvidia-smi", "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error"]
     assert (first(lost).cause, first(lost).actor) == ("device-hardware", "node")
     quiet(["$ nvidia-smi -L", "GPU 0: NVIDIA H200 (UUID: GPU-1b2c3d4e-0000-0000-0000-000000000000)"])
+
+
+def test_a_bus_error_in_a_training_job_is_shared_memory_as_a_rule():
+    # SIGBUS (BUS_ADRERR, "nonexistent physical address") is a page of /dev/shm the tmpfs could not back, as a rule.
+    torchrun = ["Bus error: nonexistent physical address",
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 4242) "
+                "of binary: /usr/bin/python"]
+    assert (first(torchrun).cause, first(torchrun).actor) == ("shm-too-small", "config")
+    assert first(["Fatal Python error: Bus error", "", "Current thread 0x00007f (most recent call first):"]).cause == \
+        "shm-too-small"
+    # A segmentation fault stays the program's native crash.
+    assert first(["Segmentation fault (core dumped)"]).cause == "native-crash"
