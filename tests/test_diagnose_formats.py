@@ -462,3 +462,15 @@ def test_a_bus_error_in_a_training_job_is_shared_memory_as_a_rule():
         "shm-too-small"
     # A segmentation fault stays the program's native crash.
     assert first(["Segmentation fault (core dumped)"]).cause == "native-crash"
+
+
+def test_an_exception_a_logger_quotes_as_a_warning_is_one_the_program_went_on_from():
+    # torch._dynamo with suppress_errors logs the compiler's failure as a warning and runs the frame eagerly.
+    warned = ["[2026-11-26 10:00:00,504] torch._dynamo.convert_frame: [WARNING] torch._dynamo.exc."
+              "BackendCompilerFailed: backend='inductor' raised:",
+              "[2026-11-26 10:00:00,504] torch._dynamo.convert_frame: [WARNING] RuntimeError: Found Tesla P40 which is "
+              "too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports "
+              "devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1"]
+    quiet(warned)
+    raised = [line.replace("[WARNING]", "[ERROR]") for line in warned]
+    assert first(raised).cause == "torch-build-mismatch"

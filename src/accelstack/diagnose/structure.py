@@ -173,6 +173,8 @@ _LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERRO
 _LEVEL_HEAD = 100
 _ERROR_LEVELS = frozenset({"ERROR", "ERR", "FATAL", "CRITICAL", "CRIT", "SEVERE", "PANIC", "EMERG", "ALERT",
                            "E", "F", "C"})
+# The levels at which a logger reports what the program went on from.
+_HANDLED_LEVELS = frozenset({"WARN", "WARNING", "W", "INFO", "I", "DEBUG", "D", "NOTICE"})
 _QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I", "V"})
 # A line that starts with its severity, as command-line tools print their last word: "Error: ..." (Node.js, Go's
 # cobra, Rust's anyhow), "error: ..." / "error[E0425]: ..." (compilers, cargo, pip), "fatal: ..." (git),
@@ -562,6 +564,10 @@ class FailureTracker:
         line = evidence()
         row = self.tables.exception_row(exc_type)
         secondary = bool(row and row.secondary)
+        if bare and level_name(text[: max(text.find(exc_type), 0)]) in _HANDLED_LEVELS:
+            # A logger's warning that quotes an exception (torch._dynamo's "[WARNING] ...BackendCompilerFailed"
+            # before it falls back to eager) reports one the program handled and went on from.
+            stream.ignored = True
         if stream.chained and stream.last_event is not None:
             event = stream.last_event
             event.chain.append(f"{event.exc_type}: {event.message}".rstrip(": "))
