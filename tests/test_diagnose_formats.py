@@ -474,3 +474,14 @@ def test_an_exception_a_logger_quotes_as_a_warning_is_one_the_program_went_on_fr
     quiet(warned)
     raised = [line.replace("[WARNING]", "[ERROR]") for line in warned]
     assert first(raised).cause == "torch-build-mismatch"
+
+
+def test_a_paste_indented_before_its_carrier_is_read_as_the_carrier_and_the_program_line():
+    # An indented block of syslog lines (a Markdown code block): the carrier is found once the paste's indent is gone.
+    lines = ["Nov 26 10:00:00 gpu-node07 slurmd[4242]: spank-prolog: error: pyxis: couldn't create directory",
+             "Nov 26 10:00:00 gpu-node07 slurmd[4242]: spank-prolog: error: pyxis:     mkdir: cannot create "
+             "directory '/raid/enroot/data': Permission denied"]
+    plain, indented = first(lines), first(["    " + line for line in lines])
+    assert (plain.cause, plain.actor) == ("permission-denied", "node")
+    assert (indented.cause, indented.actor) == (plain.cause, plain.actor)
+    assert indented.evidence[0].host == plain.evidence[0].host

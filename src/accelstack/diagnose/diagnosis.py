@@ -291,9 +291,15 @@ class Scanner:
 
     def _program_line(self, raw: str) -> tuple[str, str]:
         """(what a carrier put before the line, the line as the program wrote it, without a paste's indent)."""
-        carrier, text = split_carrier(clean_line(raw))
+        line = clean_line(raw)
+        carrier, text = split_carrier(line)
         if self._indent:
-            text = text[min(indent_of(text), self._indent):]
+            if carrier:
+                text = text[min(indent_of(text), self._indent):]
+            else:
+                # The paste's indent stands before everything on its lines, a carrier's prefix too (an indented
+                # block of syslog lines): without it, the carrier may show.
+                carrier, text = split_carrier(line[min(indent_of(line), self._indent):])
         if carrier:
             rank = carrier_rank(carrier)
             if rank is not None and split_prefix(text)[0] is None:
