@@ -332,14 +332,17 @@ class Scanner:
         explained = source in self._coded or bool(signatures and any(
             not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
         tail = list(tail)
-        if self._tracker.events:
-            self._tracker.message_rest(self._cleaned(tail))
+        cleaned = self._cleaned(tail) if self._tracker.events else None
+        if cleaned is not None:
+            self._tracker.message_rest(cleaned)
         if not explained:
             # Nothing a signature or a code explains: how the log ends may show a failure the prefilter's lines did not.
             if not self._indent:
                 # No line passed the prefilter to say how the paste is indented: the log's end says it.
                 self._indent = paste_indent(raw for _, raw in tail)
-            self._tracker.tail(self._cleaned(tail), self._evidence)
+                if self._indent:
+                    cleaned = None  # read again without the paste's indent
+            self._tracker.tail(cleaned if cleaned is not None else self._cleaned(tail), self._evidence)
         self._base += lines
         self._lines += lines
 

@@ -655,7 +655,8 @@ class FailureTracker:
             else:
                 known.add(evidence(), lineno, plog.group("msg"))
             return True
-        if self._torchrun is None and TORCHRUN_ROOT.search(text):
+        root = TORCHRUN_ROOT.search(text)
+        if root and self._torchrun is None:
             # torchrun's summary pasted without the ChildFailedError line above it: the block is that error's
             # message (torch.distributed.elastic.multiprocessing.errors), a report of which rank failed and how.
             summary = self._new("exception", stream_rank, lineno, evidence(), rest.strip(), primary=False)
@@ -663,7 +664,7 @@ class FailureTracker:
                 summary.exc_type = "ChildFailedError"
                 self._torchrun = summary
         if self._torchrun is not None:
-            if TORCHRUN_ROOT.search(text):
+            if root:
                 # The root cause's entry follows: its rank, exit code and signal replace the other failures'.
                 self._torchrun_root = True
                 summary = self._torchrun
