@@ -39,10 +39,26 @@ def main() -> None:
         compile_step()
     if CASE == "cuda-on-cpu-build":
         torch.zeros(4).cuda()
+    if CASE == "hub-offline":
+        fetch_tokenizer()
+    if CASE == "weights-only":
+        resume_train_state(rank)
+    if CASE == "healthy-inductor-cache":
+        compile_step()
     backend = "nccl" if CASE == "nccl-on-cpu-build" else "gloo"
-    dist.init_process_group(backend, timeout=TIMEOUT)
+    if CASE == "world-size-mismatch":  # the job hard-codes the world size of the launch it was written for
+        dist.init_process_group(backend, timeout=TIMEOUT, world_size=4, rank=rank)
+    else:
+        dist.init_process_group(backend, timeout=TIMEOUT)
+    if CASE == "metrics-port" and rank == 0:
+        serve_metrics()
     log(f"init {backend} world={world} torch={torch.__version__}")
     model = torch.nn.Linear(64, 8)
+    if CASE in ("corrupt-checkpoint", "state-dict-mismatch"):
+        model.load_state_dict(torch.load(os.environ["RESUME"]))
+        log(f"resumed from {os.environ['RESUME']}")
+    if CASE == "healthy-compile":
+        model = torch.compile(model)  # type: ignore[assignment]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     if CASE == "healthy-sched":
         torch.optim.lr_scheduler.StepLR(opt, step_size=2).step()  # before any opt.step(): torch warns
@@ -52,9 +68,15 @@ def main() -> None:
         warnings.warn("torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
                       "torch.amp.GradScaler('cuda', args...) instead.", FutureWarning, stacklevel=1)
     for step in range(STEPS):
-        x = torch.randn(32, 64)
-        loss = model(x).pow(2).mean()
-        loss.backward()
+        x = torch.randn(32 + step if CASE == "healthy-compile" else 32, 64)
+        if CASE == "nan-anomaly" and step == 2 and rank == world - 1:
+            with torch.autograd.detect_anomaly():
+                out = model(x)
+                loss = (out - out.detach().max()).sqrt().mean()  # sqrt of values <= 0
+                loss.backward()
+        else:
+            loss = model(x).pow(2).mean()
+            loss.backward()
         for p in model.parameters():
             assert p.grad is not None
             if CASE == "mismatch" and rank == 1:
@@ -64,12 +86,16 @@ def main() -> None:
         opt.step()
         opt.zero_grad()
         log(f"step {step} loss {loss.item():.4f}")
+        if CASE == "healthy-upload" and rank == 0:
+            upload_metrics(step)
         if step == 2 and rank == world - 1:
             fail_here(rank)
+    if CASE == "save-big":
+        torch.save({"w": torch.randn(1024, 1024)}, os.environ["CKPT"] + f".rank{rank}")
     if CASE == "save-full":
         torch.save({"w": torch.randn(1024, 1024)}, os.environ["CKPT"])
     dist.barrier()
-    if CASE in ("healthy", "healthy-retry", "flaky", "save-full", "save-ro", "save-denied") and rank == 0:
+    if CASE in ("healthy", "healthy-retry", "healthy-upload", "healthy-compile", "flaky", "save-full", "save-ro", "save-denied") and rank == 0:
         path = os.environ.get("CKPT", "/tmp/ckpt.pt")
         torch.save(model.state_dict(), path)
         log(f"saved checkpoint to {path}")
@@ -87,6 +113,50 @@ def compile_step() -> None:
         return y.sin()
     compiled = torch.compile(step, fullgraph=CASE == "compile-fullgraph")
     log(f"compiled step: {compiled(torch.randn(16, 16)).sum().item():.4f}")
+
+
+def fetch_tokenizer() -> None:
+    """Download the tokenizer the job starts from (a node without a route to the internet fails here)."""
+    import urllib.request
+    url = "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/tokenizer.json"
+    log(f"downloading {url}")
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        log(f"tokenizer: {len(resp.read())} bytes")
+
+
+class TrainState:
+    """What the job keeps next to the weights in its checkpoint (a plain class, so pickle stores it by name)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+
+def resume_train_state(rank: int) -> None:
+    """Save a checkpoint with the training state in it, then resume from it as the job's restart does."""
+    path = f"/tmp/corpus-resume-{os.getpid()}.pt"
+    torch.save({"model": torch.nn.Linear(64, 8).state_dict(), "state": TrainState(step=1200)}, path)
+    ckpt = torch.load(path)
+    log(f"resumed at step {ckpt['state'].step}")
+
+
+def serve_metrics() -> None:
+    """Rank 0 serves its metrics for the cluster's scraper on a fixed port."""
+    import http.server
+    port = int(os.environ.get("METRICS_PORT", "9400"))
+    server = http.server.HTTPServer(("0.0.0.0", port), http.server.SimpleHTTPRequestHandler)
+    log(f"metrics on :{server.server_port}")
+
+
+def upload_metrics(step: int) -> None:
+    """Push the step's metrics to a tracking server that is down; the job logs it and trains on."""
+    import socket
+    logger = logging.getLogger("metrics")
+    if not logger.handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=2).close()
+    except OSError:
+        logger.exception("could not push metrics for step %d to the tracking server; will retry next step", step)
 
 
 def load_shard_with_retries() -> None:
@@ -141,6 +211,11 @@ def fail_here(rank: int) -> None:
         def walk(node: dict) -> int:
             return 1 + walk({"child": node})
         walk({})
+    if CASE == "cpu-burn":
+        log("computing the tokenizer statistics")
+        a = torch.randn(512, 512)
+        while True:
+            a = torch.tanh(a @ a)
     if CASE == "filenotfound":
         with open("/data/shards/train-00017-of-00128.arrow", "rb") as f:
             f.read()

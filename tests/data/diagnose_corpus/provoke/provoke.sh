@@ -200,6 +200,95 @@ case_loader_workers_warning() {
   bash -c "ulimit -n 64; OMP_NUM_THREADS=1 LOADER_WORKERS=4 timeout -k 5 120 $PY $HERE/loader.py"
 }
 
+# Resuming from a checkpoint that an earlier run left cut short (the node rebooted while it was being written).
+case_corrupt_checkpoint() {
+  local ckpt=/tmp/corpus-resume-$$.pt
+  "$PY" -c "import torch; torch.save(torch.nn.Linear(64, 8).state_dict(), '$ckpt')"
+  truncate -s 1000 "$ckpt"
+  trun CASE=corrupt-checkpoint RESUME=$ckpt
+  rm -f "$ckpt"
+}
+
+# Resuming from a checkpoint of another model shape (the job's config changed the width).
+case_state_dict_mismatch() {
+  local ckpt=/tmp/corpus-resume-$$.pt
+  "$PY" -c "import torch; torch.save(torch.nn.Linear(64, 16).state_dict(), '$ckpt')"
+  trun CASE=state-dict-mismatch RESUME=$ckpt
+  rm -f "$ckpt"
+}
+
+# torch.load's weights_only default refuses the job's own class in its checkpoint.
+case_weights_only() { trun CASE=weights-only; }
+
+# Anomaly detection names the backward function that made a NaN.
+case_nan_anomaly() { trun CASE=nan-anomaly; }
+
+# The job passes world_size=4 to init_process_group; torchrun started 2.
+case_world_size_mismatch() { trun CASE=world-size-mismatch PG_TIMEOUT_S=15; }
+
+# Rank 0's metrics port is taken by an exporter already running on the node.
+case_metrics_port() {
+  local port; port=$(free_port)
+  "$PY" -c "import socket,time; s=socket.socket(); s.bind(('0.0.0.0',$port)); s.listen(); time.sleep(60)" &
+  local holder=$!
+  sleep 1
+  trun CASE=metrics-port METRICS_PORT=$port
+  kill "$holder"; wait "$holder" 2>/dev/null
+}
+
+# The node has no route out (a network namespace with only loopback): the tokenizer download fails.
+case_hub_offline() { unshare -n bash -c "ip link set lo up; CASE=hub-offline OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"; }
+
+# inductor's cache folder is a 256 KiB tmpfs: writing the compiled graph to its cache runs out of space; torch
+# warns with the traceback, compiles in memory and the run trains to the end.
+case_healthy_inductor_cache_full() {
+  unshare -m --propagation private bash -c "mkdir -p /mnt/corpus-inductor && mount -t tmpfs -o size=256k tmpfs /mnt/corpus-inductor && \
+    CASE=healthy-inductor-cache TORCHINDUCTOR_CACHE_DIR=/mnt/corpus-inductor OMP_NUM_THREADS=1 timeout -k 5 180 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+}
+
+# A per-process CPU-time limit (ulimit -S -t, as some login nodes and batch queues set): the busy rank gets SIGXCPU.
+case_cpu_time_limit() { bash -c "ulimit -S -t 10; CASE=cpu-burn OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"; }
+
+# A per-process file-size limit (ulimit -f 1024, 1 MiB): saving a 4 MiB shard fails (Python ignores SIGXFSZ, so
+# the write gets EFBIG and torch's writer reports what it saw).
+case_file_size_limit() { bash -c "ulimit -f 1024; CASE=save-big CKPT=/tmp/corpus-big-$$.pt OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"; rm -f /tmp/corpus-big-$$.pt.rank*; }
+
+# torchrun stopped from outside with SIGTERM (what a scheduler's preemption or an operator's kill sends).
+case_sigterm() {
+  env CASE=hang PG_TIMEOUT_S=120 timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" "$JOB" &
+  local launcher=$!
+  sleep 12
+  pkill -TERM -f "torchrun --nproc-per-node 2 --master-port" || kill -TERM "$launcher"
+  wait "$launcher"
+}
+
+# DataLoader workers passing tensors as file descriptors under ulimit -n 128.
+case_loader_fd_limit() { bash -c "ulimit -n 128; LOADER_MODE=fields LOADER_WORKERS=4 OMP_NUM_THREADS=1 timeout -k 5 120 $PY $HERE/loader.py"; }
+
+# DataLoader workers decoding large clips in a 1 GiB memory cgroup: the kernel kills a worker. Only the
+# console is kept (no kernel log), as a user pastes it.
+case_loader_worker_oom() {
+  local cg
+  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
+  cg=/sys/fs/cgroup/memory$cg/corpus-oomw-$$
+  mkdir "$cg"
+  echo $((1024 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  bash -c "echo \$\$ > $cg/cgroup.procs; LOADER_MODE=decode LOADER_WORKERS=2 OMP_NUM_THREADS=1 exec timeout -k 5 120 $PY $HERE/loader.py"
+  local rc=$?
+  sleep 1
+  rmdir "$cg" 2>/dev/null
+  return $rc
+}
+
+# torch.multiprocessing.spawn with a closure as the entry point.
+case_spawn_closure() { OMP_NUM_THREADS=1 timeout -k 5 120 "$PY" "$HERE/spawn.py"; }
+
+# A run whose metrics push fails every step (the tracking server is down): logged with a traceback, training goes on.
+case_healthy_upload() { trun CASE=healthy-upload STEPS=4; }
+
+# A compiled model over growing batch shapes: dynamo recompiles (and says so), the run ends well.
+case_healthy_compile() { trun CASE=healthy-compile STEPS=5 TORCH_LOGS=recompiles; }
+
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
   mapfile -t cases < <(declare -F | awk '{print $3}' | sed -n 's/^case_//p')

@@ -7,7 +7,8 @@ Brings up a two-host lab of its own (tag ``crp6``), Slurm over it, runs each cas
 - node-failure: a two-node step whose second node loses its slurmd and every process of it (as a node that
   lost power), so the controller declares the node down and ends the job;
 - healthy: a two-node step that trains a few steps and ends well;
-- healthy-queued: a step that waits for resources behind another job ("queued and waiting"), then runs to the end.
+- healthy-queued: a step that waits for resources behind another job ("queued and waiting"), then runs to the end;
+- cancelled: a two-node training step that an operator cancels with ``scancel`` while it runs.
 
     ... slurm_cases.py OUTDIR [CASE...]     (all cases when none is named)
 """
@@ -64,6 +65,13 @@ def main() -> None:
             blocker.wait(timeout=60)
             (out / "slurm-blocker.log").unlink()
             print("healthy-queued exit", proc.returncode)
+        if "cancelled" in cases:
+            proc = srun(slurm, out / "slurm-cancelled.log", "-N2", "--ntasks-per-node=1", "-J", "sft-13b",
+                        "bash", "-c", LOOP)
+            time.sleep(10)
+            subprocess.run(["scancel", "--name", "sft-13b"], env=slurm.env(), check=True)
+            proc.wait(timeout=120)
+            print("cancelled exit", proc.returncode)
         if "time-limit" not in cases:
             return
         proc = srun(slurm, out / "slurm-time-limit.log", "--time=1", "-N1", "-J", "pretrain-7b", "bash", "-c", LOOP)
