@@ -485,3 +485,46 @@ def test_a_paste_indented_before_its_carrier_is_read_as_the_carrier_and_the_prog
     assert (plain.cause, plain.actor) == ("permission-denied", "node")
     assert (indented.cause, indented.actor) == (plain.cause, plain.actor)
     assert indented.evidence[0].host == plain.evidence[0].host
+
+
+def test_a_traceback_a_logger_prints_at_warning_level_is_one_the_program_went_on_from():
+    # torch's inductor cannot write its cache (a full disk) and logs the traceback as glog warnings of two ranks,
+    # interleaved; it compiles in memory and the run goes on.
+    def block(pid: str) -> list[str]:
+        head = f"W1129 03:55:24.184000 {pid} site-packages/torch/_inductor/codecache.py:2193] [0/0] "
+        return [head + "fx graph unable to write to cache", head + "Traceback (most recent call last):",
+                head + '  File "/usr/lib/python3.11/site-packages/torch/_inductor/codecache.py", line 541, in write_atomic',
+                head + "    f.write(content)",
+                head + "OSError: [Errno 28] No space left on device"]
+    warned = [*block("2007"), *block("2006"), "[rank0] step 5 loss 0.3654", "[rank1] done"]
+    quiet(warned)
+    # The same traceback at error level is the failure.
+    raised = [line.replace("W1129", "E1129") for line in warned[:5]]
+    assert first(raised).cause == "disk-full"
+
+
+def test_a_canonical_status_code_opening_the_last_line_is_the_error_the_log_ended_in():
+    # Triton's Python backend, in docker with its default /dev/shm (triton-inference-server/server#6195).
+    lines = ["# tritonserver --model-repository=/mnt/model-repository",
+             "UNAVAILABLE: Internal: Unable to initialize shared memory key 'triton_python_backend_shm_region_3' to "
+             "requested size (67108864 bytes). If you are running Triton inside docker, use '--shm-size' flag to "
+             "control the shared memory region size. Error: No space left on device",
+             "| cuda_memory_pool_byte_size{0}    | 67108864"]
+    found = first(lines)
+    # ENOSPC says space ran out; the message's words say it was shared memory.
+    assert (found.cause, found.actor) == ("shm-too-small", "config")
+    assert first(["RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."]).cause == \
+        "out-of-memory"
+    # A full disk stays a full disk, and a status code in the middle of a healthy line is no error.
+    assert first(["ERROR: could not save the checkpoint: [Errno 28] No space left on device: '/ckpt/step-9.pt'"]).cause \
+        == "disk-full"
+    quiet(["step 12: request UNAVAILABLE: retrying in 1 s", "step 13 loss 2.01"])
+
+
+def test_a_command_the_node_lacks_names_the_environment_in_either_case():
+    lines = ["slurmstepd: error: pyxis: container start failed with error code: 1",
+             "slurmstepd: error: pyxis: printing enroot log file:",
+             "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see "
+             "https://github.com/NVIDIA/libnvidia-container",
+             "slurmstepd: error: pyxis: couldn't start container"]
+    assert first(lines).cause == "missing-module"

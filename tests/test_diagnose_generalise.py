@@ -52,6 +52,28 @@ def test_a_wrapper_code_does_not_hide_the_code_that_names_the_cause():
     assert first(lines) == ("device-assert", "job")
 
 
+def test_torch_npus_operator_wrapper_code_names_no_collective_of_its_own():
+    # ERR01100 (module 01, OPS) wraps any aclnn operator's failure: the CANN code beside it says which. An operator
+    # without a kernel for this SoC is not an HCCL error.
+    lines = [
+        "ERROR 02-11 11:32:58 engine.py:389] call aclnnPromptFlashAttentionV3 failed, detail:EZ1001: [PID: 312378] "
+        "2025-02-11-11:32:58.201.638 PromptFlashAttention LaunchAicore failed.",
+        "ERROR 02-11 11:32:58 engine.py:389] [ERROR] 2025-02-11-11:32:58 (PID:312378, Device:0, RankID:-1) ERR01100 "
+        "OPS call acl api failed",
+    ]
+    found = first(lines)
+    assert found is not None and found[0] != "hccl-api-error"
+    # With HCCL's own code beside it, that code names the cause.
+    lines = [
+        "RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function error: HcclAllreduce, "
+        "error code is 6",
+        "[ERROR] 2025-04-08-18:07:20 (PID:1292363, Device:0, RankID:-1) ERR01100 OPS call acl api failed",
+        "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send "
+        "the data in time.",
+    ]
+    assert first(lines)[0] == "connect-timeout"
+
+
 def test_a_process_death_after_its_error_is_named_by_the_error():
     lines = ['"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
              "Aborted (core dumped)"]

@@ -40,6 +40,10 @@ def is_generic(row: TableRow) -> bool:
     return (row.table, row.cause) == _GENERIC and not row.literals
 
 
+# What an errno row says ran out (ENOSPC, ENOMEM), which the message may place in shared memory.
+_SPACE_CAUSES = frozenset({"disk-full", "out-of-memory"})
+
+
 def message_row(event: FailureEvent) -> TableRow | None:
     """What the failure's own message says in words (the lexicon), for a failure no table names but by a generic
     class. A report of how a process ended (a signal, an exit code) has no message of its own to read."""
@@ -122,6 +126,12 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
             return worded, "message"
     if found:
         own = max(found, key=lambda row: row.priority)  # max keeps the first of equals: own lines first
+        if own.cause in _SPACE_CAUSES:
+            # "No space left on device" / "Cannot allocate memory" say that space ran out, the message's words say
+            # where: in shared memory (/dev/shm), which has its own remedy.
+            worded = message_row(event)
+            if worded is not None and worded.cause == "shm-too-small":
+                return worded, "message"
         if near and event.kind in SYMPTOM_KINDS:
             # A process that died (a signal, an exit code, a launcher's or the scheduler's report) says how, not
             # why: an error printed just before it on the same rank that ranks higher is the root cause

@@ -188,6 +188,12 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
                           # "file.cu(12): error: ..." (https://gcc.gnu.org/onlinedocs/gcc/Diagnostic-Message-Formatting-Options.html)
                           r"^\S+?(?::\d+){1,2}: (?:fatal )?error: \S|^\S+\(\d+\): (?:catastrophic )?error: \S|"
                           r"^(?:[\w.\-/\[\]]+: )?\*\*\* .*\bError \d+|"
+                          # a canonical status code that opens the line, as gRPC and absl::Status print an error
+                          # (Triton's "UNAVAILABLE: Internal: ...", XLA's "RESOURCE_EXHAUSTED: Out of memory ...";
+                          # https://grpc.io/docs/guides/status-codes/)
+                          r"^(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
+                          r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|"
+                          r"UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): \S|"
                           # an exception line (a traceback's, or its str() after a head that names no level: a
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
                           r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
@@ -461,10 +467,11 @@ class FailureTracker:
             if len(self._streams) >= 4096:
                 return False
             stream = self._streams[stream_rank] = _Stream()
+        prefix = ""
         if stream.log_prefix is not None:
             logged = stream.log_prefix.match(rest)
             if logged:
-                rest = rest[logged.end():]
+                prefix, rest = rest[:logged.end()], rest[logged.end():]
 
         header = TRACEBACK.search(rest)
         if header:
@@ -475,7 +482,9 @@ class FailureTracker:
             if stream.traceback_at is not None and stream.last_event is None:
                 self._incomplete(stream, stream_rank)
             stream.header_type = ipython.group("type") if ipython else None
-            if lineno - stream.handled_at <= HANDLED_LINES:
+            if lineno - stream.handled_at <= HANDLED_LINES or level_name(prefix + head) in _HANDLED_LEVELS:
+                # A traceback a logger prints at warning level or below (torch's "W1126 ... fx graph unable to
+                # write to cache" before its stack) is one the program caught and went on from, as a retry's is.
                 stream.ignored = True
             chained = stream.chained and stream.last_event is not None
             stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
@@ -594,8 +603,8 @@ class FailureTracker:
     def _incomplete(self, stream: _Stream, stream_rank: int | None) -> None:
         """A traceback whose exception line never came (a class name no pattern knows, or a cut log)."""
         assert stream.traceback_at is not None
-        if stream.headless:
-            stream.traceback_at, stream.headless = None, False
+        if stream.headless or stream.ignored:
+            stream.traceback_at, stream.headless, stream.ignored = None, False, False
             return
         event = self._new("traceback", stream_rank, stream.traceback_at, stream.traceback_first,
                           "Traceback (most recent call last):")
