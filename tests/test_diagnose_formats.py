@@ -314,6 +314,11 @@ def test_what_slurmds_prolog_epilog_or_spank_plugin_could_not_do_is_the_nodes():
                    head + "error: spank: required plugin spank_pyxis.so: job_epilog() failed with rc=-1"])
     assert (found.cause, found.actor) == ("permission-denied", "node")
     assert "prolog, an epilog or a SPANK plugin" in found.extracted["actor_reason"]
+    # Quoted in a reply, with the reply's indent before journald's carrier: still the node's daemon.
+    quoted = first([">     " + head + "spank-epilog: error: pyxis:     mkdir: cannot create directory "
+                    "'/opt/dlami/nvme/tmp/enroot/data': Permission denied",
+                    ">     " + head + "error: spank: required plugin spank_pyxis.so: job_epilog() failed with rc=-1"])
+    assert (quoted.cause, quoted.actor) == ("permission-denied", "node")
     job = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
                  "PermissionError: [Errno 13] Permission denied: '/opt/dlami/nvme/ckpt'"])
     assert (job.cause, job.actor) == ("permission-denied", "config")
@@ -527,4 +532,13 @@ def test_a_command_the_node_lacks_names_the_environment_in_either_case():
              "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see "
              "https://github.com/NVIDIA/libnvidia-container",
              "slurmstepd: error: pyxis: couldn't start container"]
+    assert first(lines).cause == "missing-module"
+
+
+def test_srun_labels_on_every_line_keep_an_exceptions_message_whole():
+    # srun --label tags each line with its task ("3: "); an empty line of the message is "3:" once pasted.
+    lines = ["3: RuntimeError: ", "3:         CUDA Setup failed despite GPU being available. Please run the following ",
+             "3: command to get more information:", "3:", "3:         python -m bitsandbytes", "3:",
+             "3:         Inspect the output of the command and see if you can locate CUDA ",
+             "3: libraries. You might need to add them", "3:         to your LD_LIBRARY_PATH."]
     assert first(lines).cause == "missing-module"

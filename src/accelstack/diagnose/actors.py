@@ -270,7 +270,9 @@ def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context:
 
 # slurmd's own lines about the steps it runs around a job: "spank-epilog: error: pyxis: ...", "error: spank: required
 # plugin spank_pyxis.so: job_epilog() failed", "prolog failed: rc:230", "Prolog launch failure".
-_NODE_DAEMON_STEP = re.compile(r"^(?:\S+\s+){0,3}?(?:spank-(?:prolog|epilog|task_\w+):|error: spank:|"
+# Searched anywhere in the line: the daemon's words follow whatever carried the line (syslog's "node slurmd[53634]: ",
+# a quote or a paste's indent, a collector's tag).
+_NODE_DAEMON_STEP = re.compile(r"(?:^|\s)(?:spank-(?:prolog|epilog|task_\w+):|error: spank:|"
                                r"[Pp]rolog (?:failed|launch failure)|[Ee]pilog failed)")
 
 

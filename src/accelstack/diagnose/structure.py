@@ -36,7 +36,8 @@ EVIDENCE_CAP = 5
 # A launcher's prefix: torch's `[rank3]:`, torchrun --tee's `[default0]:` (after at most two words: a timestamp, a
 # tag), srun -l's `3: `. (The tags of launchers that name a host or a process, Ray's, pdsh's, Open MPI's, are
 # carriers, read off before: reader.split_carrier.)
-_PREFIX = re.compile(r"^(?:\S+\s+){0,2}?\[(?:rank|default)(?P<rank>\d{1,6})\]:\s?|^(?P<num>\d{1,6}): ")
+# (srun --label's "3: " stands alone before an empty line, whose trailing blank a paste drops: "3:")
+_PREFIX = re.compile(r"^(?:\S+\s+){0,2}?\[(?:rank|default)(?P<rank>\d{1,6})\]:\s?|^(?P<num>\d{1,6}):(?: |$)")
 # IPython prints "ValueError   Traceback (most recent call last)", without the colon.
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):?")
 CHAINED = re.compile(r"During handling of the above exception, another exception occurred:|"
