@@ -239,3 +239,22 @@ def test_a_gpu_the_driver_could_not_bring_up_is_the_nodes():
     assert (found.cause, found.actor) == ("device-hardware", "node")
     assert not diagnose_lines(["[Sun Apr 14 12:40:01 2024] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.14"
                                ]).findings
+
+
+def test_an_oom_whose_message_names_the_engines_launch_arguments_is_the_launchs():
+    # vLLM refuses to start: its memory share (--gpu-memory-utilization) or context (--max-model-len) does not fit.
+    share = ["(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] ValueError: Free memory on device "
+             "(3.22/4.0 GiB) on startup is less than desired GPU memory utilization (0.9, 3.6 GiB). Decrease GPU "
+             "memory utilization or reduce GPU memory used by other processes."]
+    found = first(share)
+    assert (found.cause, found.actor) == ("out-of-memory", "config")
+    assert "gpu memory utilization" in found.extracted["actor_reason"].lower()
+    context = ["ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+               "stored in KV cache (24480). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+               "when initializing the engine."]
+    assert (first(context).cause, first(context).actor) == ("out-of-memory", "config")
+    # A training step that ran out of memory names no launch argument: the program's size.
+    step = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.11 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.00 GiB memory in "
+            "use."]
+    assert (first(step).cause, first(step).actor) == ("out-of-memory", "job")

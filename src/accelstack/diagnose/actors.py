@@ -30,6 +30,10 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
 - An out-of-memory error whose own accounting (torch >= 2.1's, which counts all this process holds) shows that
   other processes held most of the device is not the program's size but where it was placed: a
   second job or rank on the same device, one left running, a container given every device: ``config``.
+- An out-of-memory error whose message names the serving engine's memory share or context length as what to change
+  (vLLM's "Decrease GPU memory utilization", "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+  vllm/v1/worker/gpu_worker.py and vllm/v1/core/kv_cache_utils.py) is settled by the engine's launch arguments, not
+  by the program: ``config``.
 - A failure that the node's own daemon reports from the steps it runs around every job (slurmd's prolog and epilog,
   its SPANK plugins such as pyxis, https://slurm.schedmd.com/prolog_epilog.html, https://slurm.schedmd.com/spank.html)
   is the node's set-up, whatever its cause (a directory it cannot create, a disk it fills): Slurm drains such a node
@@ -268,6 +272,21 @@ def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context:
     return None
 
 
+# The launch arguments vLLM's memory messages name as what to change (its --gpu-memory-utilization, --max-model-len).
+_ENGINE_SHARE = re.compile(r"gpu[ _]memory[ _]utili[sz]ation|max_model_len|max-model-len", re.IGNORECASE)
+
+
+def _engine_memory_share(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
+    if finding.cause != "out-of-memory" or finding.actor != "job":
+        return None
+    for line in finding.evidence:
+        found = _ENGINE_SHARE.search(line.text)
+        if found:
+            return "config", (f"the engine's message names its launch argument ({found.group(0)}) as what to change: "
+                              "the memory share or context length the engine was started with, not the program")
+    return None
+
+
 # slurmd's own lines about the steps it runs around a job: "spank-epilog: error: pyxis: ...", "error: spank: required
 # plugin spank_pyxis.so: job_epilog() failed", "prolog failed: rc:230", "Prolog launch failure".
 # Searched anywhere in the line: the daemon's words follow whatever carried the line (syslog's "node slurmd[53634]: ",
@@ -289,4 +308,4 @@ def _node_daemon_step(finding: Finding, _findings: list[Finding], _context: Cont
 
 RULES: tuple[Rule, ...] = (_node_daemon_step, _consequence, _hardware_on_host, _store_unreachable, _nccl_generic,
                            _silent_peers, _read_only_by_design, _device_not_passed, _memory_held_elsewhere,
-                           _unclassified_class)
+                           _engine_memory_share, _unclassified_class)
