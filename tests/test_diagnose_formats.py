@@ -408,19 +408,21 @@ def test_a_transfer_of_awss_ofi_plugin_that_completed_with_an_error_is_the_fabri
     quiet(["node-1:35:89 [5] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"])
 
 
+# Python prints "RuntimeError: " alone when str(exc) starts with a newline; a library's explanation follows, and its
+# later lines name the cause (here a loader that did not find a library: bitsandbytes's form).
+MESSAGE_ON_NEXT_LINES = ["RuntimeError: ",
+                         "        CUDA Setup failed despite GPU being available. Please run the following",
+                         "command to get more information:",
+                         "",
+                         "        python -m somepackage",
+                         "",
+                         "        Inspect the output of the command and see if you can locate CUDA",
+                         "libraries. You might need to add them",
+                         "        to your LD_LIBRARY_PATH. If you suspect a bug, open an issue."]
+
+
 def test_an_exception_whose_message_starts_on_the_next_line_is_read_whole():
-    # Python prints "RuntimeError: " alone when str(exc) starts with a newline; a library's explanation follows,
-    # and its later lines name the cause (here a loader that did not find a library: bitsandbytes's form).
-    failed = ["╰──────────────────────────────────────────╯",
-              "RuntimeError: ",
-              "        CUDA Setup failed despite GPU being available. Please run the following",
-              "command to get more information:",
-              "",
-              "        python -m somepackage",
-              "",
-              "        Inspect the output of the command and see if you can locate CUDA",
-              "libraries. You might need to add them",
-              "        to your LD_LIBRARY_PATH. If you suspect a bug, open an issue."]
+    failed = ["╰──────────────────────────────────────────╯", *MESSAGE_ON_NEXT_LINES]
     found = first(failed)
     assert (found.cause, found.actor) == ("missing-module", "config")
     # The message's first line alone names nothing: it stays the program's own error, quoted.
@@ -537,8 +539,6 @@ def test_a_command_the_node_lacks_names_the_environment_in_either_case():
 
 def test_srun_labels_on_every_line_keep_an_exceptions_message_whole():
     # srun --label tags each line with its task ("3: "); an empty line of the message is "3:" once pasted.
-    lines = ["3: RuntimeError: ", "3:         CUDA Setup failed despite GPU being available. Please run the following ",
-             "3: command to get more information:", "3:", "3:         python -m bitsandbytes", "3:",
-             "3:         Inspect the output of the command and see if you can locate CUDA ",
-             "3: libraries. You might need to add them", "3:         to your LD_LIBRARY_PATH."]
+    lines = [f"3: {line}".rstrip() for line in MESSAGE_ON_NEXT_LINES]
+    assert "3:" in lines
     assert first(lines).cause == "missing-module"

@@ -22,6 +22,14 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 # torchrun, two local ranks, the job with CASE set; extra env comes first.
 trun() { env "$@" timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" "$JOB"; }
 
+# A memory cgroup (v1) of LIMIT bytes under this shell's own, named NAME-<pid>; prints its path.
+memory_cgroup() {
+  local cg
+  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
+  cg=/sys/fs/cgroup/memory$cg/$1-$$
+  mkdir "$cg" && echo "$2" > "$cg/memory.limit_in_bytes" && echo "$cg"
+}
+
 case_raise()        { trun CASE=raise; }
 case_typeerror()    { trun CASE=typeerror; }
 case_keyerror()     { trun CASE=keyerror; }
@@ -140,10 +148,7 @@ case_oom_ulimit() {
 # (dmesg) are appended after the job's output, as a node's log bundle has them.
 case_oom_cgroup() {
   local cg
-  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
-  cg=/sys/fs/cgroup/memory$cg/corpus-oom-$$
-  mkdir "$cg"
-  echo $((1536 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  cg=$(memory_cgroup corpus-oom $((1536 * 1024 * 1024))) || return 1
   local mark; mark=$(date +%s)
   bash -c "echo \$\$ > $cg/cgroup.procs; CASE=oom-host OMP_NUM_THREADS=1 exec timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
   local rc=$?
@@ -182,10 +187,7 @@ case_compile_no_compiler() { trun CASE=compile-no-compiler CXX=/usr/bin/g++-14 T
 # kernel's lines about it are appended, as above.
 case_oom_cgroup_single() {
   local cg
-  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
-  cg=/sys/fs/cgroup/memory$cg/corpus-oom1-$$
-  mkdir "$cg"
-  echo $((1024 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  cg=$(memory_cgroup corpus-oom1 $((1024 * 1024 * 1024))) || return 1
   bash -c "echo \$\$ > $cg/cgroup.procs; $PY -c 'import torch; print(\"building the embedding table\", flush=True); t=[torch.ones(256,1024,1024) for _ in range(8)]'"
   local rc=$?
   sleep 1
@@ -269,10 +271,7 @@ case_loader_fd_limit() { bash -c "ulimit -n 128; LOADER_MODE=fields LOADER_WORKE
 # console is kept (no kernel log), as a user pastes it.
 case_loader_worker_oom() {
   local cg
-  cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
-  cg=/sys/fs/cgroup/memory$cg/corpus-oomw-$$
-  mkdir "$cg"
-  echo $((1024 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
+  cg=$(memory_cgroup corpus-oomw $((1024 * 1024 * 1024))) || return 1
   bash -c "echo \$\$ > $cg/cgroup.procs; LOADER_MODE=decode LOADER_WORKERS=2 OMP_NUM_THREADS=1 exec timeout -k 5 120 $PY $HERE/loader.py"
   local rc=$?
   sleep 1
