@@ -50,6 +50,11 @@ def main() -> None:
         dist.init_process_group(backend, timeout=TIMEOUT, world_size=4, rank=rank)
     else:
         dist.init_process_group(backend, timeout=TIMEOUT)
+    if CASE == "init-twice":  # the job's trainer sets up distributed again after its launcher script did
+        setup_distributed(backend)
+    if CASE in ("ddp-unused", "ddp-shape-mismatch"):
+        ddp_train(rank)
+        return
     if CASE == "metrics-port" and rank == 0:
         serve_metrics()
     log(f"init {backend} world={world} torch={torch.__version__}")
@@ -86,8 +91,13 @@ def main() -> None:
         opt.step()
         opt.zero_grad()
         log(f"step {step} loss {loss.item():.4f}")
+        time.sleep(float(os.environ.get("STEP_S", "0")))
         if CASE == "healthy-upload" and rank == 0:
             upload_metrics(step)
+        if CASE == "save-shards" and rank == 0:
+            torch.save(model.state_dict(), os.path.join(os.environ["CKPT_DIR"], f"step-{step:05d}.pt"))
+        if CASE == "slow-save" and step == 2 and rank == 0:
+            save_full_checkpoint(model)
         if step == 2 and rank == world - 1:
             fail_here(rank)
     if CASE == "save-big":
@@ -101,6 +111,55 @@ def main() -> None:
         log(f"saved checkpoint to {path}")
     dist.destroy_process_group()
     log("done")
+
+
+def setup_distributed(backend: str) -> None:
+    """The trainer's own set-up, as a library would write it without checking dist.is_initialized()."""
+    log("trainer: setting up distributed")
+    dist.init_process_group(backend, timeout=TIMEOUT)
+
+
+class TwoHeads(torch.nn.Module):
+    """A model with an auxiliary head the training loss does not use (DDP must be told about it)."""
+
+    def __init__(self, out: int) -> None:
+        super().__init__()
+        self.body = torch.nn.Linear(64, out)
+        self.aux = torch.nn.Linear(64, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def ddp_train(rank: int) -> None:
+    """Train under DistributedDataParallel: with a head the loss never uses (ddp-unused), or with a model whose
+    width each rank reads from its own copy of the config (ddp-shape-mismatch: rank 1's copy is another)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    out = 16 if CASE == "ddp-shape-mismatch" and rank == 1 else 8
+    model = DDP(TwoHeads(out))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(STEPS):
+        loss = model(torch.randn(32, 64)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step} loss {loss.item():.4f}")
+    dist.destroy_process_group()
+
+
+def save_full_checkpoint(model: torch.nn.Module) -> None:
+    """Rank 0 writes the full training state (weights and optimizer shards, fsynced) while the other ranks go on
+    to the next step's all-reduce and wait for it there."""
+    path = os.environ.get("CKPT_DIR", "/var/tmp")
+    log(f"saving checkpoint step-2 to {path}")
+    for shard in range(int(os.environ.get("SHARDS", "8"))):
+        name = os.path.join(path, f"corpus-step-2-shard{shard}.pt")
+        with open(name, "wb") as f:
+            torch.save({"shard": shard, "state": torch.randn(64, 1024, 1024)}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(name)
+    log("checkpoint saved")
 
 
 def compile_step() -> None:

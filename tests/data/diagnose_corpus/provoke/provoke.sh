@@ -288,6 +288,37 @@ case_healthy_upload() { trun CASE=healthy-upload STEPS=4; }
 # A compiled model over growing batch shapes: dynamo recompiles (and says so), the run ends well.
 case_healthy_compile() { trun CASE=healthy-compile STEPS=5 TORCH_LOGS=recompiles; }
 
+# torch's trainer calls init_process_group a second time.
+case_init_twice() { trun CASE=init-twice; }
+
+# DistributedDataParallel with a parameter the loss never uses (find_unused_parameters left off).
+case_ddp_unused() { trun CASE=ddp-unused; }
+
+# DistributedDataParallel over ranks whose models differ in shape (each rank read its own config copy).
+case_ddp_shape_mismatch() { trun CASE=ddp-shape-mismatch; }
+
+# The job started with plain python instead of torchrun: no RANK/WORLD_SIZE/MASTER_ADDR in its environment.
+case_no_launcher() { env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT CASE=healthy timeout -k 5 120 "$PY" "$JOB"; }
+
+# Rank 0 writes a large fsynced checkpoint at step 2 under a 3 s process-group timeout: the other rank's next
+# all-reduce times out while it saves.
+case_slow_save() { trun CASE=slow-save PG_TIMEOUT_S=3 CKPT_DIR=/var/tmp SHARDS=12; }
+
+# The checkpoint folder has room but few inodes (a tmpfs with nr_inodes=12): a save per step runs out of inodes.
+case_inodes_full() {
+  unshare -m --propagation private bash -c "mkdir -p /mnt/corpus-ckpt && mount -t tmpfs -o size=64m,nr_inodes=12 tmpfs /mnt/corpus-ckpt && \
+    CASE=save-shards CKPT_DIR=/mnt/corpus-ckpt STEPS=20 OMP_NUM_THREADS=1 timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
+}
+
+# An operator presses Ctrl-C in the terminal that runs torchrun (SIGINT to its process group) mid-training.
+case_sigint() {
+  CASE=healthy STEPS=200 STEP_S=0.5 setsid bash -c "timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB" &
+  local leader=$!
+  sleep 12
+  kill -INT -- -"$leader"
+  wait "$leader"
+}
+
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
   mapfile -t cases < <(declare -F | awk '{print $3}' | sed -n 's/^case_//p')

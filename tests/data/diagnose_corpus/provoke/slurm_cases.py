@@ -8,7 +8,9 @@ Brings up a two-host lab of its own (tag ``crp6``), Slurm over it, runs each cas
   lost power), so the controller declares the node down and ends the job;
 - healthy: a two-node step that trains a few steps and ends well;
 - healthy-queued: a step that waits for resources behind another job ("queued and waiting"), then runs to the end;
-- cancelled: a two-node training step that an operator cancels with ``scancel`` while it runs.
+- cancelled: a two-node training step that an operator cancels with ``scancel`` while it runs;
+- bad-partition, bad-gres, too-much-memory: a training step whose request the controller refuses (a partition
+  the cluster does not have, GPUs the lab's nodes do not declare, more memory than a node has).
 
     ... slurm_cases.py OUTDIR [CASE...]     (all cases when none is named)
 """
@@ -72,6 +74,12 @@ def main() -> None:
             subprocess.run(["scancel", "--name", "sft-13b"], env=slurm.env(), check=True)
             proc.wait(timeout=120)
             print("cancelled exit", proc.returncode)
+        refused = {"bad-partition": ["-p", "a100-80g"], "bad-gres": ["--gres=gpu:8"], "too-much-memory": ["--mem=900G"]}
+        for case, request in refused.items():
+            if case in cases:
+                proc = srun(slurm, out / f"slurm-{case}.log", "-N1", *request, "-J", "sft-13b", "bash", "-c", SHORT)
+                proc.wait(timeout=120)
+                print(case, "exit", proc.returncode)
         if "time-limit" not in cases:
             return
         proc = srun(slurm, out / "slurm-time-limit.log", "--time=1", "-N1", "-J", "pretrain-7b", "bash", "-c", LOOP)
