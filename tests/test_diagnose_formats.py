@@ -542,3 +542,139 @@ def test_srun_labels_on_every_line_keep_an_exceptions_message_whole():
     lines = [f"3: {line}".rstrip() for line in MESSAGE_ON_NEXT_LINES]
     assert "3:" in lines
     assert first(lines).cause == "missing-module"
+
+
+# ---- a collective that timed out while a checkpoint save was under way (batch b18's dev part) ----
+
+SAVE_THEN_TIMEOUT = [
+    "[rank0] step 199 loss 2.3101",
+    "[rank1] step 199 loss 2.2975",
+    "[rank0] Saving model checkpoint to /ckpt/checkpoint-200",
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "train.py", line 90, in main',
+    "[rank1]:     dist.all_reduce(grad)",
+    "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+    "1800000ms for recv operation to complete"]
+
+
+def test_a_timeout_while_a_checkpoint_save_is_under_way_waited_on_the_save_whatever_the_backend():
+    # Rank 0 gathers and writes the state while the others wait in the next collective: Gloo's recv timeout as
+    # much as NCCL's watchdog (https://github.com/pytorch/pytorch/issues/143536). The launch's timeout is short
+    # for the save.
+    found = first(SAVE_THEN_TIMEOUT)
+    assert (found.cause, found.actor) == ("checkpoint-save-timeout", "config")
+    nccl = SAVE_THEN_TIMEOUT[:3] + [
+        "[rank1]:[E1126 10:00:00.000000 4242 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=9120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+        "for 600051 milliseconds before timing out."]
+    assert first(nccl).cause == "checkpoint-save-timeout"
+
+
+def test_a_timeout_after_the_save_said_it_was_done_or_with_no_save_stays_a_collective_timeout():
+    done = SAVE_THEN_TIMEOUT[:3] + ["[rank0] Model weights saved in /ckpt/checkpoint-200/model.safetensors",
+                                    "[rank0] step 200 loss 2.3007"] + SAVE_THEN_TIMEOUT[3:]
+    assert first(done).cause == "collective-timeout"
+    no_save = SAVE_THEN_TIMEOUT[:2] + SAVE_THEN_TIMEOUT[3:]
+    assert first(no_save).cause == "collective-timeout"
+    later = SAVE_THEN_TIMEOUT[:2] + SAVE_THEN_TIMEOUT[3:] + [SAVE_THEN_TIMEOUT[2]]
+    assert first(later).cause == "collective-timeout"
+
+
+# ---- Slurm's refusal as the client prints it, with or without "Unable to allocate resources:" ----
+
+def test_a_refusal_srun_or_sbatch_prints_on_its_own_is_the_requests():
+    # slurm_strerror's strings (src/common/slurm_errno.c, https://github.com/SchedMD/slurm): srun prints the
+    # refusal alone for a bad --gres, sbatch after "Batch job submission failed:".
+    for line in ("srun: error: Invalid generic resource (gres) specification",
+                 "sbatch: error: Batch job submission failed: Invalid partition name specified"):
+        found = first([line])
+        assert (found.cause, found.actor) == ("unclassified", "config"), line
+
+
+def test_an_srun_complaint_it_goes_on_from_stays_quiet():
+    quiet(["srun: error: couldn't chdir to `/home/ana/run': No such file or directory: going to /tmp instead",
+           "[node1] step 1 loss 2.31", "[node1] training finished, checkpoint written"])
+
+
+# ---- two ranks of one communicator on one GPU, from NCCL's init lines ----
+
+def _init_line(host: str, pid: int, rank: int, bus: str, comm: str = "0xaa9becea043c4e6c") -> str:
+    # NCCL_DEBUG=INFO's line for each rank joining a communicator (src/init.cc, https://github.com/NVIDIA/nccl)
+    return (f"{host}:{pid}:{pid} [0] NCCL INFO ncclCommInitRank comm 0x7a1225{pid} rank {rank} nranks 2 cudaDev 0 "
+            f"nvmlDev 0 busId {bus} commId {comm} - Init START")
+
+
+INVALID_USAGE = ["RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Failed, NCCL error "
+                 "../tensorrt_llm/runtime/ncclCommunicator.cpp:90 'invalid usage (run with NCCL_DEBUG=WARN for details)'"]
+
+
+def test_two_ranks_nccl_puts_on_one_gpu_of_one_host_are_the_device_mapping():
+    found = first([_init_line("node1", 42, 0, "100000"), _init_line("node1", 43, 1, "100000"), *INVALID_USAGE])
+    assert (found.id, found.cause, found.actor) == ("duplicate-gpu", "device-mapping", "config")
+    assert (found.extracted["rank_a"], found.extracted["rank_b"]) == (0, 1)
+    # NCCL's own WARN cut short where a paste ends still names the mapping
+    assert first(["NCCL WARN Duplicate GPU detected : rank 5 and rank 0 b"]).cause == "device-mapping"
+
+
+def test_the_same_bus_id_on_two_hosts_or_in_two_communicators_is_no_duplicate():
+    hosts = first([_init_line("node1", 42, 0, "100000"), _init_line("node2", 43, 1, "100000"), *INVALID_USAGE])
+    assert hosts.cause != "device-mapping"
+    comms = first([_init_line("node1", 42, 0, "100000"), _init_line("node1", 42, 1, "100000", comm="0x1234"),
+                   *INVALID_USAGE])
+    assert comms.cause != "device-mapping"
+    quiet([_init_line("node1", 42, 0, "18000"), _init_line("node1", 43, 1, "2a000"),
+           "node1:42:42 [0] NCCL INFO comm 0x7a122542 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE"])
+
+
+# ---- a paste that ends at the raise, before Python's own exception line ----
+
+CUT_AT_RAISE = ['  File "/venv/lib/python3.11/site-packages/trainer/models/llama.py", line 1878, in from_pretrained',
+                "    raise RuntimeError('Trainer does not support this setup yet')"]
+
+
+def test_a_traceback_cut_after_its_raise_is_the_exception_that_raise_names():
+    for lines in (CUT_AT_RAISE, ["Traceback (most recent call last):", *CUT_AT_RAISE]):
+        found = first(lines)
+        assert found.extracted["error"] == "RuntimeError: Trainer does not support this setup yet", found.extracted
+        assert found.extracted["raised_at"].endswith("llama.py:1878 in from_pretrained")
+        assert found.first_line.lineno == len(lines)
+
+
+def test_the_exception_line_after_the_raise_is_still_the_one_read():
+    whole = first(["Traceback (most recent call last):", *CUT_AT_RAISE,
+                   "ValueError: Trainer does not support this setup yet (2 GPUs visible)"])
+    assert whole.extracted["error"].startswith("ValueError: Trainer does not support this setup yet (2 GPUs")
+    quiet(["W1126 10:00:00.000000 42 trainer.py:88] Traceback (most recent call last):",
+           *[f"W1126 10:00:00.000000 42 trainer.py:88] {line}" for line in CUT_AT_RAISE],
+           "step 10 loss 2.31", "training finished"])
+
+
+# ---- srun could not launch the task on a node ----
+
+def test_a_task_launch_a_nodes_slurmd_did_not_answer_is_the_nodes():
+    # srun's launch report and slurm_strerror's ESLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT (src/srun/, src/common/
+    # slurm_errno.c, https://github.com/SchedMD/slurm)
+    found = first(["srun: error: slurm_receive_msgs: [[n4]:6818] failed: Socket timed out on send/recv operation",
+                   "srun: error: Task launch for StepId=34.0 failed on node n4: Socket timed out on send/recv operation",
+                   "srun: error: Application launch failed: Socket timed out on send/recv operation",
+                   "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."])
+    assert (found.cause, found.actor) == ("connect-timeout", "node")
+
+
+def test_the_controller_not_answering_a_submission_is_the_services():
+    found = first(["sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"])
+    assert (found.cause, found.actor) == ("connect-timeout", "service")
+    quiet(["srun: error: slurm_receive_msg: Socket timed out on send/recv operation",
+           "[n1] step 1 loss 2.31", "[n1] training finished, checkpoint written"])
+
+
+def test_tensorflows_op_not_registered_in_the_binary_is_a_library_the_environment_lacks():
+    # tensorflow/core/framework/op.cc (https://github.com/tensorflow/tensorflow)
+    found = first(["Traceback (most recent call last):", '  File "train.py", line 61, in main',
+                   "tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered 'NcclAllReduce' in "
+                   "binary running on host1. Make sure the Op and Kernel are registered in the binary running in this "
+                   "process."])
+    assert (found.cause, found.actor) == ("missing-module", "config")
+    other = first(["Traceback (most recent call last):", '  File "train.py", line 61, in main',
+                   "ValueError: callback 'on_step' is not registered with the trainer"])
+    assert other.cause != "missing-module"

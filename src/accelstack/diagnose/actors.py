@@ -288,11 +288,12 @@ def _engine_memory_share(finding: Finding, _findings: list[Finding], _context: C
 
 
 # slurmd's own lines about the steps it runs around a job: "spank-epilog: error: pyxis: ...", "error: spank: required
-# plugin spank_pyxis.so: job_epilog() failed", "prolog failed: rc:230", "Prolog launch failure".
+# plugin spank_pyxis.so: job_epilog() failed", "prolog failed: rc:230", "Prolog launch failure"; and srun's report that
+# a node's slurmd did not start the task ("Task launch for StepId=34.0 failed on node n4: ...").
 # Searched anywhere in the line: the daemon's words follow whatever carried the line (syslog's "node slurmd[53634]: ",
 # a quote or a paste's indent, a collector's tag).
 _NODE_DAEMON_STEP = re.compile(r"(?:^|\s)(?:spank-(?:prolog|epilog|task_\w+):|error: spank:|"
-                               r"[Pp]rolog (?:failed|launch failure)|[Ee]pilog failed)")
+                               r"[Pp]rolog (?:failed|launch failure)|[Ee]pilog failed|Task launch for \S+ failed on node)")
 
 
 def _node_daemon_step(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:

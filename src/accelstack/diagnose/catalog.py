@@ -33,7 +33,7 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 MIN_ANCHOR = 3
 # Lines the diagnosis reads for itself, whatever the catalog says: torch's "Last error:" (the cause is on it or on
 # the next line) and NCCL's WARN lines (what broke before NCCL's generic "unhandled system error").
-DIAGNOSIS_ANCHORS = ("Last error:", "NCCL WARN")
+DIAGNOSIS_ANCHORS = ("Last error:", "NCCL WARN", "ncclCommInitRank")
 
 
 @dataclass(frozen=True)

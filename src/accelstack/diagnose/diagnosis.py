@@ -69,9 +69,17 @@ _QUIET_LEVEL = re.compile(r"(?:^|[\s\[:])[IW]\d{4} \d\d:\d\d|\bNCCL INFO\b|\bWAR
 # Python's warnings module ("train.py:138: UserWarning: message"): a report the program went on after.
 _PY_WARNING = re.compile(r":\d+: [A-Z]\w*Warning: ")
 _LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+# NCCL's line for each rank joining a communicator (init.cc, NCCL_DEBUG=INFO): which GPU (PCI bus id) the rank is
+# on, and the communicator's id.
+_NCCL_INIT_RANK = re.compile(r"ncclCommInitRank comm \S+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<dev>\d+) "
+                             r"(?:nvmlDev \d+ )?busId (?P<bus>\w+) commId (?P<comm>0x[0-9a-f]+)")
+# A checkpoint save that says it is done ("checkpoint saved", "Saving done", "finished saving"): a timeout after
+# it did not wait on that save.
+_SAVE_DONE = re.compile(r"(?i:\bsaved\b|\bsav(?:e|ing) (?:is )?(?:done|complete[d]?|finished)\b|\bfinished saving\b)")
 _NCCL_WARN = re.compile(r"\bNCCL WARN\s+(?P<text>.+)$")
 WARN_CAP = 3
 CODES_CAP = 64
+SAVES_CAP = 256  # checkpoint saves begun or done, the latest kept
 # How many lines under an error code's line are its detail (CANN's "TraceBack (most recent call last):" block).
 CODE_DETAIL_LINES = 12
 # Failure events that are a process's own error (not a launcher's or the scheduler's report of how it ended).
@@ -208,6 +216,12 @@ class Scanner:
         self._source = LogSource(label="<lines>")
         self._indent = 0  # how much of each line's indent is the paste's (Scanner._read)
         self._carriers: dict[int, str] = {}  # what carriers put before the lines evidence may still be made of
+        # Where checkpoint saves began and said they were done (positions in reading order): a collective that
+        # timed out while one was under way waited on the save.
+        self._saves: deque[tuple[int, bool]] = deque(maxlen=SAVES_CAP)
+        self._save_patterns = self.catalog.contexts.get("checkpoint-save", ())
+        # (host, communicator, GPU bus id) -> the first rank seen on it: a second rank there is two ranks on one GPU.
+        self._comm_devices: dict[tuple[str, str, str], int] = {}
 
     # ---- input ----
 
@@ -381,6 +395,11 @@ class Scanner:
             for name, patterns in catalog.contexts.items():
                 if name not in self._contexts_seen and any(p.search(text) for p in patterns):
                     self._contexts_seen.add(name)
+        if self._save_patterns and ("sav" in text or "Sav" in text or "SAV" in text):
+            done = bool(_SAVE_DONE.search(text))
+            if (done or any(p.search(text) for p in self._save_patterns)) and (
+                    not self._saves or self._saves[-1][1] != done):
+                self._saves.append((self._base + lineno, done))
         evidence: EvidenceLine | None = None
         matched = False
         if self._signature_gate.search(text) and catalog.prefilter.search(text):
@@ -411,6 +430,8 @@ class Scanner:
                         if match:
                             for key, value in _typed(match.groupdict()).items():
                                 aux.setdefault(key, value)
+        if "ncclCommInitRank" in text and len(self._comm_devices) < RANKS_CAP:
+            self._comm_device(lineno, text)
         if not matched and len(self._warns) < WARN_CAP and "NCCL WARN" in text:
             self._warns.append(self._evidence(lineno, text))
         for vendor, code_pattern in catalog.code_patterns:
@@ -456,6 +477,19 @@ class Scanner:
             path=source.label, lineno=lineno, rank=rank if rank is not None else source.rank,
             text=text[:MAX_EVIDENCE_CHARS], host=host_of(text) or carrier_host(carrier) or source.host,
             ts=stamp[0] if stamp else None, time=stamp[1] if stamp else None)
+
+    def _comm_device(self, lineno: int, text: str) -> None:
+        """Two ranks of one communicator on one host that NCCL's init lines put on the same GPU: the device mapping
+        NCCL refuses ("Duplicate GPU detected", or only "invalid usage" from a caller that hides its WARN)."""
+        match = _NCCL_INIT_RANK.search(text)
+        line = self._evidence(lineno, text) if match else None
+        if match is None or line is None or line.host is None:
+            return  # without the host, two ranks on "bus 1000" may be on two nodes
+        rank = int(match.group("rank"))
+        first = self._comm_devices.setdefault((line.host, match.group("comm"), match.group("bus").lower()), rank)
+        if first != rank:
+            groups = {"rank_a": first, "rank_b": rank, "device": match.group("dev")}
+            self._record(self._hits, "duplicate-gpu", groups, line)
 
     def _record(self, table: dict[str, _Hits], key: str, groups: dict[str, Any], line: EvidenceLine) -> None:
         hits = table.get(key)
@@ -506,6 +540,7 @@ class Scanner:
         findings.extend(self._failure_findings(findings, set(kept)))
         findings.extend(self._desync_findings(kept))
         self._name_nccl_warn(findings)
+        self._timed_out_while_saving(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
         _warnings_below_failures(findings)
         findings.sort(key=functools.cmp_to_key(_rank_order))
@@ -513,6 +548,28 @@ class Scanner:
         decide_actors(findings, self._actor_context())
         return Diagnosis(findings=findings, sources=list(self._sources), lines_read=self._lines,
                          truncated=list(self._truncated), skipped=list(self._skipped))
+
+    def _timed_out_while_saving(self, findings: list[Finding]) -> None:
+        """A collective that timed out while a checkpoint save was under way (the save began before the timeout and
+        had not said it was done) waited on that save: rank 0 gathering and writing the state past the process
+        group's timeout, whatever the backend (NCCL's watchdog, Gloo's recv, HCCL's). That is the launch's timeout
+        against the save's length, not a hung program; other causes (a rank that died saving) keep their finding."""
+        if not self._saves:
+            return
+        cause = self.causes["checkpoint-save-timeout"]
+        for finding in findings:
+            if finding.cause != "collective-timeout":
+                continue
+            at = self._base_seq(finding.first_line)
+            before = [done for seq, done in self._saves if seq < at]
+            if not before or before[-1]:
+                continue  # no save before the timeout, or the last one had finished
+            finding.cause = cause.id
+            finding.actor = cause.actor
+            finding.confirm_with = confirming_check(cause.id) or finding.confirm_with
+            finding.remedy = cause.remedy
+            finding.explanation += (" A checkpoint save was under way when it timed out (its start is logged before "
+                                    "this line, its end is not): the ranks waited on the save.")
 
     def _actor_context(self) -> Context:
         """What the actor rules read besides the findings (see :mod:`.actors`)."""

@@ -80,17 +80,19 @@ TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local>
 TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 TORCHRUN_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
 TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\)")
-SLURM = re.compile(r"(?P<who>slurmstepd|srun)(?:-[\w.-]+)?: error: (?P<msg>.*)")
+SLURM = re.compile(r"(?P<who>slurmstepd|srun|sbatch|salloc)(?:-[\w.-]+)?: error: (?P<msg>.*)")
 # "STEPD TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS": slurmstepd could not end the job's processes.
 _SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABLE MEMORY ERROR|STEPD TERMINATED)|"
                             r"oom[_-]kill event|"
                             r"Exceeded (?:job|step) memory limit|execve\(\)|Node failure on|Prolog launch failure|"
-                            r"Unable to (?:create step|allocate resources)")
+                            r"Unable to (?:create step|allocate resources)|Task launch for \S+ failed on node|"
+                            r"Application launch failed")
 # A SPANK plugin that failed in slurmstepd stops the step before the job's program runs: SPANK's own report
 # ("spank: required plugin pyxis.so: task_init_privileged() failed with rc=-1",
 # https://slurm.schedmd.com/spank.html) and pyxis's lines (the container plugin, https://github.com/NVIDIA/pyxis),
 # whose log of enroot quotes what failed. slurmstepd's other complaints name its own functions ("_is_a_lwp: ...").
 _SLURM_PLUGIN = re.compile(r"^(?:spank: .*\bfailed\b|pyxis: .*(?:\b[Ff]ailed\b|\bFATAL\b|No space left|[Pp]ermission denied))")
+_SLURM_REFUSED = re.compile(r"^(?:Batch job submission failed|Unable to allocate resources|Job submit/allocate failed): ")
 _SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
 _SLURM_SECONDARY = re.compile(r"Exited with exit code|Terminated|FAILED \(non-zero exit code")
 # slurmctld's record of a batch job's end (src/slurmctld/job_mgr.c, _job_complete): "WTERMSIG 9" for a script that a
@@ -290,6 +292,9 @@ class _Stream:
     # The open traceback's header was never seen (an excerpt that starts among its frames): it is a failure only
     # if its exception line comes, never an incomplete traceback of its own.
     headless: bool = False
+    # The open traceback's last frame's source line when it is a raise of a named exception with a literal message
+    # ("raise RuntimeError('...')"): what was raised, where a paste ends before Python's own exception line.
+    raised: tuple[str, str, int, object] | None = None
 
 
 def split_prefix(line: str) -> tuple[int | None, str]:
@@ -508,11 +513,15 @@ class FailureTracker:
             if frame:
                 func = f" in {frame.group('func')}" if frame.group("func") else ""
                 stream.frame = f"{frame.group('file')}:{frame.group('line')}{func}"
+                stream.raised = None
                 return True
             found = exception_line(rest, self.tables, in_traceback=True)
             if found:
                 self._exception(stream, stream_rank, lineno, text, found, evidence)
                 return True
+            raised = _RAISE_SOURCE.match(rest) if stream.frame is not None else None
+            if raised:
+                stream.raised = (raised.group("type"), raised.group("msg"), lineno, evidence())
             return False
 
         event = stream.last_event
@@ -604,6 +613,18 @@ class FailureTracker:
     def _incomplete(self, stream: _Stream, stream_rank: int | None) -> None:
         """A traceback whose exception line never came (a class name no pattern knows, or a cut log)."""
         assert stream.traceback_at is not None
+        raised, stream.raised = stream.raised, None
+        if raised is not None and not stream.ignored:
+            # The paste ends at the last frame's "raise SomeError('...')": that is the exception the traceback
+            # was about to print, with its message as the source spells it.
+            exc_type, message, lineno, line = raised
+            event = self._new("exception", stream_rank, lineno, line, f"{exc_type}: {message}")
+            if event is not None:
+                event.exc_type, event.message, event.frame = exc_type, message, stream.frame
+                if not stream.headless:
+                    event.first_lineno = stream.traceback_at
+            stream.traceback_at, stream.header_type, stream.headless = None, None, False
+            return
         if stream.headless or stream.ignored:
             stream.traceback_at, stream.headless, stream.ignored = None, False, False
             return
@@ -634,6 +655,13 @@ class FailureTracker:
             elif _SLURM_SECONDARY.search(message):
                 primary = False
             elif _SLURM_PLUGIN.match(message):
+                primary = True
+            elif slurm.group("who") != "slurmstepd" and any(
+                    at == 0 and row.table == "slurm"
+                    for at, row in self.tables.literal_hits(_SLURM_REFUSED.sub("", message, count=1))):
+                # The client's line that is Slurm's refusal of the request (slurm_strerror's string), alone or after
+                # "Batch job submission failed:": the job never ran. (A string quoted after a function's name,
+                # "slurm_receive_msg: Socket timed out ...", is a complaint the client may retry past.)
                 primary = True
             else:
                 return False  # slurmstepd's other complaints (a /proc read that raced an exit) are no failure
@@ -851,6 +879,9 @@ def _is_shell_report(rest: str, match: re.Match[str]) -> bool:
     return not tail.strip() or _CORE_NOTE.match(tail) is not None or tail.startswith("  ")
 
 
+# A frame's source line that raises a named exception with a literal message (the last line of a cut paste).
+_RAISE_SOURCE = re.compile(r"^\s*raise (?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\(\s*[rfbu]?"
+                           r"(?P<q>['\"])(?P<msg>[^'\"]+)(?P=q)\s*\)\s*$")
 _CORE_NOTE = re.compile(r"^ \([^()]{1,60}\)\s*$")
 _SUMMARY_FIELD = re.compile(r"^\s*traceback\s*:\s*$")
 # IPython's traceback header: the exception's class, then wide padding, then "Traceback (most recent call last)".
