@@ -678,3 +678,17 @@ def test_tensorflows_op_not_registered_in_the_binary_is_a_library_the_environmen
     other = first(["Traceback (most recent call last):", '  File "train.py", line 61, in main',
                    "ValueError: callback 'on_step' is not registered with the trainer"])
     assert other.cause != "missing-module"
+
+
+def test_slurms_refusals_name_who_acts_the_request_or_the_scheduler():
+    # slurm_strerror's table (src/common/slurm_errno.c, https://github.com/SchedMD/slurm)
+    cases = {"srun: error: Unable to allocate resources: Invalid feature specification": ("unclassified", "config"),
+             "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)":
+                 ("connect-timeout", "service"),
+             "srun: error: Unable to allocate resources: Required node not available (down, drained or reserved)":
+                 ("unclassified", "service"),
+             "srun: error: Task launch for StepId=7.0 failed on node n2: Protocol authentication error":
+                 ("unclassified", "node")}
+    for line, expected in cases.items():
+        found = first([line])
+        assert (found.cause, found.actor) == expected, line
