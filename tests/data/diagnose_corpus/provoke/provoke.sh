@@ -22,12 +22,23 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 # torchrun, two local ranks, the job with CASE set; extra env comes first.
 trun() { env "$@" timeout -k 5 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" "$JOB"; }
 
-# A memory cgroup (v1) of LIMIT bytes under this shell's own, named NAME-<pid>; prints its path.
-memory_cgroup() {
-  local cg
+# Run COMMAND (a bash command line) in a memory cgroup (v1) of LIMIT bytes under this shell's own, named NAME-<pid>,
+# and remove the cgroup after. With KERNEL_LINES > 0, the kernel's last lines about OOM kills follow the command's
+# output (dmesg), as a node's log bundle has them. Returns the command's status.
+in_memory_cgroup() {
+  local name=$1 limit=$2 kernel_lines=$3 command=$4 cg rc
   cg=$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)
-  cg=/sys/fs/cgroup/memory$cg/$1-$$
-  mkdir "$cg" && echo "$2" > "$cg/memory.limit_in_bytes" && echo "$cg"
+  cg=/sys/fs/cgroup/memory$cg/$name-$$
+  mkdir "$cg" && echo "$limit" > "$cg/memory.limit_in_bytes" || return 1
+  bash -c "echo \$\$ > $cg/cgroup.procs; $command"
+  rc=$?
+  sleep 1
+  if [ "$kernel_lines" -gt 0 ]; then
+    echo "--- dmesg (kernel log of the node, lines since the job started) ---"
+    dmesg --time-format iso | tail -400 | grep -iE "oom|killed process|memory cgroup" | tail -"$kernel_lines"
+  fi
+  rmdir "$cg" 2>/dev/null
+  return $rc
 }
 
 case_raise()        { trun CASE=raise; }
@@ -147,16 +158,8 @@ case_oom_ulimit() {
 # The job runs in a 1.5 GiB memory cgroup: the kernel's OOM killer kills a rank. The kernel's lines about it
 # (dmesg) are appended after the job's output, as a node's log bundle has them.
 case_oom_cgroup() {
-  local cg
-  cg=$(memory_cgroup corpus-oom $((1536 * 1024 * 1024))) || return 1
-  local mark; mark=$(date +%s)
-  bash -c "echo \$\$ > $cg/cgroup.procs; CASE=oom-host OMP_NUM_THREADS=1 exec timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
-  local rc=$?
-  sleep 1
-  echo "--- dmesg (kernel log of the node, lines since the job started) ---"
-  dmesg --time-format iso | awk -v n="$(dmesg | wc -l)" 'NR > n - 400' | grep -iE "oom|killed process|memory cgroup" | tail -20
-  rmdir "$cg" 2>/dev/null
-  return $rc
+  in_memory_cgroup corpus-oom $((1536 * 1024 * 1024)) 20 \
+    "CASE=oom-host OMP_NUM_THREADS=1 exec timeout -k 5 120 $TORCHRUN --nproc-per-node 2 --master-port $(free_port) $JOB"
 }
 
 # A DataLoader with workers on a container-sized /dev/shm (1 MiB here): a worker dies of SIGBUS.
@@ -186,15 +189,8 @@ case_compile_no_compiler() { trun CASE=compile-no-compiler CXX=/usr/bin/g++-14 T
 # One process (no launcher) in a 1 GiB memory cgroup, started from bash: the shell reports "Killed". The
 # kernel's lines about it are appended, as above.
 case_oom_cgroup_single() {
-  local cg
-  cg=$(memory_cgroup corpus-oom1 $((1024 * 1024 * 1024))) || return 1
-  bash -c "echo \$\$ > $cg/cgroup.procs; $PY -c 'import torch; print(\"building the embedding table\", flush=True); t=[torch.ones(256,1024,1024) for _ in range(8)]'"
-  local rc=$?
-  sleep 1
-  echo "--- dmesg (kernel log of the node, lines since the job started) ---"
-  dmesg --time-format iso | tail -400 | grep -iE "oom|killed process|memory cgroup" | tail -6
-  rmdir "$cg" 2>/dev/null
-  return $rc
+  in_memory_cgroup corpus-oom1 $((1024 * 1024 * 1024)) 6 \
+    "$PY -c 'import torch; print(\"building the embedding table\", flush=True); t=[torch.ones(256,1024,1024) for _ in range(8)]'"
 }
 
 # A DataLoader asking for more workers than the machine has cores: torch warns, the epoch completes.
@@ -270,13 +266,8 @@ case_loader_fd_limit() { bash -c "ulimit -n 128; LOADER_MODE=fields LOADER_WORKE
 # DataLoader workers decoding large clips in a 1 GiB memory cgroup: the kernel kills a worker. Only the
 # console is kept (no kernel log), as a user pastes it.
 case_loader_worker_oom() {
-  local cg
-  cg=$(memory_cgroup corpus-oomw $((1024 * 1024 * 1024))) || return 1
-  bash -c "echo \$\$ > $cg/cgroup.procs; LOADER_MODE=decode LOADER_WORKERS=2 OMP_NUM_THREADS=1 exec timeout -k 5 120 $PY $HERE/loader.py"
-  local rc=$?
-  sleep 1
-  rmdir "$cg" 2>/dev/null
-  return $rc
+  in_memory_cgroup corpus-oomw $((1024 * 1024 * 1024)) 0 \
+    "LOADER_MODE=decode LOADER_WORKERS=2 OMP_NUM_THREADS=1 exec timeout -k 5 120 $PY $HERE/loader.py"
 }
 
 # torch.multiprocessing.spawn with a closure as the entry point.
