@@ -564,12 +564,9 @@ class Scanner:
             before = [done for seq, done in self._saves if seq < at]
             if not before or before[-1]:
                 continue  # no save before the timeout, or the last one had finished
-            finding.cause = cause.id
-            finding.actor = cause.actor
-            finding.confirm_with = confirming_check(cause.id) or finding.confirm_with
-            finding.remedy = cause.remedy
-            finding.explanation += (" A checkpoint save was under way when it timed out (its start is logged before "
-                                    "this line, its end is not): the ranks waited on the save.")
+            _name_cause(finding, cause.id, cause.actor, cause.remedy,
+                        " A checkpoint save was under way when it timed out (its start is logged before this line, its "
+                        "end is not): the ranks waited on the save.")
 
     def _actor_context(self) -> Context:
         """What the actor rules read besides the findings (see :mod:`.actors`)."""
@@ -778,11 +775,10 @@ class Scanner:
             row = max(named, key=lambda row: row.priority)
             if any(other is not finding and other.cause == row.cause for other in findings):
                 continue  # another finding names it already (NCCL's WARN line was a failure of its own)
-            finding.cause, finding.actor, finding.remedy = row.cause, row.actor, row.remedy
+            _name_cause(finding, row.cause, row.actor, row.remedy,
+                        f" What NCCL says broke is a {row.cause} ({row.title}): {row.meaning}")
             finding.priority, finding.symptom = row.priority, row.symptom
-            finding.confirm_with = confirming_check(row.cause)
             finding.extracted["named_by"] = row.id
-            finding.explanation += f" What NCCL says broke is a {row.cause} ({row.title}): {row.meaning}"
 
     def _finding(self, sig: Signature, hits: _Hits) -> Finding:
         extracted = dict(hits.extracted)
@@ -845,6 +841,14 @@ def _rank_order(a: Finding, b: Finding) -> int:
     if _earlier(a, b):
         return -1
     return 1 if _earlier(b, a) else 0
+
+
+def _name_cause(finding: Finding, cause: str, actor: str, remedy: str, why: str) -> None:
+    """Give a finding the cause the rest of the log names (NCCL's WARN under its generic error, a save under way at a
+    timeout): that cause's actor, remedy and confirming check, and why, after its own explanation."""
+    finding.cause, finding.actor, finding.remedy = cause, actor, remedy
+    finding.confirm_with = confirming_check(cause)
+    finding.explanation += why
 
 
 def _apply_follows(findings: list[Finding], follows: dict[str, tuple[str, ...]]) -> None:

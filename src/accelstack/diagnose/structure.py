@@ -92,7 +92,7 @@ _SLURM_PRIMARY = re.compile(r"\*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|UNCORRECTABL
 # https://slurm.schedmd.com/spank.html) and pyxis's lines (the container plugin, https://github.com/NVIDIA/pyxis),
 # whose log of enroot quotes what failed. slurmstepd's other complaints name its own functions ("_is_a_lwp: ...").
 _SLURM_PLUGIN = re.compile(r"^(?:spank: .*\bfailed\b|pyxis: .*(?:\b[Ff]ailed\b|\bFATAL\b|No space left|[Pp]ermission denied))")
-_SLURM_REFUSED = re.compile(r"^(?:Batch job submission failed|Unable to allocate resources|Job submit/allocate failed): ")
+_SLURM_REFUSED = re.compile(r"^(?:Batch job submission failed|Job submit/allocate failed): ")
 _SLURM_TASK = re.compile(r"^(?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+)$")
 _SLURM_SECONDARY = re.compile(r"Exited with exit code|Terminated|FAILED \(non-zero exit code")
 # slurmctld's record of a batch job's end (src/slurmctld/job_mgr.c, _job_complete): "WTERMSIG 9" for a script that a
@@ -660,7 +660,8 @@ class FailureTracker:
                     at == 0 and row.table == "slurm"
                     for at, row in self.tables.literal_hits(_SLURM_REFUSED.sub("", message, count=1))):
                 # The client's line that is Slurm's refusal of the request (slurm_strerror's string), alone or after
-                # "Batch job submission failed:": the job never ran. (A string quoted after a function's name,
+                # sbatch's "Batch job submission failed:" or salloc's "Job submit/allocate failed:" (srun's "Unable to
+                # allocate resources:" is primary above): the job never ran. (A string quoted after a function's name,
                 # "slurm_receive_msg: Socket timed out ...", is a complaint the client may retry past.)
                 primary = True
             else:
