@@ -498,7 +498,7 @@ def test_the_check_confirming_an_unknown_ascend_code_is_the_declared_one() -> No
 
     assert confirming_check("unknown-error-code") == confirming_checks(["unknown-error-code"], REGISTRY)[0]
     assert confirming_check("unknown-error-code") == "devices"
-    [finding] = diagnose_lines(["[ERROR] RUNTIME(1234,python):2026-11-24-08:00:00 EK0123: something unknown"]).findings
+    [finding] = diagnose_lines(["[ERROR] RUNTIME(1234,python):2026-11-24-08:00:00 EK9123: something unknown"]).findings
     assert finding.cause == "unknown-error-code" and finding.confirm_with == "devices"
     assert confirming_check("no-such-cause") is None  # a job's own error: no host check to run
 

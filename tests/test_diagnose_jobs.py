@@ -313,8 +313,19 @@ def test_ascend_codes_known_unknown_and_wrappers():
     with_unknown = diagnose_lines(["RuntimeError: NPU function error: aclrtSetDevice, error code is 507033",
                                    "EK0987: [PID: 528886] 2025-06-24-11:20:41.662.506 Something failed."])
     unknown = next(f for f in with_unknown.findings if f.id == "ascend-unknown-code")
-    assert unknown.cause == "unknown-error-code" and unknown.extracted["codes"] == ["EK0987"]
+    assert unknown.extracted["codes"] == ["EK0987"]
     assert unknown.first_line.lineno == 2 and "EK0987" in unknown.first_line.text
+    # CANN numbers 0000-8999 as errors the user can fix, 9000-9999 as its internal ones: an unlisted code of the
+    # first kind is the launch's (no host check for it), one of the second still asks the node's checks.
+    assert (unknown.cause, unknown.actor, unknown.confirm_with) == ("unclassified", "config", None)
+    internal = diagnose_lines(["RuntimeError: NPU function error: aclrtSetDevice, error code is 507033",
+                               "EK9987: [PID: 528886] 2025-06-24-11:20:41.662.506 Something failed."])
+    inner = next(f for f in internal.findings if f.id == "ascend-unknown-code")
+    assert (inner.cause, inner.actor) == ("unknown-error-code", "node") and inner.confirm_with
+    both = diagnose_lines(["EK0987: [PID: 1] 2025-06-24-11:20:41.662.506 Something failed.",
+                           "EK9987: [PID: 1] 2025-06-24-11:20:41.662.507 Something else failed."])
+    assert [(f.cause, f.actor) for f in both.findings if f.id == "ascend-unknown-code"] == [("unknown-error-code",
+                                                                                            "node")]
     known = diagnose_lines(["EE1001: [PID: 42] 2025-11-18-09:33:13.673.064 The argument is invalid."])
     assert causes(known) == ["device-mapping"] and known.findings[0].id == "ascend-EE1001"
     wrapper_alone = diagnose_lines(["[ERROR] 2025-06-24-11:20:49 (PID:1, Device:0, RankID:0) ERR99999 UNKNOWN"])

@@ -185,6 +185,11 @@ class Vendor:
     error_code_wrappers: tuple[str, ...] = ()  # prefixes of codes that wrap another error (torch_npu's ERR)
     error_code_lookup: str = ""
     error_code_source: str = ""
+    # Codes its numbering marks as errors the caller can fix (its arguments, the job's environment, the versions it
+    # chose) rather than the library's internal ones: a regular expression matched against the whole code. An
+    # unlisted code of this kind is the launch's to fix, not the node's.
+    error_code_user: str | None = None
+    error_code_user_source: str = ""
     # The rule sets of stacks/compat.py that judge its components and stacks (its rows: compat/<name>.yml), beside
     # the toolkit rules its ToolkitRules select.
     compat_rules: tuple[str, ...] = ()

@@ -85,6 +85,11 @@ class AscendVendor(Vendor):
                          "cause.")
     error_code_source = ("torch_npu's error code format: https://github.com/Ascend/pytorch/blob/master/docs/zh/"
                          "user_guide/troubleshooting/error_code_description/error_code_mechanism.md")
+    # CANN's codes: E, the module, four digits, "0000 to 8999 are user errors, and 9000 to 9999 are internal error
+    # codes" (torch_npu's ERR codes wrap another error and carry no such class).
+    error_code_user = r"E[0-9A-Z][0-8]\d{3}"
+    error_code_user_source = ("CANN's error code format: https://www.hiascend.com/document/detail/en/"
+                              "CANNCommunityEdition/900/maintenref/troubleshooting/troubleshooting_0225.html")
 
     def components(self) -> tuple[Component, ...]:
         return (
