@@ -692,3 +692,79 @@ def test_slurms_refusals_name_who_acts_the_request_or_the_scheduler():
     for line, expected in cases.items():
         found = first([line])
         assert (found.cause, found.actor) == expected, line
+
+
+# ---- b19's dev part: ROCr's page fault, NCCL's init refused, the CUDA samples' checks, nccl-tests' exit code ----
+
+def test_rocrs_gpu_page_fault_is_a_kernels_bad_address_not_a_native_crash():
+    # ROCR-Runtime's VM fault handler (https://github.com/ROCm/ROCR-Runtime), then the abort it causes
+    found = first(["step 0: train loss 4.2862, val loss 4.2811",
+                   "Memory access fault by GPU node-1 (Agent handle: 0x55e92f082620) on address (nil). Reason: Page "
+                   "not present or supervisor privilege.",
+                   "Aborted (core dumped)"])
+    assert (found.cause, found.actor) == ("device-assert", "job")
+    assert first(["step 0: train loss 4.2862", "Aborted (core dumped)"]).cause == "native-crash"
+
+
+def test_nccl_refusing_a_communicators_init_as_invalid_usage_is_the_device_mapping():
+    # Horovod's binding names the call (horovod/common/ops/nccl_operations.cc); NCCL's init.cc refuses two ranks
+    # on one GPU with ncclInvalidUsage
+    found = first(["[1,1]<stderr>:Traceback (most recent call last):",
+                   '[1,1]<stderr>:  File "train.py", line 40, in <module>',
+                   "[1,1]<stderr>:    hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
+                   "[1,1]<stderr>:horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: invalid "
+                   "usage"])
+    assert (found.cause, found.actor) == ("device-mapping", "config")
+    # a collective's invalid usage is not the init's
+    other = first(["[1,1]<stderr>:horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: invalid "
+                   "usage"])
+    assert other.cause != "device-mapping"
+
+
+def test_the_cuda_samples_checks_are_failures_and_802_stays_the_nodes_in_a_container():
+    # vectorAdd.cu and helper_cuda.h (https://github.com/NVIDIA/cuda-samples), as the GPU Operator's validator
+    # runs them in a pod; CUDA's 802 is the fabric manager's, which a container without its GPUs never sees
+    lines = ["Failed to allocate device vector A (error code system not yet initialized)!",
+             "$ kubectl get po -n gpu-operator",
+             "NAME                                READY   STATUS       RESTARTS   AGE",
+             "nvidia-cuda-validator-7x2lq         0/1     Init:Error   3          5m",
+             "gpu-feature-discovery-dzmlj         1/1     Running      0          15m"]
+    found = first(lines)
+    assert (found.cause, found.actor) == ("no-device", "node")
+    helper = first(["CUDA error at bandwidthTest.cu:686 code=802(cudaErrorSystemNotReady) \"cudaSetDevice(0)\""])
+    assert (helper.cause, helper.actor) == ("no-device", "node")
+    # the container rule still holds for a device the container was not given
+    unseen = first(["docker run --rm my-image python train.py",
+                    "Failed to allocate device vector A (error code no CUDA-capable device is detected)!"])
+    assert (unseen.cause, unseen.actor) == ("no-device", "config")
+    quiet(["[Vector addition of 50000 elements]", "Copy input data from the host memory to the CUDA device",
+           "CUDA kernel launch with 196 blocks of 256 threads", "Test PASSED", "Done"])
+
+
+OMPI_EXIT = ["-------------------------------------------------------",
+             "Primary job  terminated normally, but 1 process returned",
+             "a non-zero exit code. Per user-direction, the job has been aborted.",
+             "-------------------------------------------------------",
+             "--------------------------------------------------------------------------",
+             "mpirun detected that one or more processes exited with non-zero status, thus causing",
+             "the job to be terminated. The first process to do so was:",
+             "",
+             "  Process name: [[11192,1],8]",
+             "  Exit code:    {code}",
+             "--------------------------------------------------------------------------"]
+NCCL_TESTS_HEAD = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20",
+                   "#  Rank  0 Group  0 Pid  44741 on node05 device  0 [0x1b] NVIDIA A100-SXM4-80GB",
+                   "#                                                     out-of-place                       in-place",
+                   "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   "
+                   "busbw  error"]
+
+
+def test_nccl_tests_exit_code_is_its_result_when_the_launchers_summary_is_all_that_is_left():
+    # nccl-tests' testResult_t (src/common.h, https://github.com/NVIDIA/nccl-tests): 3 an NCCL call, 4 a timeout;
+    # Open MPI's summary names the first process's exit code
+    ncclerr = first(NCCL_TESTS_HEAD + [line.format(code=3) for line in OMPI_EXIT])
+    assert ncclerr.cause == "nccl-internal" and ncclerr.extracted["exitcode"] == 3
+    assert first(NCCL_TESTS_HEAD + [line.format(code=4) for line in OMPI_EXIT]).cause == "collective-timeout"
+    # another program's exit code 3 is its own: the failure is quoted, not named
+    other = first(["python train.py --epochs 3"] + [line.format(code=3) for line in OMPI_EXIT])
+    assert other.cause == "unclassified" and other.extracted["exitcode"] == 3

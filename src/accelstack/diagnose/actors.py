@@ -26,7 +26,8 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
   stays the ``service``'s.
 - A device the job could not find (``no-device``) where the logs show it ran in a container is one the container
   was not given (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html):
-  ``config``; unless the host's own tools (nvidia-smi, the container toolkit) said they could not reach the driver.
+  ``config``; unless the host's own tools (nvidia-smi, the container toolkit) said they could not reach the driver,
+  or the error says the devices were reached and the node was not ready (CUDA's 802, the fabric manager's).
 - An out-of-memory error whose own accounting (torch >= 2.1's, which counts all this process holds) shows that
   other processes held most of the device is not the program's size but where it was placed: a
   second job or rank on the same device, one left running, a container given every device: ``config``.
@@ -224,12 +225,16 @@ def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
 # The tables whose rows are the host's own tools saying they cannot reach the driver (nvidia-smi, the container
 # toolkit, Docker's GPU request): the host failed to give the container its devices, not the launch.
 HOST_TOOL_TABLES = ("host-tools:",)
+# Errors that say the runtime reached the devices and found the node not ready for them: CUDA's 802 (the fabric
+# manager of an NVSwitch system has not brought the fabric up), which a container without its devices never gets
+# (it gets "no CUDA-capable device is detected").
+NODE_NOT_READY = frozenset({"cudaErrorSystemNotReady"})
 
 
 def _device_not_passed(finding: Finding, _findings: list[Finding], context: Context) -> tuple[str, str] | None:
     if finding.cause != "no-device" or finding.actor != "node" or "container" not in context.contexts:
         return None
-    if finding.id.startswith(HOST_TOOL_TABLES):
+    if finding.id.startswith(HOST_TOOL_TABLES) or finding.extracted.get("key") in NODE_NOT_READY:
         return None
     return "config", ("the job ran in a container, which sees the node's devices only when it is started with them "
                       "(docker --gpus, the NVIDIA container runtime, a pod's resource limits): start it with the devices "

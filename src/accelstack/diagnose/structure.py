@@ -108,6 +108,8 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # Kubernetes's summaries of a rank or a container that keeps failing
                           r"(?i:exited with (?:exit )?code|exit status|finished with exit code)\s*:?\s*(?P<exited>-?\d+)|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
+                          # Open MPI's block after it names the first process's code: "  Exit code:    3"
+                          r"^\s+Exit code:\s+(?P<ompi>\d+)\s*$|"
                           r"(?P<backoff>CrashLoopBackOff)|"
                           # MPICH's and Intel MPI's Hydra (mpiexec): "=   BAD TERMINATION OF ONE OF YOUR APPLICATION
                           # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
@@ -125,7 +127,9 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
 # Kubernetes's container end reason OOMKilled, as `kubectl describe` ("Reason: OOMKilled") and `kubectl get pods`
 # (a column) print it (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/); nccl-tests' checks of a
 # CUDA or NCCL call, which end the test ("Test CUDA failure common.cu:1007 '...'", src/common.h's CUDACHECK and
-# NCCLCHECK, https://github.com/NVIDIA/nccl-tests/blob/master/src/common.h).
+# NCCLCHECK, https://github.com/NVIDIA/nccl-tests/blob/master/src/common.h); the CUDA samples' checks, which exit
+# (vectorAdd's "Failed to allocate device vector A (error code <string>)!", helper_cuda.h's "CUDA error at
+# file:line code=N(cudaErrorX)", https://github.com/NVIDIA/cuda-samples), as a cluster's GPU validators run them.
 ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<assert>: Assertion `.*' failed\.?)|"
                    r"(?P<heap>\*\*\* Error in `|double free or corruption|free\(\): (?:invalid (?:pointer|size)|double free)|"
@@ -137,7 +141,13 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
                    r"(?P<notfound>: command not found$)|"
                    r"(?P<nccltests>Test (?:CUDA|NCCL) failure \S+:\d+)|"
+                   r"(?P<cudasample>Failed to [^()]{3,120} \(error code [^)]+\)!|CUDA error at \S+:\d+ code=\d+\()|"
                    r"(?P<oomkilled>(?:^|Reason:\s+|\s{2})OOMKilled\b)")
+# nccl-tests' own output (its banner, its results table's header): its process's exit code is then its testResult_t
+# (src/common.h: 2 a CUDA call failed, 3 an NCCL call failed, 4 a collective timed out), which a launcher's summary
+# ("Exit code: 3") is all that may be left of.
+NCCL_TESTS = re.compile(r"^# nccl-tests version|^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid|^#\s+size\s+count\s+type\s+redop")
+NCCL_TESTS_RESULTS = {3: "testNcclError", 4: "testTimeout"}
 # A traceback printed right after a retry notice was handled: the program goes on.
 RETRY = re.compile(r"\b(?i:retry)")
 HANDLED_LINES = 2
@@ -227,7 +237,7 @@ TAIL_NEUTRAL = 2
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
     TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, C10_RAISED, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
-    DEVICE_ASSERT, ABORT,
+    DEVICE_ASSERT, ABORT, NCCL_TESTS,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
@@ -364,6 +374,8 @@ class FailureTracker:
         self._plog: dict[str, FailureEvent] = {}
         self._terminate: FailureEvent | None = None
         self._rows: tuple[TableRow, ...] = ()
+        self._nccl_tests = False  # the current log is nccl-tests' output
+        self._mpi_exit: FailureEvent | None = None  # mpirun's report of a process's exit, whose code follows
         # Every rank torchrun's failure summary lists (not only its root cause), with how it ended ("SIGTERM": the
         # agent stopped it after another worker failed), across all logs read.
         self.summary_ranks: dict[int, str | None] = {}
@@ -376,6 +388,7 @@ class FailureTracker:
         self._source, self._base = source, base
         self._streams = {}
         self._torchrun, self._torchrun_root, self._plog, self._terminate = None, False, {}, None
+        self._nccl_tests, self._mpi_exit = False, None
 
     def end(self) -> None:
         self._close_open_tracebacks()
@@ -730,15 +743,29 @@ class FailureTracker:
             if event is not None:
                 event.exitcode = int(failed.group("code"))
             return True
+        if NCCL_TESTS.search(rest):
+            self._nccl_tests = True
+            return False
         exit_summary = EXIT_SUMMARY.search(text)
         code = exit_summary and (exit_summary.group("code") or exit_summary.group("status")
-                                 or exit_summary.group("exited") or exit_summary.group("hydra"))
+                                 or exit_summary.group("exited") or exit_summary.group("hydra")
+                                 or exit_summary.group("ompi"))
         signum = exit_summary and (exit_summary.group("signum") or exit_summary.group("hydrasig"))
         if exit_summary and code != "0":
-            event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
+            event = self._mpi_exit if exit_summary.group("ompi") else None
+            if event is not None and lineno - event.last_lineno <= CONTINUATION_LINES:
+                event.add(evidence(), lineno, rest.strip())  # the code of the block mpirun's line opened
+            else:
+                event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
+            self._mpi_exit = event if exit_summary.group("mpi") else None
             if event is not None:
                 # a signal as torchrun writes it, negative, so that the signal's row names it
                 event.exitcode = -int(signum) if signum else int(code) if code else None
+                result = NCCL_TESTS_RESULTS.get(event.exitcode or 0) if self._nccl_tests else None
+                if result is not None:
+                    # nccl-tests' exit code is its result: the tables name it (nccl.yml)
+                    event.exc_type, event.message = "nccl-tests", f"{result} (exit code {event.exitcode})"
+                    event.texts.append(result)
             return True
         if self._terminate is not None:
             what = WHAT.match(rest)
@@ -834,7 +861,8 @@ class FailureTracker:
 _ABORT_NAMES = {"guarantee": "guarantee() failed", "assert": "assertion failed", "heap": "heap corruption",
                 "smash": "stack smashing detected", "sanitizer": "sanitizer report", "gopanic": "Go panic",
                 "gofatal": "fatal error", "rust": "Rust panic", "mpi": "MPI_ABORT", "notfound": "command not found",
-                "oomkilled": "OOMKilled", "nccltests": "nccl-tests check failed"}
+                "oomkilled": "OOMKilled", "nccltests": "nccl-tests check failed",
+                "cudasample": "CUDA sample check failed"}
 
 
 def level_name(rest: str) -> str | None:
