@@ -23,7 +23,7 @@ from ..paths import package_data
 from ..vendors import ANY, Vendor, is_vendor, vendor_names, vendors
 from ..yamlfile import load_marked_file
 from .causes import check_actor, load_causes
-from .structure import EXCEPTION_ANCHORS, STRUCTURE_PATTERNS
+from .structure import EXCEPTION_ANCHORS, NCCL_TESTS_ANCHORS, STRUCTURE_PATTERNS
 from .tables import Tables, load_tables
 
 # The fixed vocabulary of cause ids (data/causes.yml): reports, tests and the corpus's labels key on these strings.
@@ -264,6 +264,7 @@ def parse_catalog(data: Any, origin: str = "signatures.yml", tables: Tables | No
         anchors.extend(vendor.error_code_anchors)
     anchors.extend(_selective(text) for text in tables.anchors)
     anchors.extend(EXCEPTION_ANCHORS)
+    anchors.extend(NCCL_TESTS_ANCHORS)
     for pattern in STRUCTURE_PATTERNS:
         anchors.extend(anchors_of(pattern, "diagnose/structure.py"))
     return Catalog(tuple(signatures), contexts, _alternation(all_patterns), _alternation(context_patterns), codes,

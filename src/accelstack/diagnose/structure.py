@@ -146,7 +146,9 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
 # nccl-tests' own output (its banner, its results table's header): its process's exit code is then its testResult_t
 # (src/common.h: 2 a CUDA call failed, 3 an NCCL call failed, 4 a collective timed out), which a launcher's summary
 # ("Exit code: 3") is all that may be left of.
-NCCL_TESTS = re.compile(r"^# nccl-tests version|^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid|^#\s+size\s+count\s+type\s+redop")
+# (Its literals are NCCL_TESTS_ANCHORS: the pattern's own would be "count", which every other log holds.)
+NCCL_TESTS = re.compile(r"^# nccl-tests version|^#\s+size\s+count\s+type\s+redop\s.*\bbusbw\b")
+NCCL_TESTS_ANCHORS = ("nccl-tests version", "busbw")
 NCCL_TESTS_RESULTS = {3: "testNcclError", 4: "testTimeout"}
 # A traceback printed right after a retry notice was handled: the program goes on.
 RETRY = re.compile(r"\b(?i:retry)")
@@ -237,7 +239,7 @@ TAIL_NEUTRAL = 2
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
     TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, C10_RAISED, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
-    DEVICE_ASSERT, ABORT, NCCL_TESTS,
+    DEVICE_ASSERT, ABORT,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
