@@ -116,12 +116,16 @@ def test_a_lost_daemon_ranks_below_the_kernel_oom_kill_that_caused_it():
 
 # ---- Horovod ----
 
+def horovod_traceback(rank: int, line: int, call: str, exception: str) -> list[str]:
+    """A rank's traceback as horovodrun (Open MPI's --tag-output) prints it: "[1,<rank>]<stderr>:" on each line."""
+    tag = f"[1,{rank}]<stderr>:"
+    return [f"{tag}Traceback (most recent call last):", f'{tag}  File "train.py", line {line}, in <module>',
+            f"{tag}    {call}", f"{tag}{exception}"]
+
+
 def test_horovods_shutdown_follows_the_exception_of_the_rank_that_failed_first():
     # SHUT_DOWN_ERROR (horovod/common/operations.cc) on rank 0 after rank 1 raised: rank 1's error is the cause.
-    found = first(["[1,1]<stderr>:Traceback (most recent call last):",
-                   '[1,1]<stderr>:  File "train.py", line 30, in <module>',
-                   "[1,1]<stderr>:    batch = next(it)",
-                   "[1,1]<stderr>:KeyError: 'labels'",
+    found = first(horovod_traceback(1, 30, "batch = next(it)", "KeyError: 'labels'") + [
                    "[1,0]<stderr>:tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. "
                    "This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or "
                    "broadcast a tensor after one of the ranks finished execution."])
@@ -129,11 +133,9 @@ def test_horovods_shutdown_follows_the_exception_of_the_rank_that_failed_first()
 
 
 def test_horovods_mismatch_messages_are_the_programs():
-    found = first(["[1,0]<stderr>:Traceback (most recent call last):",
-                   '[1,0]<stderr>:  File "train.py", line 52, in <module>',
-                   "[1,0]<stderr>:    hvd.allgather(x)",
-                   "[1,0]<stderr>:RuntimeError: Mismatched allgather tensor shapes: One rank gathered a tensor of "
-                   "rank 2, but another rank sent a tensor of rank 1."])
+    found = first(horovod_traceback(0, 52, "hvd.allgather(x)",
+                                    "RuntimeError: Mismatched allgather tensor shapes: One rank gathered a tensor of "
+                                    "rank 2, but another rank sent a tensor of rank 1."))
     assert (found.cause, found.actor) == ("collective-mismatch", "job")
 
 
@@ -709,11 +711,9 @@ def test_rocrs_gpu_page_fault_is_a_kernels_bad_address_not_a_native_crash():
 def test_nccl_refusing_a_communicators_init_as_invalid_usage_is_the_device_mapping():
     # Horovod's binding names the call (horovod/common/ops/nccl_operations.cc); NCCL's init.cc refuses two ranks
     # on one GPU with ncclInvalidUsage
-    found = first(["[1,1]<stderr>:Traceback (most recent call last):",
-                   '[1,1]<stderr>:  File "train.py", line 40, in <module>',
-                   "[1,1]<stderr>:    hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
-                   "[1,1]<stderr>:horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: invalid "
-                   "usage"])
+    found = first(horovod_traceback(1, 40, "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
+                                    "horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: "
+                                    "invalid usage"))
     assert (found.cause, found.actor) == ("device-mapping", "config")
     # a collective's invalid usage is not the init's
     other = first(["[1,1]<stderr>:horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: invalid "

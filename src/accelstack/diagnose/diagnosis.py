@@ -723,23 +723,21 @@ class Scanner:
                        earliest=min((h.earliest for h in unknown.values() if h.earliest),
                                     key=lambda e: e.ts or 0.0, default=None))
         codes = sorted(unknown)
-        title = f"{vendor.label} error code(s) not in the catalog: {', '.join(codes)}"
+        cause, actor, confirm, source = ("unknown-error-code", None, confirming_check("unknown-error-code"),
+                                         vendor.error_code_source)
         explanation = (f"The log carries an {vendor.label} error code that the catalog does not know, so its cause is "
                        "not named here; the lines are shown so nothing is dropped.")
         if vendor.error_code_user and all(re.fullmatch(vendor.error_code_user, code) for code in codes):
             # The vendor's numbering says what kind of error each is: one the caller can fix (a call's arguments,
             # the environment, the versions chosen) names no fault of the node, so no host check is asked for it.
-            return self._synthetic(
-                f"{vendor.name}-unknown-code", "unclassified", title,
-                explanation + f" {vendor.label}'s numbering makes {'it an error' if len(codes) == 1 else 'each one'} "
-                "the user can fix, not an internal one: the launch (its arguments, environment or versions) is where "
-                "to look, not the node.",
-                vendor.error_code_lookup, None, 35, vendor.error_code_user_source, merged, {"codes": codes},
-                actor="config", vendor=vendor.name)
+            cause, actor, confirm, source = "unclassified", "config", None, vendor.error_code_user_source
+            explanation += (f" {vendor.label}'s numbering makes {'it an error' if len(codes) == 1 else 'each one'} "
+                            "the user can fix, not an internal one: the launch (its arguments, environment or "
+                            "versions) is where to look, not the node.")
         return self._synthetic(
-            f"{vendor.name}-unknown-code", "unknown-error-code", title, explanation,
-            vendor.error_code_lookup, confirming_check("unknown-error-code"), 35, vendor.error_code_source, merged,
-            {"codes": codes}, vendor=vendor.name)
+            f"{vendor.name}-unknown-code", cause, f"{vendor.label} error code(s) not in the catalog: {', '.join(codes)}",
+            explanation, vendor.error_code_lookup, confirm, 35, source, merged, {"codes": codes}, actor=actor,
+            vendor=vendor.name)
 
     def _synthetic(self, sig_id: str, cause: str, title: str, explanation: str, remedy: str, confirm_with: str | None,
                    priority: int, source: str, hits: _Hits, extracted: dict[str, Any],
