@@ -765,9 +765,10 @@ class FailureTracker:
                 event.exitcode = -int(signum) if signum else int(code) if code else None
                 result = NCCL_TESTS_RESULTS.get(event.exitcode or 0) if self._nccl_tests else None
                 if result is not None:
-                    # nccl-tests' exit code is its result: the tables name it (nccl.yml)
+                    # nccl-tests' exit code is its result: the tables name it (nccl.yml), read on the line that
+                    # gave the code (a text of its own would count as one more line of evidence)
                     event.exc_type, event.message = "nccl-tests", f"{result} (exit code {event.exitcode})"
-                    event.texts.append(result)
+                    event.texts[-1] += f" ({result})"
             return True
         if self._terminate is not None:
             what = WHAT.match(rest)
