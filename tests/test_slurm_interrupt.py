@@ -1,16 +1,23 @@
 """Ctrl-C under ``--engine slurm`` keeps the SSH engine's contract: every finished record stays, each check left
 gets an ``error`` "interrupted" record, the step is cancelled (scancel by its own job name), exit 130 with one
-line. Slurm's client commands are stand-ins on PATH (scripts): what is tested is our side of them."""
+line. Slurm's client commands are stand-ins on PATH (scripts): what is tested is our side of them. The reader of
+the step's output is the main thread, where Ctrl-C lands: a record it is writing is kept whole."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from accelstack.results.records import read_run
+from accelstack.engines.base import RunRecords, interrupt_guard
+from accelstack.results.output import Reporter
+from accelstack.results.records import Record, RunWriter, read_run
 
 from .helpers import alive, cli_process, first_results, interrupt, run_cli
 
@@ -203,3 +210,29 @@ def test_validate_through_slurm_takes_the_configured_deadline_as_the_ssh_engine_
             env=on_path(slurm, ACCELSTACK_DEADLINE="77"), cwd=tmp_path, timeout=60)
     first = (slurm / "collective.log").read_text().splitlines()[0]
     assert json.loads(first.split("--spec ", 1)[1])["deadline_s"] == 77.0
+
+
+class _SignalledWriter(RunWriter):
+    """A run folder that sends this process SIGINT while a record's line is being written: the moment the
+    reader of Slurm's step output (the main thread) can be interrupted between the file and stdout."""
+
+    def write_line(self, record: Record) -> str:
+        line = super().write_line(record)
+        os.kill(os.getpid(), signal.SIGINT)
+        return line
+
+
+def test_a_ctrl_c_while_a_record_is_written_keeps_it_whole_in_the_file_the_stream_and_the_run(
+        tmp_path: Path) -> None:
+    stdout = io.StringIO()
+    reporter = Reporter(_SignalledWriter("validate", base=tmp_path), json_lines=True, stdout=stdout)
+    run = RunRecords(reporter, threading.Event())
+    cancelled = threading.Event()
+    record = Record(**RECORD)
+    with pytest.raises(KeyboardInterrupt), interrupt_guard(cancelled.set):
+        run.emit([record])
+        time.sleep(5)  # not reached: the interrupt is raised as soon as the record is whole
+    assert cancelled.wait(5)
+    assert [json.loads(line)["host"] for line in stdout.getvalue().splitlines()] == ["node1"]
+    assert run.records == [record]
+    assert [r.check for r in read_run(reporter.writer.path)] == ["devices"]

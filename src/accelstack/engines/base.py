@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import ConfigError
-from ..results.records import Record, RecordSink, utc_now
+from ..results.records import Record, RecordSink, interrupt_now, utc_now, whole_record
 from ..transport.fanout import RunInterrupted
 from ..validate.checks import Check
 
@@ -123,9 +123,10 @@ class RunRecords:
             self._keep(list(batch))
 
     def _keep(self, batch: list[Record]) -> None:
-        self.records.extend(batch)
-        if self.sink is not None:
-            self.sink.add_all(batch)
+        with whole_record():  # in the run's records and in the sink both, or in neither
+            self.records.extend(batch)
+            if self.sink is not None:
+                self.sink.add_all(batch)
 
     def cut_short(self) -> set[tuple[str, str]]:
         with self._lock:
@@ -154,7 +155,7 @@ def interrupt_guard(cancel: Callable[[], None]) -> Iterator[None]:
         killer = threading.Thread(target=cancel, name="accelstack-cancel-all", daemon=True)
         killers.append(killer)
         killer.start()
-        raise KeyboardInterrupt
+        interrupt_now()
 
     previous = signal.signal(signal.SIGINT, handler)
     try:

@@ -7,6 +7,7 @@ Ctrl-C leaves every finished record on disk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,6 +162,40 @@ def runs_dir(base: Path | None = None) -> Path:
     if base is not None:
         return base
     return Path(os.environ.get("ACCELSTACK_RUNS", "").strip() or "runs")
+
+
+# ----- Ctrl-C and a record half written ---------------------------------------------------------------------
+# Python runs a SIGINT handler in the main thread between any two bytecodes. Where the main thread itself writes
+# a record (Slurm's step output is read there), a KeyboardInterrupt raised between the record's line in
+# results.jsonl and its line on stdout would keep it on disk and lose it from `--json`'s stream (or leave it in
+# the file and out of the run's records, which then marks it "not run"). A record is written whole, or not at all.
+_DEFERRED = {"depth": 0, "pending": False}
+
+
+@contextlib.contextmanager
+def whole_record() -> Iterator[None]:
+    """Within it, a first Ctrl-C (:func:`interrupt_now`) waits until the block is done, then raises. Only the
+    main thread defers: a signal is never delivered to another one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _DEFERRED["depth"] += 1
+    try:
+        yield
+    finally:
+        _DEFERRED["depth"] -= 1
+        if not _DEFERRED["depth"] and _DEFERRED["pending"]:
+            _DEFERRED["pending"] = False
+            raise KeyboardInterrupt
+
+
+def interrupt_now() -> None:
+    """What a SIGINT handler calls to interrupt the main thread: KeyboardInterrupt now, or, while a record is
+    being written (:func:`whole_record`), as soon as it is."""
+    if _DEFERRED["depth"]:
+        _DEFERRED["pending"] = True
+        return
+    raise KeyboardInterrupt
 
 
 class RecordSink(Protocol):
