@@ -765,6 +765,12 @@ def test_nccl_tests_exit_code_is_its_result_when_the_launchers_summary_is_all_th
     ncclerr = first(NCCL_TESTS_HEAD + [line.format(code=3) for line in OMPI_EXIT])
     assert ncclerr.cause == "nccl-internal" and ncclerr.extracted["exitcode"] == 3
     assert first(NCCL_TESTS_HEAD + [line.format(code=4) for line in OMPI_EXIT]).cause == "collective-timeout"
+    # 5 and 6: options this build does not implement, or refused as invalid: the launch's to fix, never the node's
+    for code in (5, 6):
+        refused = first(NCCL_TESTS_HEAD + [line.format(code=code) for line in OMPI_EXIT])
+        assert (refused.cause, refused.actor, refused.extracted["exitcode"]) == ("unclassified", "config", code)
+    # 1 and 2 say only that something failed: not named from the code alone
+    assert first(NCCL_TESTS_HEAD + [line.format(code=2) for line in OMPI_EXIT]).actor != "config"
     # another program's exit code 3 is its own: the failure is quoted, not named
     other = first(["python train.py --epochs 3"] + [line.format(code=3) for line in OMPI_EXIT])
     assert other.cause == "unclassified" and other.extracted["exitcode"] == 3

@@ -149,7 +149,8 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
 # (Its literals are NCCL_TESTS_ANCHORS: the pattern's own would be "count", which every other log holds.)
 NCCL_TESTS = re.compile(r"^# nccl-tests version|^#\s+size\s+count\s+type\s+redop\s.*\bbusbw\b")
 NCCL_TESTS_ANCHORS = ("nccl-tests version", "busbw")
-NCCL_TESTS_RESULTS = {3: "testNcclError", 4: "testTimeout"}
+# (1 and 2, its internal and CUDA failures, say only that something failed: the exit code alone names no cause.)
+NCCL_TESTS_RESULTS = {3: "testNcclError", 4: "testTimeout", 5: "testNotImplemented", 6: "testInvalidUsage"}
 # A traceback printed right after a retry notice was handled: the program goes on.
 RETRY = re.compile(r"\b(?i:retry)")
 HANDLED_LINES = 2
