@@ -774,3 +774,22 @@ def test_nccl_tests_exit_code_is_its_result_when_the_launchers_summary_is_all_th
     # another program's exit code 3 is its own: the failure is quoted, not named
     other = first(["python train.py --epochs 3"] + [line.format(code=3) for line in OMPI_EXIT])
     assert other.cause == "unclassified" and other.extracted["exitcode"] == 3
+
+
+# ---- a failed Abseil status, as XLA, JAX, TensorFlow and gRPC quote it ----
+
+def test_a_failed_abseil_status_is_an_error_line_whatever_the_logger_and_a_warning_is_not():
+    # absl::Status::ToString is "<CODE>: <message>" (absl/status/status.h, https://github.com/abseil/abseil-cpp);
+    # XLA's autotuner quotes each cuDNN engine's failure after the engine's name, with no level word of its own
+    autotune = ["Original error: INTERNAL: All algorithms tried for %cudnn-conv failed. Falling back to default "
+                "algorithm.  Per-algorithm errors:",
+                "  Profiling failure on cuDNN engine 1#TC: UNKNOWN: CUDNN_STATUS_EXECUTION_FAILED",
+                "  Profiling failure on cuDNN engine 7: UNKNOWN: CUDNN_STATUS_EXECUTION_FAILED"]
+    found = first(autotune)
+    assert found.id == "cuda-libraries:CUDNN_STATUS_EXECUTION_FAILED" and found.evidence_count == 2
+    # one the logger calls a warning is a library the program goes on without (TensorFlow's optional ones)
+    quiet(["W0301 10:00:00.000000 1234 dso_loader.cc:64] NOT_FOUND: libnvinfer.so.8: cannot open shared object "
+           "file: No such file or directory; TensorRT is optional, going on without it"])
+    # a word in capitals before a colon is not a status
+    quiet(["INFO: loading libnvinfer.so.8: cannot open shared object file, TensorRT disabled",
+           "UNKNOWN_KEY: CUDNN_STATUS_EXECUTION_FAILED counters reset"])

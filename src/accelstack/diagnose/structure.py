@@ -169,7 +169,15 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
                          # holding an object or a message, never null)
                          r'"error"\s*:\s*(?:\{|"[^"]{3})|'
                          # torch's report of a failed CUDA / HIP call (c10/cuda/CUDAException.cpp), quoted alone
-                         r"\b(?:CUDA|HIP) error: ")
+                         r"\b(?:CUDA|HIP) error: |"
+                         # a failed status as Abseil prints it ("INTERNAL: message", absl::Status::ToString), which
+                         # XLA and JAX, TensorFlow, gRPC and Triton's server quote after the call or the wrapper
+                         # that got it ("failed call to cuInit: INTERNAL: ...", "Original error: INTERNAL: ..."), with
+                         # no level word of its own; OK is no failure. The codes: absl::StatusCode,
+                         # https://github.com/abseil/abseil-cpp/blob/master/absl/status/status.h
+                         r"(?:^|:\s)(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
+                         r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|"
+                         r"UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): \S")
 # Error lines this close on one rank are one failure (an error and the lines that explain it).
 ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
