@@ -793,3 +793,21 @@ def test_a_failed_abseil_status_is_an_error_line_whatever_the_logger_and_a_warni
     # a word in capitals before a colon is not a status
     quiet(["INFO: loading libnvinfer.so.8: cannot open shared object file, TensorRT disabled",
            "UNKNOWN_KEY: CUDNN_STATUS_EXECUTION_FAILED counters reset"])
+
+
+# ---- a result the loaded NCCL cannot name; a binding's own report of a failed NCCL call ----
+
+def test_an_nccl_result_the_loaded_nccl_cannot_name_is_a_version_the_launch_must_align():
+    # ncclGetErrorString's default (src/init.cc, https://github.com/NVIDIA/nccl), as TensorRT-LLM's NCCLCHECK prints
+    # a failed call: "Failed, NCCL error <file>:<line> '<string>'", no level word
+    plugin = "Failed, NCCL error /src/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:183 'unknown result code'"
+    found = first([plugin, plugin])
+    assert (found.id, found.cause, found.actor) == ("nccl:unknown result code", "nccl-internal", "config")
+    # ncclTimeout (8), as CuPy's NcclError names it
+    timeout = first(["Traceback (most recent call last):", '  File "run.py", line 9, in <module>',
+                     "    comm.allReduce(a.data.ptr, b.data.ptr, a.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, s.ptr)",
+                     "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_TIMEOUT: timeout"])
+    assert timeout.cause == "collective-timeout"
+    # the words alone, where a program explains a setting, are no failure
+    quiet(["Setting TORCH_NCCL_ASYNC_ERROR_HANDLING=1: an NCCL error ends the job instead of hanging it",
+           "nccl check: unknown result code table loaded (8 codes)"])

@@ -161,6 +161,9 @@ DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Ass
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
+                         # a binding's report of a failed NCCL call (torch's "NCCL error in: <file>:<line>",
+                         # TensorRT-LLM's NCCLCHECK "Failed, NCCL error <file>:<line> '<string>'")
+                         r"\bNCCL error\b|"
                          r"\[error\]|\bFATAL\b|\bCRITICAL\b|(?:^|:\s)[Ee]rror:\s|"
                          # torch < 1.5's failed CUDA check (THC's THCudaCheck, which raises; its warning is
                          # "THCudaCheckWarn FAIL")
