@@ -811,3 +811,21 @@ def test_an_nccl_result_the_loaded_nccl_cannot_name_is_a_version_the_launch_must
     # the words alone, where a program explains a setting, are no failure
     quiet(["Setting TORCH_NCCL_ASYNC_ERROR_HANDLING=1: an NCCL error ends the job instead of hanging it",
            "nccl check: unknown result code table loaded (8 codes)"])
+
+
+# ---- XLA's and TensorFlow's check of the cuDNN they loaded ----
+
+def test_a_cudnn_older_than_the_one_xla_was_built_with_names_the_build_not_the_traceback():
+    # xla/stream_executor/cuda/cuda_dnn.cc (https://github.com/openxla/xla) logs it at E level; the traceback that
+    # follows ends in whatever call first needed a convolution (a notebook's XlaRuntimeError header, no message)
+    log = ["2023-07-31 01:53:45.016563: E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:427] Loaded runtime CuDNN "
+           "library: 8.5.0 but source was compiled with: 8.6.0.  CuDNN library needs to have matching major version "
+           "and equal or higher minor version.",
+           "XlaRuntimeError                           Traceback (most recent call last)",
+           "Cell In[4], line 29",
+           "---> 29 state = create_train_state(jax.random.PRNGKey(0))"]
+    found = first(log)
+    assert (found.cause, found.actor) == ("torch-build-mismatch", "config")
+    # the info line of a cuDNN that loaded fine is no failure
+    quiet(["2023-07-31 01:53:46.000000: I external/xla/xla/stream_executor/cuda/cuda_dnn.cc:440] Loaded cuDNN "
+           "version 8600"])
