@@ -144,8 +144,8 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<cudasample>Failed to [^()]{3,120} \(error code [^)]+\)!|CUDA error at \S+:\d+ code=\d+\()|"
                    r"(?P<oomkilled>(?:^|Reason:\s+|\s{2})OOMKilled\b)")
 # nccl-tests' own output (its banner, its results table's header): its process's exit code is then its testResult_t
-# (src/common.h: 2 a CUDA call failed, 3 an NCCL call failed, 4 a collective timed out), which a launcher's summary
-# ("Exit code: 3") is all that may be left of.
+# (src/common.h: 3 an NCCL call failed, 4 a collective timed out, 5 not implemented, 6 invalid usage), which a
+# launcher's summary ("Exit code: 3") is all that may be left of.
 # (Its literals are NCCL_TESTS_ANCHORS: the pattern's own would be "count", which every other log holds.)
 NCCL_TESTS = re.compile(r"^# nccl-tests version|^#\s+size\s+count\s+type\s+redop\s.*\bbusbw\b")
 NCCL_TESTS_ANCHORS = ("nccl-tests version", "busbw")
@@ -157,6 +157,12 @@ HANDLED_LINES = 2
 # CUDA's device-side assertion ("<file>:<line>: <kernel>: block: [18,0,0], thread: [64,0,0] Assertion `...` failed."):
 # a kernel of the program failed its own check.
 DEVICE_ASSERT = re.compile(r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `")
+# A failed status as gRPC and Abseil print it, its canonical code first ("INTERNAL: message", absl::Status::ToString;
+# OK is no failure): absl::StatusCode, https://github.com/abseil/abseil-cpp/blob/master/absl/status/status.h, and
+# https://grpc.io/docs/guides/status-codes/
+STATUS_CODE = (r"(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|"
+               r"RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|"
+               r"DATA_LOSS|UNAUTHENTICATED): \S")
 # A line at error level: glog's E and F (torch's C++, TensorFlow), NCCL's WARN (its error reports), logging's ERROR,
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
@@ -173,14 +179,10 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
                          r'"error"\s*:\s*(?:\{|"[^"]{3})|'
                          # torch's report of a failed CUDA / HIP call (c10/cuda/CUDAException.cpp), quoted alone
                          r"\b(?:CUDA|HIP) error: |"
-                         # a failed status as Abseil prints it ("INTERNAL: message", absl::Status::ToString), which
-                         # XLA and JAX, TensorFlow, gRPC and Triton's server quote after the call or the wrapper
-                         # that got it ("failed call to cuInit: INTERNAL: ...", "Original error: INTERNAL: ..."), with
-                         # no level word of its own; OK is no failure. The codes: absl::StatusCode,
-                         # https://github.com/abseil/abseil-cpp/blob/master/absl/status/status.h
-                         r"(?:^|:\s)(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
-                         r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|"
-                         r"UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): \S")
+                         # a failed status (STATUS_CODE) that XLA and JAX, TensorFlow, gRPC and Triton's server
+                         # quote after the call or the wrapper that got it ("failed call to cuInit: INTERNAL: ...",
+                         # "Original error: INTERNAL: ..."), with no level word of its own
+                         r"(?:^|:\s)" + STATUS_CODE)
 # Error lines this close on one rank are one failure (an error and the lines that explain it).
 ERROR_LINES_GAP = 5
 IGNORED = re.compile(r"Exception ignored in")
@@ -215,12 +217,9 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
                           # "file.cu(12): error: ..." (https://gcc.gnu.org/onlinedocs/gcc/Diagnostic-Message-Formatting-Options.html)
                           r"^\S+?(?::\d+){1,2}: (?:fatal )?error: \S|^\S+\(\d+\): (?:catastrophic )?error: \S|"
                           r"^(?:[\w.\-/\[\]]+: )?\*\*\* .*\bError \d+|"
-                          # a canonical status code that opens the line, as gRPC and absl::Status print an error
-                          # (Triton's "UNAVAILABLE: Internal: ...", XLA's "RESOURCE_EXHAUSTED: Out of memory ...";
-                          # https://grpc.io/docs/guides/status-codes/)
-                          r"^(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
-                          r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|"
-                          r"UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): \S|"
+                          # a failed status that opens the line (STATUS_CODE: Triton's "UNAVAILABLE: Internal: ...",
+                          # XLA's "RESOURCE_EXHAUSTED: Out of memory ...")
+                          r"^" + STATUS_CODE + r"|"
                           # an exception line (a traceback's, or its str() after a head that names no level: a
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
                           r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
