@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-from .records import SEVERITY, Record, RunWriter, exit_code_for, whole_record
+from .records import SEVERITY, Record, RunWriter, exit_code_for
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "error": "magenta", "skip": "dim"}
 
@@ -209,10 +209,6 @@ class Reporter:
         self.panel.end(host, check)
 
     def add(self, record: Record) -> None:
-        with whole_record():  # a Ctrl-C now lands after the line is in the file and on stdout both
-            self._add(record)
-
-    def _add(self, record: Record) -> None:
         line = self.writer.write_line(record)  # encoded once: the same line goes to the file and to stdout
         with self._lock:
             self.panel.hosts_seen.add(record.host)
