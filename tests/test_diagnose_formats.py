@@ -752,6 +752,13 @@ OMPI_EXIT = ["-------------------------------------------------------",
              "  Process name: [[11192,1],8]",
              "  Exit code:    {code}",
              "--------------------------------------------------------------------------"]
+
+
+def ompi_exit(code: int) -> list[str]:
+    """Open MPI's summary of a run whose first failed process exited with ``code``."""
+    return [line.format(code=code) for line in OMPI_EXIT]
+
+
 NCCL_TESTS_HEAD = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20",
                    "#  Rank  0 Group  0 Pid  44741 on node05 device  0 [0x1b] NVIDIA A100-SXM4-80GB",
                    "#                                                     out-of-place                       in-place",
@@ -762,17 +769,17 @@ NCCL_TESTS_HEAD = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(fa
 def test_nccl_tests_exit_code_is_its_result_when_the_launchers_summary_is_all_that_is_left():
     # nccl-tests' testResult_t (src/common.h, https://github.com/NVIDIA/nccl-tests): 3 an NCCL call, 4 a timeout;
     # Open MPI's summary names the first process's exit code
-    ncclerr = first(NCCL_TESTS_HEAD + [line.format(code=3) for line in OMPI_EXIT])
+    ncclerr = first(NCCL_TESTS_HEAD + ompi_exit(3))
     assert ncclerr.cause == "nccl-internal" and ncclerr.extracted["exitcode"] == 3
-    assert first(NCCL_TESTS_HEAD + [line.format(code=4) for line in OMPI_EXIT]).cause == "collective-timeout"
+    assert first(NCCL_TESTS_HEAD + ompi_exit(4)).cause == "collective-timeout"
     # 5 and 6: options this build does not implement, or refused as invalid: the launch's to fix, never the node's
     for code in (5, 6):
-        refused = first(NCCL_TESTS_HEAD + [line.format(code=code) for line in OMPI_EXIT])
+        refused = first(NCCL_TESTS_HEAD + ompi_exit(code))
         assert (refused.cause, refused.actor, refused.extracted["exitcode"]) == ("unclassified", "config", code)
     # 1 and 2 say only that something failed: not named from the code alone
-    assert first(NCCL_TESTS_HEAD + [line.format(code=2) for line in OMPI_EXIT]).actor != "config"
+    assert first(NCCL_TESTS_HEAD + ompi_exit(2)).actor != "config"
     # another program's exit code 3 is its own: the failure is quoted, not named
-    other = first(["python train.py --epochs 3"] + [line.format(code=3) for line in OMPI_EXIT])
+    other = first(["python train.py --epochs 3"] + ompi_exit(3))
     assert other.cause == "unclassified" and other.extracted["exitcode"] == 3
 
 
