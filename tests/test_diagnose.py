@@ -243,6 +243,17 @@ def test_several_logs_are_one_job(tmp_path):
     assert diagnosis.sources == [str(oom), str(LOGS / "nccl-watchdog-timeout.log")]
 
 
+def test_paths_may_be_pathlib_paths_files_and_folders_alike(tmp_path):
+    """The public API takes what Python code holds: a pathlib.Path (a file, or a job folder) reads as its str."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank5.log").write_bytes((LOGS / "cuda-oom.log").read_bytes())
+    for given in (job / "rank5.log", job):
+        diagnosis = diagnose_paths([given])
+        assert [f.cause for f in diagnosis.findings] == ["out-of-memory"]
+        assert diagnosis.sources == [str(job / "rank5.log")]
+
+
 def test_stdin_is_read_for_dash(monkeypatch):
     data = (LOGS / "cann-lib-not-found.log").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))

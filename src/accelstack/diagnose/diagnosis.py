@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -959,10 +960,12 @@ def diagnose_lines(lines: Iterable[str], source: str = "<stdin>", catalog: Catal
     return scanner.result()
 
 
-def diagnose_paths(paths: list[str], catalog: Catalog | None = None, contexts: Iterable[str] = ()) -> Diagnosis:
-    """Diagnose logs together as one job: files (plain or gzip, ``-`` for stdin), job folders (every log in
-    them, rotated and gzipped ones too) and .tar/.tar.gz archives of them. ``contexts``: what is known of the job
-    besides its logs (``ascend``: it ran on an Ascend host), as if a line had said it."""
+def diagnose_paths(paths: Iterable[str | os.PathLike[str]], catalog: Catalog | None = None,
+                   contexts: Iterable[str] = ()) -> Diagnosis:
+    """Diagnose logs together as one job: files (plain or gzip, ``-`` for stdin), job folders (every log in them,
+    rotated and gzipped ones too) and .tar/.tar.gz archives of them, each named by a ``str`` or a ``pathlib.Path``.
+    ``contexts``: what is known of the job besides its logs (``ascend``: it ran on an Ascend host), as if a line had
+    said it."""
     scanner = Scanner(catalog, contexts)
     for source in expand_inputs(paths):
         scanner.feed_log(source)

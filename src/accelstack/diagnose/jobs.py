@@ -12,7 +12,7 @@ import os
 import re
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -69,9 +69,11 @@ def is_log_name(name: str) -> bool:
     return bool(_LOG_NAME.search(os.path.basename(name)))
 
 
-def expand_inputs(paths: list[str]) -> Iterator[LogSource]:
-    """Every log the inputs name, in a stable order (natural sort: rank2 before rank10)."""
-    for path in paths:
+def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> Iterator[LogSource]:
+    """Every log the inputs name, in a stable order (natural sort: rank2 before rank10). A path is a ``str`` or
+    any ``os.PathLike`` (a ``pathlib.Path``); ``-`` is standard input."""
+    for given in paths:
+        path = os.fspath(given)
         if path != "-" and os.path.isdir(path):
             yield from _folder(path)
         elif path != "-" and _TAR_NAME.search(path) and os.path.isfile(path):
