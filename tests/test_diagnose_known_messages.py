@@ -1,0 +1,113 @@
+"""Messages the libraries themselves print for failures whose cause they know, as their sources word them (torch,
+torchvision, gloo, flash-attn, vLLM, TensorFlow, torch's ROCm build). Each excerpt is built from the public source
+cited beside it, not from a corpus log; each has a counterpart that must stay quiet or keep its other reading."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelstack.diagnose import diagnose_lines
+
+from .helpers import first_finding as first
+
+
+def raised(line: str) -> list[str]:
+    return ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()", line]
+
+
+def quiet(lines: list[str]) -> None:
+    diagnosis = diagnose_lines(lines)
+    assert diagnosis.findings == [], [(f.id, f.cause) for f in diagnosis.findings]
+
+
+# ---- a GPU older than a feature the launch chose (a lexicon rule with its own remedy) ----
+
+@pytest.mark.parametrize("line", [
+    # vllm/config.py's dtype check
+    "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB "
+    "GPU has compute capability 7.0. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for "
+    "example: --dtype=half.",
+    # flash-attn's csrc/flash_attn/flash_api.cpp
+    "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+])
+def test_a_gpu_older_than_the_feature_the_launch_chose_is_the_launchs_with_its_own_remedy(line):
+    found = first(raised(line))
+    assert (found.cause, found.actor) == ("torch-build-mismatch", "config")
+    assert "float16" in found.remedy and "node is not at fault" in found.remedy
+
+
+def test_a_message_of_the_same_words_that_is_not_a_failure_or_names_no_gpu_keeps_its_reading():
+    # a warning the program goes on from is no failure at all
+    quiet(["UserWarning: FlashAttention only supports Ampere GPUs or newer; using the math kernel instead",
+           "Epoch 1/3: 100%|##########| 500/500 [00:41<00:00, 12.1it/s, loss=0.412]"])
+    # "requires" without a GPU generation is the program's own ValueError
+    found = first(raised("ValueError: this model requires at least 2 input features"))
+    assert (found.cause, found.actor) == ("program-error", "job")
+
+
+# ---- gloo's interface ----
+
+def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_native_crash():
+    # gloo/transport/tcp/device.cc's GLOO_ENFORCE, as an uncaught C++ exception (Horovod) and as torch raises it
+    horovod = ["terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+               "  what():  [enforce fail at /tmp/pip-install-3dvzdqhs/horovod/third_party/gloo/gloo/transport/tcp/"
+               "device.cc:88] ifa != nullptr. Unable to find address for: eth0",
+               "Aborted (core dumped)"]
+    torch = raised("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+                   "nullptr. Unable to find address for: ^lo,docker")
+    for log in (horovod, torch):
+        found = first(log)
+        assert (found.cause, found.actor) == ("network-interface", "config"), log
+    # another enforce of gloo's is still the crash it was
+    found = first(["terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+                   "  what():  [enforce fail at ../gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes.",
+                   "Aborted (core dumped)"])
+    assert found.cause == "native-crash"
+
+
+# ---- torch's and torchvision's messages ----
+
+@pytest.mark.parametrize(("line", "cause", "actor"), [
+    # torch/distributed/distributed_c10d.py
+    ("RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+     "program-error", "job"),
+    # torchvision/extension.py, _check_cuda_version
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch "
+     "has CUDA Version=11.8 and torchvision has CUDA Version=12.1. Please reinstall the torchvision that matches your "
+     "PyTorch install.", "torch-build-mismatch", "config"),
+    # torch/utils/cpp_extension.py
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+     "missing-module", "config"),
+    # Lib/multiprocessing/reduction.py's recvfds under torch's file_descriptor sharing strategy
+    ("RuntimeError: received 0 items of ancdata", "resource-limit", "config"),
+    # aten/src/ATen/native/Convolution.cpp, as torch < 1.8 words it
+    ("RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
+     "program-error", "job"),
+    # TensorFlow's BFC allocator (tensorflow/core/common_runtime/bfc_allocator.cc)
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+     "shape[1024,1024,64] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+     "out-of-memory", "job"),
+    # torch's ROCm build (c10/cuda hipified)
+    ("RuntimeError: No HIP GPUs are available", "device-mapping", "config"),
+])
+def test_a_message_whose_cause_its_library_knows_names_that_cause(line, cause, actor):
+    found = first(raised(line))
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+# ---- the driver's unknown error when torch counts the GPUs ----
+
+CUDA_UNKNOWN = ("/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:138: UserWarning: CUDA initialization: "
+                "CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable "
+                "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. (Triggered "
+                "internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+
+
+def test_the_drivers_unknown_error_at_device_count_is_the_node_not_the_mapping():
+    # c10/cuda/CUDAFunctions.cpp words cudaErrorUnknown so; the job then sees no GPU, which is its consequence
+    found = first([CUDA_UNKNOWN, "  return torch._C._cuda_getDeviceCount() > 0",
+                   *raised("RuntimeError: No CUDA GPUs are available")])
+    assert (found.id, found.cause, found.actor) == ("cuda-init-failed", "no-device", "node")
+    assert found.extracted["cuda_message"] == "unknown error"
+    # the warning alone, in a job that went on (on the CPU), is no failure
+    quiet([CUDA_UNKNOWN, "Epoch 1/3: 100%|##########| 500/500 [00:41<00:00, 12.1it/s, loss=0.412]"])
