@@ -836,3 +836,24 @@ def test_a_cudnn_older_than_the_one_xla_was_built_with_names_the_build_not_the_t
     # the info line of a cuDNN that loaded fine is no failure
     quiet(["2023-07-31 01:53:46.000000: I external/xla/xla/stream_executor/cuda/cuda_dnn.cc:440] Loaded cuDNN "
            "version 8600"])
+
+
+def test_a_connect_to_127_0_1_1_is_the_host_name_resolved_to_loopback_not_a_peer_that_died():
+    # Debian's and Ubuntu's /etc/hosts give the host's own name 127.0.1.1, and gloo publishes the address its host
+    # name resolves to (pair.cc's "connect [addr]:port: reason"): other nodes' ranks are sent to themselves
+    gloo = ["terminate called after throwing an instance of 'gloo::IoException'",
+            "  what():  [../third_party/gloo/gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:41007: Connection "
+            "refused",
+            "Aborted (core dumped)"]
+    found = first(gloo)
+    assert (found.cause, found.actor) == ("network-interface", "config")
+    assert "/etc/hosts" in found.remedy
+    # a peer at 127.0.1.1 that closed a connection it had made is a peer that died, on a node's own loopback
+    found = first(["Traceback (most recent call last):", '  File "train.py", line 30, in <module>',
+                   "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                   "[127.0.1.1]:41007"])
+    assert found.cause == "peer-exited"
+    # 127.0.0.1 is any single-node job's own rendezvous: a refused connect there is not this mapping
+    found = first(gloo[:1] + ["  what():  [../third_party/gloo/gloo/transport/tcp/pair.cc:724] connect "
+                              "[127.0.0.1]:41007: Connection refused", gloo[2]])
+    assert found.cause != "network-interface"
