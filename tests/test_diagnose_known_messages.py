@@ -89,6 +89,33 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
      "out-of-memory", "job"),
     # torch's ROCm build (c10/cuda hipified)
     ("RuntimeError: No HIP GPUs are available", "device-mapping", "config"),
+    # torch/utils/cpp_extension.py (verify_ninja_availability)
+    ("RuntimeError: Ninja is required to load C++ extensions", "missing-module", "config"),
+    # aten/src/ATen/MapAllocator.cpp: a tensor's shared-memory segment, whatever errno says
+    ("RuntimeError: unable to mmap 1048576 bytes from file </torch_1234_5678_0>: Cannot allocate memory (12)",
+     "shm-too-small", "config"),
+    # aten's embedding check (TORCH_CHECK on the indices' dtype)
+    ("RuntimeError: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
+     "but got torch.cuda.FloatTensor instead (while checking arguments for embedding)", "program-error", "job"),
+    # Lib/threading.py when the process may start no more threads (ulimit -u, a pids cgroup)
+    ("RuntimeError: can't start new thread", "resource-limit", "config"),
+    # a network filesystem's server failures (NFS's ESTALE, EREMOTEIO) are the storage's, as EIO's
+    ("OSError: [Errno 116] Stale file handle: '/nfs/ckpt/step_100'", "io-error", "service"),
+    ("OSError: [Errno 121] Remote I/O error", "io-error", "service"),
+    # transformers' auto classes (models/auto/configuration_auto.py)
+    ("ValueError: The checkpoint you are trying to load has model type `qwen2_vl` but Transformers does not recognize "
+     "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+     "Transformers is out of date.", "missing-module", "config"),
+    # subprocess's FileNotFoundError for a program the job runs (cpp_extension and Triton call the toolchain)
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'nvcc'", "missing-module", "config"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'", "missing-module", "config"),
+    # ProcessGroupNCCL's broadcast of the unique id when the store's server (rank 0) went away, not a slow rank 0
+    ("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+     "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may indicate a "
+     "possible application crash on rank 0 or a network set up issue.", "peer-exited", "job"),
+    # and torch < 2.1's spelling of the timed-out one
+    ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
+     "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
 ])
 def test_a_message_whose_cause_its_library_knows_names_that_cause(line, cause, actor):
     found = first(raised(line))
@@ -111,3 +138,30 @@ def test_the_drivers_unknown_error_at_device_count_is_the_node_not_the_mapping()
     assert found.extracted["cuda_message"] == "unknown error"
     # the warning alone, in a job that went on (on the CPU), is no failure
     quiet([CUDA_UNKNOWN, "Epoch 1/3: 100%|##########| 500/500 [00:41<00:00, 12.1it/s, loss=0.412]"])
+
+
+def test_a_missing_path_stays_the_programs_and_a_store_timeout_stays_a_timeout():
+    # ENOENT of a data path is the program's; only a program the job runs names the environment
+    found = first(raised("FileNotFoundError: [Errno 2] No such file or directory: 'data/train.jsonl'"))
+    assert (found.cause, found.actor) == ("program-error", "job")
+    found = first(raised("FileNotFoundError: [Errno 2] No such file or directory: 'configs/gcc.yaml'"))
+    assert found.cause == "program-error"
+
+
+def test_nvlink_that_nvml_says_cannot_carry_p2p_is_the_nodes_hardware_not_nccls_wrapper():
+    # NCCL's graph/paths.cc refuses the topology (ncclUnhandledCudaError) unless NCCL_IGNORE_DISABLED_P2P=1
+    log = ["gpu3:881:1201 [0] graph/paths.cc:321 NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 0. This "
+           "should not be the case given their connectivity, and is probably due to a hardware issue. If you still "
+           "want to proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.",
+           "gpu3:881:1201 [0] NCCL INFO graph/paths.cc:613 -> 1",
+           *raised("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                   "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+                   "version 2.20.5")]
+    found = first(log)
+    assert (found.cause, found.actor) == ("device-hardware", "node")
+    # the same wrapper with a CUDA string of the program's names the program
+    found = first([*raised("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+                           "cuda error, NCCL version 2.20.5"),
+                   "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+                   "Cuda failure 'out of memory'"])
+    assert found.cause == "out-of-memory"

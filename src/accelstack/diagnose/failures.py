@@ -33,11 +33,15 @@ _SHELL_SIGNAL_BASE = 128
 CUT_TRACEBACK_PRIORITY = 1
 # A built-in exception class names the program's error only for want of anything better: its message may say more.
 _GENERIC = ("python", "program-error")
+# So does ENOENT's string: "No such file or directory" is a path the program was given, unless its message names a
+# program the job ran ("No such file or directory: 'nvcc'").
+_GENERIC_LITERALS = frozenset({("errno", "ENOENT")})
 
 
 def is_generic(row: TableRow) -> bool:
-    """A row that only says the program raised a built-in exception (ValueError, AssertionError ...)."""
-    return (row.table, row.cause) == _GENERIC and not row.literals
+    """A row that only says the program raised a built-in exception (ValueError, AssertionError ...) or met a path
+    that does not exist (ENOENT)."""
+    return ((row.table, row.cause) == _GENERIC and not row.literals) or (row.table, row.key) in _GENERIC_LITERALS
 
 
 # What an errno row says ran out (ENOSPC, ENOMEM), which the message may place in shared memory.
