@@ -16,7 +16,8 @@ CORPUS = REPO / "tests" / "data" / "diagnose_corpus"
 PARTS = ("dev", "eval")
 MIN_FAILED = 150
 MIN_HEALTHY = 30
-EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+\.[A-Za-z]{2,}")
+# An address, not ssh's login prompt ("root@worker-0.job's password:"), which names a user on a host.
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@(?=[A-Za-z0-9.-]*\.[A-Za-z]{2,}\b)[A-Za-z0-9.-]+(?![A-Za-z0-9.-]|'s password)")
 
 
 split = load_script(CORPUS / "split.py", "diagnose_corpus_split")
@@ -81,6 +82,12 @@ def test_every_cause_of_causes_yml_has_one_family() -> None:
     causes = split.load_causes()
     assert set(causes) <= set(families)
     assert set(families) - set(causes) == {split.HEALTHY}
+
+
+def test_the_address_check_tells_an_address_from_an_ssh_login_prompt() -> None:
+    assert EMAIL.search("reported by jane.doe@example.org on Monday")
+    assert EMAIL.search("contact <ops@mail.cluster.example.com>")
+    assert not EMAIL.search("root@lm-mpi-job-mpiworker-0.lm-mpi-job's password: Permission denied")
 
 
 def test_no_personal_email_address_is_left_in_a_log() -> None:
