@@ -5,9 +5,13 @@ Each excerpt follows the public format cited beside it; none is copied from the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from accelstack.diagnose import diagnose_lines
 
 from .helpers import first_finding as first
+
+LOGS = Path(__file__).parent / "data" / "logs"
 
 
 def quiet(lines: list[str]) -> None:
@@ -857,3 +861,57 @@ def test_a_connect_to_127_0_1_1_is_the_host_name_resolved_to_loopback_not_a_peer
     found = first(gloo[:1] + ["  what():  [../third_party/gloo/gloo/transport/tcp/pair.cc:724] connect "
                               "[127.0.0.1]:41007: Connection refused", gloo[2]])
     assert found.cause != "network-interface"
+
+
+# ---- from the development part of b22 ----
+
+def test_a_bare_loader_error_at_the_end_of_a_log_is_the_import_that_failed():
+    # dlerror's own words ("<file>.so: undefined symbol: <name>"), quoted where a paste cut the ImportError's head
+    found = first(["$ accelerate launch -m train config.yml", "...",
+                   "/opt/venv/lib/python3.10/site-packages/fused_dense_lib.cpython-310-x86_64-linux-gnu.so: "
+                   "undefined symbol: _ZN3c106detail14torchCheckFailEPKcS2_jRKSs"])
+    assert (found.cause, found.actor) == ("torch-build-mismatch", "config")
+    found = first(["python serve.py", "libcudnn_cnn_infer.so.8: cannot open shared object file: No such file or "
+                                      "directory"])
+    assert (found.cause, found.actor) == ("missing-module", "config")
+    # torchvision's warning quotes the same words and the program goes on
+    quiet(["/opt/venv/lib/python3.10/site-packages/torchvision/io/image.py:13: UserWarning: Failed to load image "
+           "Python extension: '/opt/venv/lib/python3.10/site-packages/torchvision/image.so: undefined symbol: "
+           "_ZN3c1017RegisterOperatorsD1Ev'", "Epoch 1: 100%|##########| 50/50 [00:03<00:00, 14.2it/s, loss=0.71]"])
+
+
+def test_a_toolkit_older_than_the_gpu_is_the_environments_and_names_the_exception_that_reports_it():
+    # ptxas's option check, then Triton's PTXASError that reports it (triton/runtime/errors.py)
+    log = ["ptxas fatal   : Value 'sm_120a' is not defined for option 'gpu-name'",
+           "Internal Triton PTX codegen error",
+           "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error"]
+    found = first(log)
+    assert (found.cause, found.actor) == ("compile-error", "config")
+    assert "TRITON_PTXAS_PATH" in found.remedy
+    # nvcc's own words for the same
+    found = first(["nvcc fatal   : Unsupported gpu architecture 'compute_90'",
+                   "ninja: build stopped: subcommand failed."])
+    assert (found.cause, found.actor) == ("compile-error", "config")
+    # a PTXASError whose ptxas line names a kernel's own error stays the kernel's
+    found = first(["ptxas error   : Entry function 'kernel_0' uses too much shared data (0x1c000 bytes, 0xc000 max)",
+                   "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error"])
+    assert (found.cause, found.actor) == ("compile-error", "job")
+
+
+def test_nccl_sockets_over_a_containers_bridge_are_the_interface_and_nothing_else_changes():
+    finding = first((LOGS / "nccl-system-error-virtual-interface.log").read_text().splitlines())
+    assert (finding.id, finding.cause, finding.actor) == ("nccl-system-error-virtual-interface", "network-interface",
+                                                          "config")
+    assert finding.extracted["interface"] == "br-3f9c2a71d0e4"
+    listing = ("node2:4121:4121 [0] NCCL INFO NET/Socket : Using [0]eth0:10.10.4.12<0> "
+               "[1]br-3f9c2a71d0e4:172.18.0.1<0>")
+    # the listing alone, in a job that ran, is no failure
+    quiet([listing, "node2:4121:4121 [0] NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+           "step 10 loss 2.31"])
+    # /dev/shm that NCCL could not grow is still the cause it names, whatever interfaces were listed
+    found = first([listing,
+                   "node2:4121:4188 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to "
+                   "9637892 bytes",
+                   "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version 2.20.5",
+                   "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."])
+    assert found.cause == "shm-too-small"

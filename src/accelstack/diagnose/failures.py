@@ -136,10 +136,11 @@ def classify(event: FailureEvent, tables: Tables, window: LineHits | None,
             worded = message_row(event)
             if worded is not None and worded.cause == "shm-too-small":
                 return worded, "message"
-        if near and event.kind in SYMPTOM_KINDS:
+        if near and (event.kind in SYMPTOM_KINDS or own.reports):
             # A process that died (a signal, an exit code, a launcher's or the scheduler's report) says how, not
             # why: an error printed just before it on the same rank that ranks higher is the root cause
-            # ("hipErrorNoBinaryForGpu ..." then "Aborted (core dumped)").
+            # ("hipErrorNoBinaryForGpu ..." then "Aborted (core dumped)"). So for an exception that reports what
+            # another program printed (ptxas's "Value 'sm_121a' is not defined ..." then Triton's PTXASError).
             root = max(near, key=lambda row: row.priority)
             if root.priority > own.priority:
                 return root, "window"

@@ -220,6 +220,10 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
                           # a failed status that opens the line (STATUS_CODE: Triton's "UNAVAILABLE: Internal: ...",
                           # XLA's "RESOURCE_EXHAUSTED: Out of memory ...")
                           r"^" + STATUS_CODE + r"|"
+                          # the dynamic loader's own report (dlerror: "<file>.so: undefined symbol: <name>",
+                          # "<file>.so.12: cannot open shared object file: ..."), a library that could not be loaded,
+                          # quoted bare where an ImportError's head was cut
+                          r"^\S+\.so(?:\.\d+)*: (?:undefined symbol: |cannot open shared object file\b)|"
                           # an exception line (a traceback's, or its str() after a head that names no level: a
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
                           r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
