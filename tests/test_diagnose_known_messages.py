@@ -113,6 +113,33 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
     ("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
      "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may indicate a "
      "possible application crash on rank 0 or a network set up issue.", "peer-exited", "job"),
+    # init_process_group's store-based barrier (torch < 2.0): fewer ranks arrived than the world has
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+     "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)", "connect-timeout", "service"),
+    # torch/distributed/rendezvous.py: a process started without its launcher's variables
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR "
+     "expected, but not set", "connect-timeout", "config"),
+    # torch/csrc/utils/tensor_numpy.cpp; NumPy's ABI checks
+    ("RuntimeError: Numpy is not available", "missing-module", "config"),
+    ("ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 "
+     "from PyObject", "torch-build-mismatch", "config"),
+    # Inductor's TritonMissing, as BackendCompilerFailed quotes it
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Cannot find a working triton "
+     "installation. More information on installing Triton can be found at https://github.com/openai/triton",
+     "missing-module", "config"),
+    # bitsandbytes' CUDA set-up
+    ("RuntimeError: CUDA Setup failed despite GPU being available. Please run the following command to get more "
+     "information: python -m bitsandbytes", "missing-module", "config"),
+    # a library older than the model: Transformers' tokenizer registry, vLLM's model registry
+    ("ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.", "missing-module",
+     "config"),
+    ("ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported architectures: "
+     "dict_keys(['LlamaForCausalLM', 'MistralForCausalLM'])", "missing-module", "config"),
+    # a GPU older than the launch's choice, as Transformers and flash-attn word it
+    ("ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+     "torch-build-mismatch", "config"),
+    ("RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
+     "torch-build-mismatch", "config"),
     # and torch < 2.1's spelling of the timed-out one
     ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
      "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
@@ -165,3 +192,9 @@ def test_nvlink_that_nvml_says_cannot_carry_p2p_is_the_nodes_hardware_not_nccls_
                    "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
                    "Cuda failure 'out of memory'"])
     assert found.cause == "out-of-memory"
+
+
+def test_the_words_of_a_library_too_old_for_the_model_do_not_take_a_feature_it_refuses():
+    # vLLM refusing a combination of features is the launch's choice, not a library to upgrade
+    found = first(raised("ValueError: LoRA adapters with tensor parallelism are not supported for now"))
+    assert found.cause == "program-error"
