@@ -417,7 +417,7 @@ def test_a_transfer_of_awss_ofi_plugin_that_completed_with_an_error_is_the_fabri
 # Python prints "RuntimeError: " alone when str(exc) starts with a newline; a library's explanation follows, and its
 # later lines name the cause (here a loader that did not find a library: bitsandbytes's form).
 MESSAGE_ON_NEXT_LINES = ["RuntimeError: ",
-                         "        CUDA Setup failed despite GPU being available. Please run the following",
+                         "        The library could not set up its GPU support. Please run the following",
                          "command to get more information:",
                          "",
                          "        python -m somepackage",

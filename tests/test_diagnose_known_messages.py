@@ -198,3 +198,30 @@ def test_the_words_of_a_library_too_old_for_the_model_do_not_take_a_feature_it_r
     # vLLM refusing a combination of features is the launch's choice, not a library to upgrade
     found = first(raised("ValueError: LoRA adapters with tensor parallelism are not supported for now"))
     assert found.cause == "program-error"
+
+
+@pytest.mark.parametrize(("lines", "cause", "actor"), [
+    # TensorRT's logger after trtexec's time, in both orders of its tags; the CUDA string it quotes names the cause
+    (["[11/29/2026-12:00:00] [E] [TRT] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of "
+      "memory)"], "out-of-memory", "job"),
+    (["[11/29/2026-12:00:00] [TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of "
+      "memory)"], "out-of-memory", "job"),
+    # Go's os/exec words a child killed by a signal in lower case (Ollama's runner)
+    (["time=2026-11-29T12:00:00Z level=INFO source=server.go:1 msg=\"loading model\"",
+      "Error: llama runner process has terminated: signal: killed"], "out-of-memory", "job"),
+    # nvidia-smi's own failures are failures wherever they appear
+    (["$ nvidia-smi", "No devices were found"], "no-device", "node"),
+    (["root@trainer-0:/workspace# nvidia-smi", "Failed to initialize NVML: Unknown Error"], "no-device", "node"),
+    # pip's resolver
+    (["ERROR: Could not find a version that satisfies the requirement torch==2.1.0+cu121 (from versions: 2.2.0)",
+      "ERROR: No matching distribution found for torch==2.1.0+cu121"], "missing-module", "config"),
+])
+def test_a_tools_own_report_of_a_failure_names_its_cause(lines, cause, actor):
+    found = first(lines)
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+def test_tensorrts_warnings_in_either_order_of_its_tags_are_no_failure():
+    quiet(["[11/29/2026-12:00:00] [TRT] [W] Unable to determine GPU memory usage: out of memory",
+           "[11/29/2026-12:00:00] [W] [TRT] CUDA lazy loading is not enabled.",
+           "[11/29/2026-12:00:01] [TRT] [I] Loaded engine size: 512 MiB"])

@@ -195,8 +195,10 @@ IGNORED = re.compile(r"Exception ignored in")
 _LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|"
                          r"PANIC|EMERG|ALERT)\b|"
                          r"(?:^|[\s\[])(?P<glog>[DIWEF])\d{4} \d\d:\d\d|^\[(?P<tornado>[DIWEFC]) \d{6}|"
-                         # TensorRT's and Polygraphy's logger: "[E] [TRT] ...", "[W] [TRT] ..."
-                         r"^\[(?P<letter>[VIWEF])\] |"
+                         # TensorRT's and Polygraphy's logger: "[E] [TRT] ...", "[W] [TRT] ...", after trtexec's
+                         # time ("[11/29/2024-12:00:00] [E] [TRT] ...") or, in TensorRT's Python logger, after its
+                         # tag ("[11/29/2024-12:00:00] [TRT] [E] ...")
+                         r"^(?:\[\d\d/\d\d/\d{4}-[\d:]+\] )?(?:\[TRT\] )?\[(?P<letter>[VIWEF])\] |"
                          r"\[(?P<lower>debug|info|warn|warning|error|fatal|critical)\]|"
                          r"\blevel\W{1,3}(?P<field>debug|info|warn|warning|error|fatal|critical|panic)\b")
 _LEVEL_HEAD = 100
