@@ -140,6 +140,17 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
      "torch-build-mismatch", "config"),
     ("RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
      "torch-build-mismatch", "config"),
+    # MapAllocator with EMFILE: the process's open-files limit, not /dev/shm's size
+    ("RuntimeError: unable to open shared memory object </torch_1234_5678_0> in read-write mode: Too many open files "
+     "(24)", "resource-limit", "config"),
+    # the dispatcher: no CUDA kernel for an operator in the installed build (a CPU-only torchvision beside CUDA torch)
+    ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
+     "because the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
+     "(if using custom build).", "torch-build-mismatch", "config"),
+    # aten's checks of the program's own tensors; autograd's anomaly mode
+    ("RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and [3, 256, 256] at "
+     "entry 1", "program-error", "job"),
+    ("RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.", "program-error", "job"),
     # and torch < 2.1's spelling of the timed-out one
     ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
      "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
@@ -225,3 +236,9 @@ def test_tensorrts_warnings_in_either_order_of_its_tags_are_no_failure():
     quiet(["[11/29/2026-12:00:00] [TRT] [W] Unable to determine GPU memory usage: out of memory",
            "[11/29/2026-12:00:00] [W] [TRT] CUDA lazy loading is not enabled.",
            "[11/29/2026-12:00:01] [TRT] [I] Loaded engine size: 512 MiB"])
+
+
+def test_shared_memory_that_ran_out_stays_shared_memory_when_the_errno_is_not_the_file_limit():
+    found = first(raised("RuntimeError: unable to open shared memory object </torch_1234_5678_0> in read-write mode: "
+                         "No such file or directory (2)"))
+    assert found.cause == "shm-too-small"
