@@ -915,3 +915,38 @@ def test_nccl_sockets_over_a_containers_bridge_are_the_interface_and_nothing_els
                    "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version 2.20.5",
                    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."])
     assert found.cause == "shm-too-small"
+
+
+# ---- from the development part of b23 ----
+
+def test_a_launchers_signal_outranks_a_traceback_cut_before_its_exception_line():
+    # torchrun's own traceback, cut by the paste before ChildFailedError: the agent's line says how the rank died
+    log = ["W1214 08:06:54.772000 100 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 103 "
+           "closing signal SIGTERM",
+           "E1214 08:06:55.807000 100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+           "local_rank: 0 (pid: 102) of binary: /usr/bin/python3",
+           "Traceback (most recent call last):",
+           '  File "/usr/local/lib/python3.11/dist-packages/torch/distributed/run.py", line 922, in <module>',
+           "    main()"]
+    found = first(log)
+    assert (found.cause, found.actor) == ("out-of-memory", "job")
+    # a cut traceback alone still says that something failed
+    assert first(log[2:]).id == "unclassified:traceback"
+
+
+def test_tensorrts_builder_skipping_a_tactic_it_cannot_give_memory_goes_on():
+    build = ["[08/31/2026-07:26:35] [TRT] [I] [MemUsageChange] Init builder kernel library: CPU +496, GPU +2, now: CPU "
+             "14204, GPU 2301 (MiB)",
+             "[08/31/2026-07:26:44] [TRT] [E] [virtualMemoryBuffer.cpp::resizePhysical::153] Error Code 2: OutOfMemory "
+             "(Requested size was 1677721600 bytes.)",
+             "[08/31/2026-07:26:44] [TRT] [W] Requested amount of GPU memory (1677721600 bytes) could not be allocated. "
+             "There may not be enough free memory for allocation to succeed."]
+    quiet(build)
+    quiet(build[:2] + ["[08/31/2026-07:26:44] [TRT] [W] Skipping tactic 3 due to insufficient memory on requested "
+                       "size of 1677721600 detected for tactic 0x0000000000000004."])
+    # the build that then fails is a failure
+    found = first(build + ["[08/31/2026-07:27:10] [TRT] [E] 10: Could not find any implementation for node "
+                           "/model.0/conv/Conv.",
+                           "[08/31/2026-07:27:10] [TRT] [E] 2: [builder.cpp::buildSerializedNetwork::751] Error Code 2: "
+                           "Internal Error (Assertion engine != nullptr failed. )"])
+    assert found is not None

@@ -27,7 +27,7 @@ from ..vendors import ANY, Vendor
 from .actors import Context, decide_actors
 from .catalog import Catalog, Signature, code_entry, load_catalog
 from .causes import Cause, confirming_check, load_causes
-from .failures import LineHits, event_findings
+from .failures import CUT_TRACEBACK_PRIORITY, LineHits, event_findings
 from .findings import EvidenceLine, Finding
 from .jobs import LogSource, expand_inputs
 from .reader import (
@@ -599,10 +599,11 @@ class Scanner:
         events = self._tracker.events
         out = event_findings(events, self.tables, self.causes, self._table_lines, covering,
                              lambda event: event.primary)
-        if all(finding.symptom for finding in (*findings, *out)):
-            # Nothing but symptoms (a peer that closed the connection, a timeout) or nothing at all: the launcher's
-            # report of which rank failed first and how (torchrun's root cause, a signal, an exit code) is the
-            # best account of the failure the logs hold, where that rank left no error of its own.
+        if all(finding.symptom or finding.priority == CUT_TRACEBACK_PRIORITY for finding in (*findings, *out)):
+            # Nothing but symptoms (a peer that closed the connection, a timeout), tracebacks cut before their
+            # exception line (they say only that something failed) or nothing at all: the launcher's report of
+            # which rank failed first and how (torchrun's root cause, a signal, an exit code) is the best account of
+            # the failure the logs hold, where that rank left no error of its own.
             nothing = not findings and not out
             reported = {event.stream for event in events if event.primary and event.stream is not None}
 

@@ -244,7 +244,11 @@ _TRAILER = re.compile(r"^\s*(?:at \S|#\d+ |File \"|goroutine \d+ |\d+: 0x[0-9a-f
 _PROGRESS = re.compile(r"(?i)\b(?:steps?|epoch|iter(?:ation)?s?|loss|it/s|s/it|tokens/s|samples/s|retry(?:ing)?|"
                        r"recovered|reconnected|succeeded|success(?:ful(?:ly)?)?|resum\w*|ok|done|finished|"
                        r"complete[d]?|saved|ready|listening|started|running|connected|continu\w*|passed|"
-                       r"throughput)\b|\d+%\|")
+                       r"throughput)\b|\d+%\||"
+                       # TensorRT's builder choosing tactics: one it cannot give memory it logs (its [E] "Error Code
+                       # 2: OutOfMemory", then "Requested amount of GPU memory ... could not be allocated", "Skipping
+                       # tactic ... due to insufficient memory") and skips, and goes on with the next
+                       r"\bSkipping tactic\b|\bcould not be allocated\. There may not be enough free memory\b")
 # An error line that says the program goes on without what failed.
 _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skipp\w*|ignor\w*|try(?:ing)? again|"
                       r"will be retried)\b")
