@@ -151,6 +151,11 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
     ("RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and [3, 256, 256] at "
      "entry 1", "program-error", "job"),
     ("RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.", "program-error", "job"),
+    # DeepSpeed's op builder without a CUDA toolkit
+    ("deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+     "missing-module", "config"),
+    # c10/cuda/CUDAFunctions.cpp's words for cudaErrorInitializationError
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "no-device", "node"),
     # and torch < 2.1's spelling of the timed-out one
     ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
      "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
@@ -223,6 +228,10 @@ def test_the_words_of_a_library_too_old_for_the_model_do_not_take_a_feature_it_r
     # nvidia-smi's own failures are failures wherever they appear
     (["$ nvidia-smi", "No devices were found"], "no-device", "node"),
     (["root@trainer-0:/workspace# nvidia-smi", "Failed to initialize NVML: Unknown Error"], "no-device", "node"),
+    # vLLM's report of a worker process the OOM killer ended (multiproc_worker_utils.py)
+    (["INFO 11-29 12:00:00 model_runner.py:1060] Loading model weights took 14.99 GB",
+      "ERROR 11-29 12:00:41 multiproc_worker_utils.py:116] Worker VllmWorkerProcess pid 4242 died, exit code: -9"],
+     "out-of-memory", "job"),
     # pip's resolver
     (["ERROR: Could not find a version that satisfies the requirement torch==2.1.0+cu121 (from versions: 2.2.0)",
       "ERROR: No matching distribution found for torch==2.1.0+cu121"], "missing-module", "config"),

@@ -106,7 +106,9 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # launchers and runtimes: accelerate's / a supervisor's "exited with code 1", Go's
                           # "exit status 2", an IDE's "Process finished with exit code 1", mpirun's and
                           # Kubernetes's summaries of a rank or a container that keeps failing
-                          r"(?i:exited with (?:exit )?code|exit status|finished with exit code)\s*:?\s*(?P<exited>-?\d+)|"
+                          # ... and vLLM's of a worker process ("Worker VllmWorkerProcess pid 42 died, exit code: -9")
+                          r"(?i:exited with (?:exit )?code|exit status|finished with exit code|died, exit code)"
+                          r"\s*:?\s*(?P<exited>-?\d+)|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
                           # Open MPI's block after it names the first process's code: "  Exit code:    3"
                           r"^\s+Exit code:\s+(?P<ompi>\d+)\s*$|"
