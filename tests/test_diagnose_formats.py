@@ -950,3 +950,26 @@ def test_tensorrts_builder_skipping_a_tactic_it_cannot_give_memory_goes_on():
                            "[08/31/2026-07:27:10] [TRT] [E] 2: [builder.cpp::buildSerializedNetwork::751] Error Code 2: "
                            "Internal Error (Assertion engine != nullptr failed. )"])
     assert found is not None
+
+
+# ---- from the development part of b24 ----
+
+PMIX_NOISE = ["[gpu07.cluster:600229] PMIX ERROR: BAD-PARAM in file base/bfrop_base_unpack.c at line 692",
+              "[gpu07.cluster:600229] PMIX ERROR: BAD-PARAM in file dstore_base.c at line 2225"]
+
+
+def test_pmixs_unpack_complaints_of_mismatched_versions_neither_fail_nor_end_a_log():
+    quiet(["$ srun -N 2 -n 8 ./build/all_reduce_perf -b 8 -e 1G", *PMIX_NOISE])
+    quiet([*PMIX_NOISE, "#  Avg bus bandwidth    : 182.45"])
+    # a job that then fails still fails, for its own reason
+    found = first([*PMIX_NOISE, "srun: error: gpu07: task 3: Killed", "srun: Terminating StepId=4242.0"])
+    assert found.cause == "out-of-memory"
+
+
+def test_a_framework_whose_gpu_backend_failed_and_that_runs_on_the_cpu_is_a_finding():
+    found = first(["CUDA backend failed to initialize: Unable to use CUDA because of the following issues with CUDA "
+                   "components:", "Outdated cuDNN installation found.", "[CpuDevice(id=0)]"])
+    assert (found.cause, found.actor) == ("missing-module", "config")
+    # a CPU install's notice is not
+    quiet(["An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to "
+           "cpu.", "[CpuDevice(id=0)]"])

@@ -26,6 +26,7 @@ EXPECTED = {
     "ascend-cann": ("ascend-EJ0001", "device-busy", "node"),
     "compilers": ("compilers:BackendCompilerFailed", "compile-error", "job"),
     "containers": ("containers:This container was built for NVIDIA Driver Release", "driver-too-old", "node"),
+    "fallbacks": ("fallbacks:CUDA backend failed to initialize", "missing-module", "config"),
     "host-tools": ("host-tools:nvidia-container-cli: initialization error", "no-device", "node"),
     "cuda-driver": ("cuda-driver:CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "driver-library-mismatch", "node"),
     "cuda-libraries": ("cuda-libraries:CUBLAS_STATUS_NOT_INITIALIZED", "out-of-memory", "job"),

@@ -899,11 +899,17 @@ def level_name(rest: str) -> str | None:
     return next(value for value in level.groupdict().values() if value is not None).upper()
 
 
+# PMIx's complaint about a message it could not unpack, one per rank, when the PMIx of the launcher (Slurm's
+# plugin) and of the MPI library differ in version: the program goes on (https://github.com/open-mpi/ompi/issues/8548),
+# so it neither fails a log nor ends one.
+_PMIX_NOISE = re.compile(r"PMIX ERROR: [A-Z-]+ in file \S*(?:bfrop_base_unpack|dstore_base|gds_ds\d+_lock_pthread)\.c")
+
+
 def tail_kind(rest: str) -> str:
     """What a line at a log's end says (``rest``: without its launcher prefix): ``error`` (at error level),
     ``trailer`` (a failure's stack or the process's end), ``progress`` (the program went on: progress, an info or
     debug line, a retry that worked), or ``neutral``."""
-    if SLURM.search(rest):
+    if SLURM.search(rest) or _PMIX_NOISE.search(rest):
         return "neutral"  # srun's and slurmstepd's lines are read by the tracker's own rules (_marker)
     name = level_name(rest)
     if name is not None:
