@@ -973,3 +973,12 @@ def test_a_framework_whose_gpu_backend_failed_and_that_runs_on_the_cpu_is_a_find
     # a CPU install's notice is not
     quiet(["An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to "
            "cpu.", "[CpuDevice(id=0)]"])
+
+
+def test_a_progress_bar_the_shells_report_was_written_straight_after_is_read_as_that_report():
+    # tqdm draws without a newline; the shell then writes "Killed" on the same terminal line
+    found = first(["Loading checkpoint shards:  50%|█████     | 1/2 [00:41<00:41, 41.02s/it]Killed"])
+    assert (found.cause, found.actor) == ("out-of-memory", "job")
+    # a bar followed by the program's own words is still the program going on
+    quiet(["100%|██████████| 2/2 [00:05<00:00,  2.51s/it]Some weights of the model checkpoint were not used",
+           "step 10 loss 2.31"])

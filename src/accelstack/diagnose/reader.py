@@ -55,14 +55,24 @@ class LogUnreadable(ConfigError, OSError):
     """A log file that cannot be opened or decompressed (exit code 3)."""
 
 
+# A tqdm bar ("45%|####5     | 450/1000 [01:02<01:16,  7.2it/s]") that the next output was written straight after,
+# with no newline between them: the shell's "Killed" of the process that drew it, a traceback's first line.
+_BAR_THEN = re.compile(r"^.*?\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\](?=\S)")
+
+
 def clean_line(raw: str) -> str:
-    """The line without ANSI escape codes, carriage-return overdraws and trailing whitespace."""
+    """The line without ANSI escape codes, carriage-return overdraws, a progress bar the next output was written
+    straight after, and trailing whitespace."""
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     if "\r" in raw:
         # A terminal shows only what was drawn after the last carriage return (progress bars).
         tail = raw.rstrip("\r\n")
         raw = tail.rsplit("\r", 1)[-1] if "\r" in tail else tail
+    if "%|" in raw:
+        bar = _BAR_THEN.match(raw)
+        if bar:
+            raw = raw[bar.end():]
     return raw.rstrip()
 
 
