@@ -982,3 +982,27 @@ def test_a_progress_bar_the_shells_report_was_written_straight_after_is_read_as_
     # a bar followed by the program's own words is still the program going on
     quiet(["100%|██████████| 2/2 [00:05<00:00,  2.51s/it]Some weights of the model checkpoint were not used",
            "step 10 loss 2.31"])
+
+
+# ---- from the development part of b25 ----
+
+def test_an_uncaught_cpp_exception_is_named_by_its_what_line_when_that_says_what_failed():
+    found = first(["terminate called after throwing an instance of 'std::runtime_error'",
+                   '  what():  In listenFromLoop at tensorpipe/transport/uv/uv.h:176 "rv < 0: address already in use"',
+                   "SIGABRT(6), PID: 11052, Thread 11052: "])
+    assert (found.cause, found.actor) == ("address-in-use", "config")
+    # a what() that names nothing stays the native crash
+    found = first(["terminate called after throwing an instance of 'c10::Error'",
+                   "  what():  invariant violated in the custom op's dispatch",
+                   "Aborted (core dumped)"])
+    assert found.cause == "native-crash"
+
+
+def test_the_first_nccl_tests_check_form_is_a_failure_named_by_its_result():
+    found = first(["# NCCL Tests compiled with NCCL 1.0",
+                   "#      bytes             N    type      op     time  algbw  busbw      res",
+                   "NCCL failure all_reduce.cu:95 'unhandled cuda error'"])
+    assert found.cause == "nccl-internal"
+    # the words inside a line of the program's own are no check of nccl-tests'
+    quiet(["# a line such as NCCL failure all_reduce.cu:95 'x' is what the tests print when a call fails",
+           "#  Avg bus bandwidth    : 182.45"])

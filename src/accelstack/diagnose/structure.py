@@ -142,7 +142,9 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<rust>thread '[^']*' panicked at)|"
                    r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
                    r"(?P<notfound>: command not found$)|"
-                   r"(?P<nccltests>Test (?:CUDA|NCCL) failure \S+:\d+)|"
+                   # nccl-tests' check of a call, and its first releases' form ("NCCL failure all_reduce.cu:95
+                   # 'unhandled cuda error'", before the "Test " prefix and the host name)
+                   r"(?P<nccltests>Test (?:CUDA|NCCL) failure \S+:\d+|^(?:CUDA|NCCL) failure \S+\.cu:\d+ ')|"
                    r"(?P<cudasample>Failed to [^()]{3,120} \(error code [^)]+\)!|CUDA error at \S+:\d+ code=\d+\()|"
                    r"(?P<oomkilled>(?:^|Reason:\s+|\s{2})OOMKilled\b)")
 # nccl-tests' own output (its banner, its results table's header): its process's exit code is then its testResult_t
