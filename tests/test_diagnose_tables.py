@@ -41,6 +41,7 @@ EXPECTED = {
     "nccl": ("nccl:Failed to initialize any NET plugin", "network-interface", "config"),
     "nccl-net": ("nccl-net:Got completion from peer", "rdma", "node"),
     "python": ("python:No module named", "missing-module", "config"),
+    "ray": ("ray:Version mismatch: The cluster was started with", "unclassified", "config"),
     "remote": ("remote:requests.exceptions.ConnectionError", "unclassified", "service"),
     "resolver": ("resolver:EAI_NONAME", "connect-timeout", "config"),
     "slurm": ("slurm:DUE TO TIME LIMIT", "time-limit", "config"),
