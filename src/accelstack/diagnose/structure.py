@@ -912,7 +912,8 @@ def tail_kind(rest: str) -> str:
     ``trailer`` (a failure's stack or the process's end), ``progress`` (the program went on: progress, an info or
     debug line, a retry that worked), or ``neutral``."""
     if SLURM.search(rest) or _PMIX_NOISE.search(rest):
-        return "neutral"  # srun's and slurmstepd's lines are read by the tracker's own rules (_marker)
+        # srun's and slurmstepd's lines are read by the tracker's own rules (_marker); PMIx's noise says nothing
+        return "neutral"
     name = level_name(rest)
     if name is not None:
         if name in _ERROR_LEVELS:
