@@ -156,6 +156,21 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
      "missing-module", "config"),
     # c10/cuda/CUDAFunctions.cpp's words for cudaErrorInitializationError
     ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "no-device", "node"),
+    # NumPy's private MemoryError subclass (numpy/core/_exceptions.py)
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array with shape (500000000,) and "
+     "data type float64", "out-of-memory", "job"),
+    # a module built for NumPy 1.x under NumPy 2
+    ("AttributeError: _ARRAY_API not found", "torch-build-mismatch", "config"),
+    ("ImportError: numpy.core.multiarray failed to import", "torch-build-mismatch", "config"),
+    # Windows' loader and paging file
+    ("OSError: [WinError 126] The specified module could not be found. Error loading \"C:\\venv\\lib\\site-packages"
+     "\\torch\\lib\\c10.dll\" or one of its dependencies.", "missing-module", "config"),
+    ("OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "
+     "\"C:\\venv\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.",
+     "out-of-memory", "config"),
+    # TCPStore's libuv default in a build without it
+    ("torch.distributed.DistStoreError: use_libuv was requested but PyTorch was build without libuv support",
+     "torch-build-mismatch", "config"),
     # and torch < 2.1's spelling of the timed-out one
     ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
      "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
@@ -251,3 +266,9 @@ def test_shared_memory_that_ran_out_stays_shared_memory_when_the_errno_is_not_th
     found = first(raised("RuntimeError: unable to open shared memory object </torch_1234_5678_0> in read-write mode: "
                          "No such file or directory (2)"))
     assert found.cause == "shm-too-small"
+
+
+def test_a_private_exception_class_is_read_and_a_lowercase_word_before_a_colon_is_not():
+    found = first(raised("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array"))
+    assert found.id == "python:MemoryError"
+    quiet(["_note_error: the cache was rebuilt", "step 10 loss 2.0"])

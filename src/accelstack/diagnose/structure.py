@@ -369,9 +369,9 @@ def exception_line(rest: str, tables: Tables, in_traceback: bool) -> tuple[str, 
     name = exc_type.split("(", 1)[0].rsplit(".", 1)[-1]
     if name.endswith("Warning"):
         return None
-    if not name[:1].isupper() and exc_type not in tables.exceptions:
-        # PEP 8 capitalises exception classes; the few lowercase ones (socket.timeout, socket.gaierror) count where
-        # a table names them by their dotted name.
+    if not name.lstrip("_")[:1].isupper() and exc_type not in tables.exceptions:
+        # PEP 8 capitalises exception classes (a private one after its underscore: NumPy's _ArrayMemoryError); the
+        # few lowercase ones (socket.timeout, socket.gaierror) count where a table names them by their dotted name.
         return None
     if not _EXCEPTION_NAME.search(name) and tables.exception_row(exc_type) is None:
         return None
