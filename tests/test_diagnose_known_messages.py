@@ -171,6 +171,16 @@ def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_na
     # TCPStore's libuv default in a build without it
     ("torch.distributed.DistStoreError: use_libuv was requested but PyTorch was build without libuv support",
      "torch-build-mismatch", "config"),
+    # c10d's and aten's checks of the program's own calls
+    ("RuntimeError: Tensors must be CUDA and dense", "program-error", "job"),
+    ("RuntimeError: No backend type associated with device type cpu", "program-error", "job"),
+    ("RuntimeError: trying to initialize the default process group twice!", "program-error", "job"),
+    ("RuntimeError: The expanded size of the tensor (128) must match the existing size (64) at non-singleton dimension 1.",
+     "program-error", "job"),
+    ("RuntimeError: Expected 4-dimensional input for 4-dimensional weight [64, 3, 7, 7], but got 3-dimensional input of "
+     "size [3, 224, 224] instead", "program-error", "job"),
+    ("RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[1, 4, 224, 224] to have 3 channels, but "
+     "got 4 channels instead", "program-error", "job"),
     # and torch < 2.1's spelling of the timed-out one
     ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store "
      "by key '0', but store->get('0') got error: Socket Timeout", "collective-timeout", "config"),
