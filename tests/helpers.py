@@ -226,6 +226,14 @@ def first_finding(lines: list[str]) -> Any:
     return diagnosis.first
 
 
+def quiet(lines: list[str]) -> None:
+    """``lines`` read as one log give no finding: a run that did not fail."""
+    from accelstack.diagnose import diagnose_lines
+
+    diagnosis = diagnose_lines(lines)
+    assert diagnosis.findings == [], [(f.id, f.cause) for f in diagnosis.findings]
+
+
 def first_cause(lines: list[str]) -> tuple[str, str] | None:
     """(cause, actor) of the first finding of ``lines`` read as one log; None where nothing was found."""
     from accelstack.diagnose import diagnose_lines

@@ -5,19 +5,8 @@ Each excerpt follows the public format cited beside it; none is copied from the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from accelstack.diagnose import diagnose_lines
-
+from .helpers import DATA, quiet
 from .helpers import first_finding as first
-
-LOGS = Path(__file__).parent / "data" / "logs"
-
-
-def quiet(lines: list[str]) -> None:
-    diagnosis = diagnose_lines(lines)
-    assert diagnosis.findings == [], [(f.id, f.cause) for f in diagnosis.findings]
-
 
 # ---- torch's watchdog line, every generation ----
 
@@ -899,7 +888,7 @@ def test_a_toolkit_older_than_the_gpu_is_the_environments_and_names_the_exceptio
 
 
 def test_nccl_sockets_over_a_containers_bridge_are_the_interface_and_nothing_else_changes():
-    finding = first((LOGS / "nccl-system-error-virtual-interface.log").read_text().splitlines())
+    finding = first((DATA / "logs" / "nccl-system-error-virtual-interface.log").read_text().splitlines())
     assert (finding.id, finding.cause, finding.actor) == ("nccl-system-error-virtual-interface", "network-interface",
                                                           "config")
     assert finding.extracted["interface"] == "br-3f9c2a71d0e4"

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from accelstack.diagnose import diagnose_lines
-
 from .helpers import first_finding as first
+from .helpers import quiet
 
 
 def raised(line: str) -> list[str]:
     return ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()", line]
-
-
-def quiet(lines: list[str]) -> None:
-    diagnosis = diagnose_lines(lines)
-    assert diagnosis.findings == [], [(f.id, f.cause) for f in diagnosis.findings]
 
 
 # ---- a GPU older than a feature the launch chose (a lexicon rule with its own remedy) ----
