@@ -33,17 +33,12 @@ _SHELL_SIGNAL_BASE = 128
 CUT_TRACEBACK_PRIORITY = 1
 # A built-in exception class names the program's error only for want of anything better: its message may say more.
 _GENERIC = ("python", "program-error")
-# So does ENOENT's string: "No such file or directory" is a path the program was given, unless its message names a
-# program the job ran ("No such file or directory: 'nvcc'"); and the C++ runtime's report of an uncaught exception,
-# whose what() line may say what failed ("terminate called after throwing ...", then "what(): ... address already in
-# use").
-_GENERIC_LITERALS = frozenset({("errno", "ENOENT"), ("linux", "terminate called after throwing an instance of")})
 
 
 def is_generic(row: TableRow) -> bool:
-    """A row that only says the program raised a built-in exception (ValueError, AssertionError ...), met a path that
-    does not exist (ENOENT) or threw a C++ exception no one caught."""
-    return ((row.table, row.cause) == _GENERIC and not row.literals) or (row.table, row.key) in _GENERIC_LITERALS
+    """A row that only says the program raised a built-in exception (ValueError, AssertionError ...), or one its
+    table marks ``generic`` (ENOENT's string, the C++ runtime's uncaught exception): the message may say more."""
+    return ((row.table, row.cause) == _GENERIC and not row.literals) or row.generic
 
 
 # What an errno row says ran out (ENOSPC, ENOMEM), which the message may place in shared memory.

@@ -23,8 +23,8 @@ from ..yamlfile import load_marked_file
 from .causes import Cause, check_actor, load_causes
 
 _TABLE_KEYS = {"id", "title", "vendor", "source", "literals", "exceptions", "codes", "code_patterns", "standalone"}
-_ROW_KEYS = {"cause", "also", "code", "priority", "actor", "note", "remedy", "secondary", "reports", "title",
-             "meaning", "symptom", "source"}
+_ROW_KEYS = {"cause", "also", "code", "priority", "actor", "note", "remedy", "secondary", "reports", "generic",
+             "title", "meaning", "symptom", "source"}
 _WORD = re.compile(r"\w")
 
 
@@ -47,6 +47,9 @@ class TableRow:
     # The exception reports a failure another program printed just before it (Triton's PTXASError after ptxas's own
     # line): an error line there that ranks higher names the cause, as for a process's death.
     reports: bool = False
+    # The row names a failure only for want of anything better (ENOENT's "No such file or directory", "terminate
+    # called after throwing"): words of the failure's own message that the lexicon reads name it instead.
+    generic: bool = False
     # The row's table prints only failures (the kernel's hardware errors): a line it names is a failure itself.
     standalone: bool = False
 
@@ -182,6 +185,7 @@ def _row(table: dict[str, Any], kind: str, key: str, raw: Any, causes: dict[str,
         source=str(raw.get("source") or table["source"]), vendor=str(table["vendor"]),
         literals=(key, *also) if kind == "literals" else tuple(also),
         code=raw.get("code"), secondary=bool(raw.get("secondary", False)), reports=bool(raw.get("reports", False)),
+        generic=bool(raw.get("generic", False)),
         standalone=bool(table.get("standalone", False)))
 
 
