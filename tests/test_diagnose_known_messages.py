@@ -1,6 +1,7 @@
 """Messages the libraries themselves print for failures whose cause they know, as their sources word them (torch,
-torchvision, gloo, flash-attn, vLLM, TensorFlow, torch's ROCm build). Each excerpt is built from the public source
-cited beside it, not from a corpus log; each has a counterpart that must stay quiet or keep its other reading."""
+torchvision, gloo, flash-attn, vLLM, TensorFlow, xFormers, torch's ROCm build, CANN's operator library). Each excerpt
+is built from the public source cited beside it, not from a corpus log; each has a counterpart that must stay quiet or
+keep its other reading."""
 
 from __future__ import annotations
 
@@ -276,3 +277,83 @@ def test_a_private_exception_class_is_read_and_a_lowercase_word_before_a_colon_i
     found = first(raised("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array"))
     assert found.id == "python:MemoryError"
     quiet(["_note_error: the cache was rebuilt", "step 10 loss 2.0"])
+
+
+# ---- TensorFlow's and xFormers' words for a GPU whose memory or kernels are not there ----
+
+@pytest.mark.parametrize(("lines", "cause", "actor"), [
+    # tensorflow/core/common_runtime/gpu: a host-to-GPU copy whose destination could not be allocated
+    (raised("tensorflow.python.framework.errors_impl.InternalError: Failed copying input tensor from /job:localhost/"
+            "replica:0/task:0/device:CPU:0 to /job:localhost/replica:0/task:0/device:GPU:0 in order to run "
+            "_EagerConst: Dst tensor is not initialized."), "out-of-memory", "job"),
+    # tensorflow/stream_executor/cuda: cuBLAS and cuDNN handles TF could not create on a GPU already taken
+    (raised("tensorflow.python.framework.errors_impl.InternalError:  Blas GEMM launch failed : a.shape=(32, 784), "
+            "b.shape=(784, 10), m=32, n=10, k=784 [Op:MatMul]"), "out-of-memory", "job"),
+    (["2026-11-29 12:00:00.000000: E tensorflow/stream_executor/cuda/cuda_dnn.cc:334] Could not create cudnn handle: "
+      "CUDNN_STATUS_INTERNAL_ERROR",
+      *raised("tensorflow.python.framework.errors_impl.UnknownError:  Failed to get convolution algorithm. This is "
+              "probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed "
+              "above. [Op:Conv2D]")], "out-of-memory", "job"),
+    # xformers/ops/fmha: every attention operator refused because the wheel has no CUDA kernels for this torch
+    (raised("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:")
+     + ["     query       : shape=(1, 4096, 8, 40) (torch.float16)",
+        "`cutlassF` is not supported because:",
+        "    xFormers wasn't build with CUDA support",
+        "`smallkF` is not supported because:",
+        "    max(query.shape[-1] != value.shape[-1]) > 32",
+        "    xFormers wasn't build with CUDA support"], "torch-build-mismatch", "config"),
+])
+def test_tensorflows_and_xformers_words_name_the_memory_or_the_build(lines, cause, actor):
+    found = first(lines)
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+def test_xformers_refusing_only_the_inputs_stays_the_programs_and_cudnns_own_internal_error_stays_the_build():
+    # the same exception for a dtype the operators do not take is the program's
+    found = first(raised("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:")
+                  + ["`cutlassF` is not supported because:",
+                     "    dtype=torch.float64 (supported: {torch.float32, torch.float16, torch.bfloat16})"])
+    assert (found.cause, found.actor) == ("program-error", "job")
+    # torch's cuDNN error without TF's handle words keeps the cuDNN table's reading
+    found = first(raised("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR"))
+    assert found.cause == "torch-build-mismatch"
+
+
+# ---- the Ascend operator library's status codes and AI Core exceptions ----
+
+ACLNN_CALL = ("RuntimeError: expm1:../third_party/op-plugin/op_plugin/ops/opapi/StructKernelNpuOpApi.cpp:1310 NPU "
+              "function error: call aclnnExpm1 failed, error code is {code}")
+PTA = "[ERROR] 2026-11-29-12:00:00 (PID:4242, Device:0, RankID:0) ERR00100 PTA call acl api failed."
+
+
+@pytest.mark.parametrize(("code", "cause", "actor"), [
+    # aclnnStatus (CANN's "aclnn Return Codes"): the operator packages of the node's CANN, and its environment
+    ("561003", "cann-mismatch", "node"),
+    ("561112", "cann-mismatch", "node"),
+    ("561107", "cann-env-missing", "config"),
+])
+def test_the_operator_librarys_status_names_the_nodes_cann_or_its_environment(code, cause, actor):
+    found = first(raised(ACLNN_CALL.format(code=code)) + [PTA])
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+def test_an_operator_status_that_names_no_actor_is_left_to_its_lines_and_an_ai_core_exception_is_the_kernels():
+    # 561103 (a null pointer inside the library) documents no cause: the failure stays unclassified
+    found = first(raised(ACLNN_CALL.format(code="561103")) + [PTA])
+    assert found.cause == "unclassified"
+    # 161002, an argument the operator refuses, is the program's dtype as often as the launch's: the code under it
+    # (EZ1001, which the catalog does not list) leaves it to the launch, unclassified
+    found = first(raised(ACLNN_CALL.format(code="161002"))
+                  + [PTA, "[PID: 4242] 2026-11-29-12:00:00.970.240 AclNN_Parameter_Error(EZ1001): Tensor self not "
+                          "implemented for DT_BFLOAT16, should be in dtype support list [DT_FLOAT,DT_FLOAT16,]."])
+    assert (found.cause, found.actor) == ("unclassified", "config")
+    # a six-digit number after other words is no status
+    found = first(raised("ValueError: bad batch at step 561003"))
+    assert found.cause == "program-error"
+    # CANN's AI Core exception under its generic EE9999: the kernel faulted on its input
+    found = first(raised("RuntimeError: The Inner error is reported as above. The process exits for this inner error, "
+                         "and the current working operator name is aclnnFlashAttentionScore.")
+                  + [PTA, "EE9999: Inner Error!",
+                     "EE9999: 2026-11-29-12:00:00.000.000 The error from device(chipId:0, dieId:0), serial number is 5, "
+                     "there is an aivec error exception, core id is 12, error code = 0x800000"])
+    assert (found.cause, found.actor) == ("device-assert", "job")
