@@ -357,3 +357,31 @@ def test_an_operator_status_that_names_no_actor_is_left_to_its_lines_and_an_ai_c
                      "EE9999: 2026-11-29-12:00:00.000.000 The error from device(chipId:0, dieId:0), serial number is 5, "
                      "there is an aivec error exception, core id is 12, error code = 0x800000"])
     assert (found.cause, found.actor) == ("device-assert", "job")
+
+
+# ---- a library built for another torch, and a driver library the linker cannot find ----
+
+@pytest.mark.parametrize(("line", "cause", "actor"), [
+    # torch/_library/fake_impl.py when torchvision's compiled operators did not load
+    ("RuntimeError: operator torchvision::nms does not exist", "torch-build-mismatch", "config"),
+    # a torch submodule older than the library calling it (torch.library.register_fake is torch >= 2.4)
+    ("AttributeError: module 'torch.library' has no attribute 'register_fake'", "torch-build-mismatch", "config"),
+    # triton/backends/nvidia/driver.py
+    ("AssertionError: libcuda.so cannot found!", "missing-module", "config"),
+])
+def test_a_library_built_for_another_torch_or_a_driver_library_off_the_linker_path_is_the_environment(
+        line, cause, actor):
+    found = first(raised(line))
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+def test_the_linkers_missing_libcuda_is_the_environment_and_an_attribute_of_the_programs_own_module_is_the_program():
+    # a build that ends on the linker's error (Triton's launcher, an extension linked against the driver)
+    found = first(["gcc -O3 -shared -fPIC -o cuda_utils.so cuda_utils.c -lcuda",
+                   "/usr/bin/ld: cannot find -lcuda: No such file or directory",
+                   "collect2: error: ld returned 1 exit status"])
+    assert (found.cause, found.actor) == ("missing-module", "config")
+    for line in ("AttributeError: module 'torchaudio_utils' has no attribute 'load'",
+                 "AttributeError: module 'mymodel' has no attribute 'torch'",
+                 "AttributeError: 'Tensor' object has no attribute 'foo'"):
+        assert first(raised(line)).cause == "program-error", line
