@@ -16,10 +16,19 @@ import pytest
 from accelstack.engines.node import load_node_file
 from accelstack.engines.slurm.drain import drain_reason
 from accelstack.errors import ConfigError
-from accelstack.results.records import Record, prune_runs
+from accelstack.results.records import Record, prune_runs, read_run
 from tests.test_provision_plan import facts, host, plan_for
 
-from .helpers import run_cli, run_program
+from .helpers import (
+    alive,
+    assert_interrupted,
+    cli_process,
+    descendants,
+    first_results,
+    interrupt,
+    run_cli,
+    run_program,
+)
 
 
 def rendered_node_file(tmp_path: Path, nics: tuple[str, ...] = ("lo", "eth0"), **host_vars: object) -> Path:
@@ -351,3 +360,37 @@ def test_bad_node_check_lines_say_the_same_under_both_programs(args: list[str], 
         outs[program] = proc.stderr
     assert outs["accelstack"] == outs["inv"]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow  # node-check's quick tier: torch processes
+def test_ctrl_c_keeps_finished_records_marks_the_rest_kills_the_validators_and_exits_130(tmp_path: Path) -> None:
+    """The validators run in a session of their own, which a Ctrl-C at the terminal does not reach: node-check
+    kills them, keeps every finished record, marks each check without one ``error``, closes the run folder as
+    interrupted and never drains."""
+    path = rendered_node_file(tmp_path, gloo_socket_ifname="lo", expect_devices=0, accelerator="cpu",
+                              stack_python="python3")
+    bindir, calls = fake_scontrol(tmp_path)
+    runs = tmp_path / "runs"
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    with cli_process("node-check", "--config", str(path), "--tier", "quick", "--json", "--drain", "--node", "nodeA",
+                     runs=runs, env=env) as proc:
+        results = first_results(runs, timeout=120, poll=0.02)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (running := descendants(proc.pid)):
+            time.sleep(0.02)
+        before = results.read_text().splitlines()
+        out, err = interrupt(proc, timeout=60)
+    assert_interrupted(proc, err)
+    assert err.startswith("accelstack: interrupted"), err
+    after = results.read_text().splitlines()
+    assert after[:len(before)] == before  # every record finished before Ctrl-C is still there
+    records = read_run(results.parent)
+    cut = [r for r in records if "interrupt" in r.summary]
+    assert cut and all(r.status == "error" for r in cut)
+    assert len(records) == len({r.check for r in records})  # each check once
+    meta = json.loads((results.parent / "meta.json").read_text())
+    assert meta["exit_code"] == 130 and "finished" not in meta
+    assert [json.loads(line)["check"] for line in out.splitlines() if line.startswith("{")] == [
+        r.check for r in records]  # what --json printed is what the run folder holds
+    assert running and [pid for pid in running if alive(pid)] == []  # no validator outlived the run
+    assert not calls.exists()  # an interrupted check drains nothing

@@ -15,10 +15,11 @@ paramiko or rich: tests/test_nodecheck.py holds it to that).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...engines.base import DrainResult
+from ...engines.base import DrainResult, interrupt_guard
 from ...engines.node import DEFAULT_NODE_TIER, check_tier, load_node_file, node_context
 from ...engines.slurm.client import SlurmClient
 from ...engines.slurm.drain import drain_node, drain_reason
@@ -26,11 +27,11 @@ from ...engines.slurm.node import apply_control_vars, slurm_node_name
 from ...engines.slurm.nodes import NODE_VARS_ENV
 from ...engines.ssh.host import run_host
 from ...results.output import Reporter
-from ...results.records import Record, RecordSink, RunWriter, prune_runs, runs_dir
+from ...results.records import Record, RecordSink, RunWriter, prune_runs, runs_dir, whole_record
 from ...stacks.context import HostContext
 from ...transport.connection import LocalTransport
 from ...validate.config import tier_config
-from ...validate.registry import load_registry, select, validators_dir
+from ...validate.registry import Check, load_registry, select, validators_dir
 from ...validate.thresholds import load_thresholds
 from ...values import only_checks
 
@@ -72,7 +73,13 @@ def node_check(*, tier: str = DEFAULT_NODE_TIER, only: str | None = None, json_l
                        meta={"node": name, "node_file": str(node_file.path), "tier": tier,
                              "only": sorted(wanted) if wanted else None, "drain": bool(drain)})
     reporter = Reporter(writer, json_lines=json_lines, total_hosts=1, title=f"node-check {name} ({tier})")
-    records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
+    try:
+        records = run_node_check(ctx, tier=tier, only=wanted, reporter=reporter)
+    except KeyboardInterrupt:
+        # Ctrl-C (or slurmd's SIGINT): the run folder is closed as interrupted, with every finished record and the
+        # checks cut short marked; no drain is asked for a run that did not finish.
+        reporter.abort(interrupted=True)
+        raise
     code = reporter.finish()
     prune_runs(writer.path.parent, "node-check", node_file.keep_runs, node=name)  # a check every few minutes adds up
     reason = drain_reason(records) if drain else None
@@ -90,13 +97,54 @@ def run_node_check(ctx: HostContext, *, tier: str, only: set[str] | None = None,
                                                   where=f"{ctx.host.source} vars.thresholds")
     config = tier_config(ctx, tier)
     transport = LocalTransport(ctx.host)
+    cancelled = threading.Event()
+    started: set[str] = set()
+    done: list[Record] = []
+
+    def cancel() -> None:
+        # The validators run in a session of their own (a Ctrl-C at the terminal does not reach them): kill them.
+        cancelled.set()
+        transport.cancel()
+
+    def on_start(validator: Check) -> None:
+        started.add(validator.name)
 
     def on_done(_validator: object, batch: list[Record]) -> None:
-        if reporter is not None:
-            reporter.add_all(batch)
+        with whole_record():  # in the records returned and on the reporter both, or in neither
+            done.extend(batch)
+            if reporter is not None:
+                reporter.add_all(batch)
 
     try:
-        return run_host(transport, ctx, validators, validators_dir(), thresholds, tier=tier, config=config,
-                        on_done=on_done)
+        with interrupt_guard(cancel):
+            try:
+                records = run_host(transport, ctx, validators, validators_dir(), thresholds, tier=tier,
+                                   config=config, on_start=on_start, on_done=on_done, stop=cancelled.is_set)
+                if cancelled.is_set():
+                    raise KeyboardInterrupt
+                return records
+            except KeyboardInterrupt:
+                cancel()
+                missing = _not_run(ctx.host.name, validators, done, started)
+                with whole_record():
+                    if reporter is not None:
+                        reporter.add_all(missing)
+                raise
     finally:
         transport.close()
+
+
+def _not_run(host: str, validators: list[Check], done: list[Record], started: set[str]) -> list[Record]:
+    """After Ctrl-C: an ``error`` record for each check of the run without one (it could not measure)."""
+    have = {r.check for r in done}
+    missing = []
+    for validator in validators:
+        for check in validator.checks:
+            if check in have or any(name.startswith(check + ".") for name in have):
+                continue
+            summary = ("interrupted (Ctrl-C) before it finished: not measured" if validator.name in started
+                       else "not run: the run was interrupted (Ctrl-C)")
+            missing.append(Record(host=host, check=check, status="error", summary=summary,
+                                  evidence={"error": "interrupted"},
+                                  remedy=f"re-run: accelstack node-check --only {check}"))
+    return missing
