@@ -5,6 +5,8 @@ Each excerpt follows the public format cited beside it; none is copied from the 
 
 from __future__ import annotations
 
+import pytest
+
 from .helpers import DATA, quiet
 from .helpers import first_finding as first
 
@@ -995,3 +997,31 @@ def test_the_first_nccl_tests_check_form_is_a_failure_named_by_its_result():
     # the words inside a line of the program's own are no check of nccl-tests'
     quiet(["# a line such as NCCL failure all_reduce.cu:95 'x' is what the tests print when a call fails",
            "#  Avg bus bandwidth    : 182.45"])
+
+
+# ---- from the development part of b26 ----
+
+@pytest.mark.parametrize("heap", [
+    # glibc's malloc_printerr messages (malloc/malloc.c): each aborts the process
+    "free(): corrupted unsorted chunks", "munmap_chunk(): invalid pointer", "corrupted size vs. prev_size",
+    "malloc_consolidate(): invalid chunk size", "realloc(): invalid next size", "corrupted double-linked list",
+])
+def test_every_heap_check_of_glibc_is_a_native_crash_with_or_without_the_abort_after_it(heap):
+    for log in ([heap, "Aborted (core dumped)"], ["step 3 loss 2.1", heap]):
+        found = first(log)
+        assert (found.cause, found.actor) == ("native-crash", "job"), log
+
+
+def test_open_mpis_signal_report_in_a_launched_process_is_how_it_died():
+    # opal/util/stacktrace.c, in every process mpirun started
+    found = first(["step 5 loss 1.0",
+                   "[rack1-93-slot7:186363] *** Process received signal ***",
+                   "[rack1-93-slot7:186363] Signal: Aborted (6)",
+                   "[rack1-93-slot7:186363] Signal code:  (-6)"])
+    assert (found.cause, found.actor) == ("native-crash", "job")
+    found = first(["[node1:4242] *** Process received signal ***", "[node1:4242] Signal: Segmentation fault (11)",
+                   "[node1:4242] Signal code: Address not mapped (1)", "[node1:4242] Failing at address: 0x10"])
+    assert found.id == "linux:SIGSEGV"
+    # a program's own words about signals are no signal it received
+    quiet(["INFO Signal: SIGTERM handler installed", "The word corrupted appears in this data file name",
+           "step 1 loss 2.0"])

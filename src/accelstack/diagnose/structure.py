@@ -71,7 +71,10 @@ TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '(?P<
                        r"without an active exception|recursively)")
 WHAT = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)")
 OTHER_SIGNAL = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time|Caught signal (?P<num>\d+) \((?P<name>[^:)]+)|"
-                          r"received signal (?P<sig2>SIG[A-Z]+)")
+                          r"received signal (?P<sig2>SIG[A-Z]+)|"
+                          # Open MPI's handler in every process it launched (opal/util/stacktrace.c): "[host:pid]
+                          # *** Process received signal ***", then "[host:pid] Signal: Aborted (6)"
+                          r"^(?:\[[^\]\s]+:\d+\] )?Signal: (?P<ompi>[A-Z][a-z]+(?: [a-z]+)*) \(\d+\)\s*$")
 # The backtrace header of a C++ exception torch raised (c10::Error's what(), c10/util/Exception.cpp): printed with the
 # error that propagates, never for a warning. An excerpt may hold it without the Python traceback around it.
 C10_RAISED = re.compile(r"Exception raised from \S+ at \S+:\d+ \(most recent call first\)")
@@ -134,8 +137,13 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
 # file:line code=N(cudaErrorX)", https://github.com/NVIDIA/cuda-samples), as a cluster's GPU validators run them.
 ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<assert>: Assertion `.*' failed\.?)|"
-                   r"(?P<heap>\*\*\* Error in `|double free or corruption|free\(\): (?:invalid (?:pointer|size)|double free)|"
-                   r"malloc\(\): (?:memory corruption|corrupted|invalid))|"
+                   # glibc's heap checks (malloc/malloc.c, malloc_printerr): "free(): corrupted unsorted chunks",
+                   # "munmap_chunk(): invalid pointer", "corrupted size vs. prev_size" ... then abort()
+                   r"(?P<heap>\*\*\* Error in `|double free or corruption|"
+                   r"(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|tcache_thread_shutdown)\(\): "
+                   r"(?:invalid|double free|corrupted|unaligned|too many chunks|memory corruption|mismatching|"
+                   r"smallbin|unsorted|largebin)|"
+                   r"corrupted size vs\. prev_size|corrupted double-linked list|invalid fastbin entry \(free\))|"
                    r"(?P<smash>\*\*\* stack smashing detected \*\*\*)|"
                    r"(?P<sanitizer>==\d+==ERROR: \w*Sanitizer: )|"
                    r"(?P<gopanic>^panic: )|(?P<gofatal>^fatal error: )|"
@@ -825,7 +833,7 @@ class FailureTracker:
         if other:
             event = self._new("signal", stream_rank, lineno, evidence(), rest.strip())
             if event is not None:
-                event.signal = other.group("sig") or other.group("sig2") or other.group("name")
+                event.signal = other.group("sig") or other.group("sig2") or other.group("name") or other.group("ompi")
             return True
         aborted = ABORT.search(rest) if not DEVICE_ASSERT.search(text) else None
         if aborted:
