@@ -385,3 +385,27 @@ def test_the_linkers_missing_libcuda_is_the_environment_and_an_attribute_of_the_
                  "AttributeError: module 'mymodel' has no attribute 'torch'",
                  "AttributeError: 'Tensor' object has no attribute 'foo'"):
         assert first(raised(line)).cause == "program-error", line
+
+
+# ---- the kubelet's reasons for an eviction (pkg/kubelet/eviction/helpers.go) ----
+
+@pytest.mark.parametrize(("line", "cause", "actor"), [
+    ("  Warning  Evicted  3m  kubelet  Container trainer exceeded its local ephemeral storage limit \"50Gi\". ",
+     "disk-full", "config"),
+    ("  Warning  Evicted  3m  kubelet  Usage of EmptyDir volume \"cache\" exceeds the limit \"10Gi\". ",
+     "disk-full", "config"),
+    ("  Warning  Evicted  3m  kubelet  The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, "
+     "available: 9Gi. ", "disk-full", "node"),
+    ("  Warning  Evicted  3m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi, available: "
+     "88Mi. Container trainer was using 61Gi, request is 8Gi, has larger consumption of memory. ",
+     "out-of-memory", "job"),
+])
+def test_an_eviction_names_the_pods_limit_or_the_nodes_shortage(line, cause, actor):
+    found = first(["  Normal   Started    40m   kubelet            Started container trainer", line])
+    assert (found.cause, found.actor) == (cause, actor)
+
+
+def test_a_node_with_no_pressure_and_a_limit_in_the_spec_is_no_eviction():
+    quiet(["    Limits:", "      ephemeral-storage:  20Gi",
+           "  DiskPressure     False   kubelet has no disk pressure",
+           "  MemoryPressure   False   kubelet has sufficient memory available"])

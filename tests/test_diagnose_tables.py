@@ -44,6 +44,8 @@ EXPECTED = {
     "ray": ("ray:Version mismatch: The cluster was started with", "unclassified", "config"),
     "remote": ("remote:requests.exceptions.ConnectionError", "unclassified", "service"),
     "resolver": ("resolver:EAI_NONAME", "connect-timeout", "config"),
+    "kubernetes": ("kubernetes:Pod ephemeral local storage usage exceeds the total limit of containers", "disk-full",
+                   "config"),
     "slurm": ("slurm:DUE TO TIME LIMIT", "time-limit", "config"),
     "torch": ("torch:waiting for clients", "connect-timeout", "service"),
 }
