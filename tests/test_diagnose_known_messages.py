@@ -409,3 +409,26 @@ def test_a_node_with_no_pressure_and_a_limit_in_the_spec_is_no_eviction():
     quiet(["    Limits:", "      ephemeral-storage:  20Gi",
            "  DiskPressure     False   kubelet has no disk pressure",
            "  MemoryPressure   False   kubelet has sufficient memory available"])
+
+
+# ---- RDMA memory the locked-memory limit refused ----
+
+@pytest.mark.parametrize("lines", [
+    # UCX (openucx/ucx#8229)
+    ["[1732881600.123456] [node-1:4242 :0]       ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot "
+     "allocate memory", *raised("RuntimeError: UCX could not open the transport")],
+    # libfabric's EFA provider (prov/efa), which then aborts the process
+    ["Libfabric EFA provider has encountered an internal error:", "", "Libfabric error: (-12) Cannot allocate memory",
+     "EFA internal error: (4112) Failure to post internal receive buffers", "", "Your application will now abort()."],
+])
+def test_rdma_memory_refused_with_enomem_is_the_locked_memory_limit_not_the_hosts_memory(lines):
+    found = first(lines)
+    assert (found.id, found.cause, found.actor) == ("rdma-memlock", "resource-limit", "config")
+    assert "ulimit -l unlimited" in found.remedy
+
+
+def test_a_verbs_call_that_failed_for_another_reason_stays_the_fabrics():
+    found = first(["node1:1:1 [0] include/ibvwrap.h:311 NCCL WARN Call to ibv_create_qp failed",
+                   *raised("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+                           "system error, NCCL version 2.21.5")])
+    assert found.id == "nccl-ib-resources"
