@@ -1025,3 +1025,17 @@ def test_open_mpis_signal_report_in_a_launched_process_is_how_it_died():
     # a program's own words about signals are no signal it received
     quiet(["INFO Signal: SIGTERM handler installed", "The word corrupted appears in this data file name",
            "step 1 loss 2.0"])
+
+
+def test_a_commands_own_report_of_a_failed_system_call_at_the_end_names_its_cause():
+    # perror(3)/err(3)'s form, then srun's report of the task's exit (a pyxis container with a read-only root)
+    found = first(["$ srun --container-image=debian sh -c 'touch /foobar'",
+                   "pyxis: importing docker image ...",
+                   "touch: cannot touch '/foobar': Read-only file system",
+                   "srun: error: node-01: task 0: Exited with exit code 1"])
+    assert (found.cause, found.actor) == ("read-only-filesystem", "config")
+    found = first(["cp: cannot create regular file '/ckpt/model.pt': No space left on device"])
+    assert found.cause == "disk-full"
+    # the same form that the job went on after, or a path a script probes, is no failure
+    quiet(["bash: /etc/profile.d/conda.sh: Permission denied", "step 1 loss 2.0", "step 2 loss 1.9"])
+    quiet(["ls: cannot access '/data/cache': No such file or directory", "building the cache", "step 1 loss 2.0"])

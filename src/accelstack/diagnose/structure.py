@@ -226,6 +226,13 @@ _QUIET_LEVELS = frozenset({"DEBUG", "TRACE", "INFO", "NOTICE", "D", "I", "V"})
 # ...") or as the Docker daemon answers ("docker: Error response from daemon: ...").
 _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?"
                           r"(?: response from daemon)?: \S|"
+                          # a command's own report of a failed system call, as perror(3) and err(3) word it
+                          # ("touch: cannot touch '/x': Read-only file system", "cp: ...: No space left on device"):
+                          # strerror's words for a failure, not "No such file or directory", which scripts probe
+                          r"^[\w.+\-]+: \S.*: (?:Read-only file system|No space left on device|Disk quota exceeded|"
+                          r"Permission denied|Input/output error|Cannot allocate memory|Too many open files|"
+                          r"Stale file handle|File too large|Connection refused|Connection timed out|No route to host|"
+                          r"Network is unreachable)$|"
                           r"^[\w.\-]+ (?:error|fatal)\s+: \S|"
                           # a compiler's diagnostic: GCC's and Clang's "file.c:12:10: fatal error: x.h: ...", nvcc's
                           # "file.cu(12): error: ..." (https://gcc.gnu.org/onlinedocs/gcc/Diagnostic-Message-Formatting-Options.html)
