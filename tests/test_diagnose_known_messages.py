@@ -432,3 +432,27 @@ def test_a_verbs_call_that_failed_for_another_reason_stays_the_fabrics():
                    *raised("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
                            "system error, NCCL version 2.21.5")])
     assert found.id == "nccl-ib-resources"
+
+
+# ---- Ray's memory monitor, and a container Kubernetes saw fail ----
+
+def test_rays_memory_monitor_killing_workers_is_out_of_memory_and_its_info_lines_are_quiet():
+    # src/ray/raylet/node_manager.cc, in Ray's C++ log format (time, level letter, pid, thread)
+    found = first(["(raylet) [2026-11-29 12:00:00,445 E 395 395] (raylet) node_manager.cc:3049: 2 Workers (tasks / "
+                   "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+                   "e5d9, IP: 10.0.62.231) over the last time period.",
+                   "(raylet) Refer to the documentation on how to address the out of memory issue: "
+                   "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html."])
+    assert (found.id, found.cause) == ("ray:killed due to memory pressure (OOM)", "out-of-memory")
+    quiet(["(raylet) [2026-11-29 12:00:00,445 I 395 395] (raylet) node_manager.cc:412: Raylet started",
+           "step 1 loss 2.0"])
+
+
+def test_a_terminated_container_with_a_non_zero_exit_code_is_a_failure_and_a_completed_one_is_not():
+    describe = ["Containers:", "  trainer:", "    State:          Terminated", "      Reason:       Error",
+                "      Exit Code:    {code}", "      Started:      Sun, 29 Nov 2026 12:00:00 +0000"]
+    found = first([line.format(code=1) for line in describe])
+    assert (found.cause, found.actor) == ("unclassified", "job")
+    found = first([line.format(code=137) for line in describe])  # 128 + SIGKILL
+    assert found.id == "linux:SIGKILL"
+    quiet([line.replace("Error", "Completed").format(code=0) for line in describe])

@@ -113,8 +113,9 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           r"(?i:exited with (?:exit )?code|exit status|finished with exit code|died, exit code)"
                           r"\s*:?\s*(?P<exited>-?\d+)|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
-                          # Open MPI's block after it names the first process's code: "  Exit code:    3"
-                          r"^\s+Exit code:\s+(?P<ompi>\d+)\s*$|"
+                          # Open MPI's block after it names the first process's code: "  Exit code:    3"; and
+                          # `kubectl describe pod`'s terminated container: "      Exit Code:    1"
+                          r"^\s+Exit [Cc]ode:\s+(?P<ompi>\d+)\s*$|"
                           r"(?P<backoff>CrashLoopBackOff)|"
                           # MPICH's and Intel MPI's Hydra (mpiexec): "=   BAD TERMINATION OF ONE OF YOUR APPLICATION
                           # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
@@ -179,6 +180,9 @@ STATUS_CODE = (r"(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOU
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
+                         # Ray's C++ components (raylet, GCS): "[2026-11-29 12:00:00,445 E 395 395] (raylet) ..."
+                         # (src/ray/util/logging.cc: time, level letter, pid, thread)
+                         r"\d\d:\d\d:\d\d,\d{3} [EF] \d+ \d+\]|"
                          # a binding's report of a failed NCCL call (torch's "NCCL error in: <file>:<line>",
                          # TensorRT-LLM's NCCLCHECK "Failed, NCCL error <file>:<line> '<string>'")
                          r"\bNCCL error\b|"
