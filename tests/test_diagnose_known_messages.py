@@ -456,3 +456,22 @@ def test_a_terminated_container_with_a_non_zero_exit_code_is_a_failure_and_a_com
     found = first([line.format(code=137) for line in describe])  # 128 + SIGKILL
     assert found.id == "linux:SIGKILL"
     quiet([line.replace("Error", "Completed").format(code=0) for line in describe])
+
+
+# ---- zsh's and fish's reports of a child a signal ended ----
+
+@pytest.mark.parametrize(("line", "signal_id"), [
+    ("zsh: killed     python train.py", "linux:SIGKILL"),
+    ("[1]    4242 killed     python train.py", "linux:SIGKILL"),  # a background job's end
+    ("zsh: segmentation fault (core dumped)  python train.py", "linux:SIGSEGV"),
+    ("zsh: illegal hardware instruction  python -c 'import torch'", "linux:SIGILL"),
+    ("fish: Job 1, 'python train.py' terminated by signal SIGKILL (Forced quit)", "linux:SIGKILL"),
+])
+def test_zsh_and_fish_word_a_dead_child_in_their_own_way(line, signal_id):
+    found = first(["Epoch 1:  45%|████▌     | 450/1000 [02:01<02:28,  3.71it/s]", line])
+    assert found.id == signal_id
+
+
+def test_zshs_other_reports_are_no_signal():
+    quiet(["zsh: command not found: conda", "step 1 loss 2.0", "step 2 loss 1.9"])
+    quiet(["zsh: done       python prepare.py", "step 1 loss 2.0"])

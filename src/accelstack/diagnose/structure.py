@@ -66,6 +66,16 @@ _SHELL_SIGNAL = re.compile(
     r"(?:^|:\s+line\s+\d+:\s+)(?:(?P<pid>\d+)\s+)?(?P<sig>Segmentation fault|Aborted|Bus error|Killed|"
     r"Illegal instruction|Floating point exception|Terminated)(?P<rest>.*)$")
 _LINE_PREFIX = re.compile(r":\s+line\s+\d+:\s+")
+# zsh's and fish's reports of a child a signal ended, in their own words: zsh's "zsh: killed     python x.py",
+# "zsh: segmentation fault (core dumped)  ./x", a job's "[1]    4242 killed     python x.py" (Src/signals.c, the
+# signal messages of Src/signames2.awk); fish's "fish: Job 1, 'python x.py' terminated by signal SIGKILL (Forced
+# quit)" (src/proc.cpp). zsh's names are the shell's words of _SHELL_SIGNAL, which the tables read.
+_ZSH_SIGNALS = {"killed": "Killed", "segmentation fault": "Segmentation fault", "bus error": "Bus error",
+                "abort": "Aborted", "illegal hardware instruction": "Illegal instruction",
+                "floating point exception": "Floating point exception", "terminated": "Terminated"}
+_OTHER_SHELL_SIGNAL = re.compile(
+    r"^(?:zsh: |\[\d+\]\s+(?:\+\s+)?\d+ )(?P<zshsig>" + "|".join(_ZSH_SIGNALS) + r")(?: \(core dumped\))?\s+\S|"
+    r"^fish: Job \d+, .* terminated by signal (?P<fishsig>SIG[A-Z]+)")
 FATAL_PYTHON = re.compile(r"Fatal Python error: (?P<what>.+)")
 TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '(?P<type>[^']+)'|"
                        r"without an active exception|recursively)")
@@ -283,7 +293,7 @@ TAIL_NEUTRAL = 2
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
     TRACEBACK, CHAINED, FRAME, FATAL_PYTHON, TERMINATE, WHAT, OTHER_SIGNAL, TORCHRUN_FAILED, TORCHRUN_RANK,
     TORCHRUN_EXIT, TORCHRUN_SIGNAL, TORCHRUN_ROOT, C10_RAISED, SLURM, SLURMCTLD_END, PLOG_ERROR, EXIT_SUMMARY, RETRY, IGNORED,
-    DEVICE_ASSERT, ABORT,
+    DEVICE_ASSERT, ABORT, _OTHER_SHELL_SIGNAL,
     re.compile(r"Segmentation fault|Aborted|Bus error|Killed|Illegal instruction|Floating point exception|Terminated"),
 )
 # Literals of exception lines: a line that may be one holds one of these (or a class name a table lists).
@@ -833,6 +843,12 @@ class FailureTracker:
             event = self._new("fatal", stream_rank, lineno, evidence(), rest.strip())
             if event is not None:
                 event.exc_type, event.message = "Fatal Python error", fatal.group("what").strip()
+            return True
+        other_shell = _OTHER_SHELL_SIGNAL.search(rest)
+        if other_shell:
+            event = self._new("signal", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.signal = other_shell.group("fishsig") or _ZSH_SIGNALS[other_shell.group("zshsig")]
             return True
         shell = _SHELL_SIGNAL.search(rest)
         if shell and _is_shell_report(rest, shell):
