@@ -1039,3 +1039,26 @@ def test_a_commands_own_report_of_a_failed_system_call_at_the_end_names_its_caus
     # the same form that the job went on after, or a path a script probes, is no failure
     quiet(["bash: /etc/profile.d/conda.sh: Permission denied", "step 1 loss 2.0", "step 2 loss 1.9"])
     quiet(["ls: cannot access '/data/cache': No such file or directory", "building the cache", "step 1 loss 2.0"])
+
+
+# ---- from the development part of b27 ----
+
+def test_a_library_built_on_cuda_that_words_its_check_with_a_capital_e_is_an_error_line():
+    # FlashInfer's check ("CUDA Error: <string> (<code>) <file>: line N at function <call>")
+    found = first(["CUDA Error: no kernel image is available for execution on the device (209) /tmp/flashinfer/"
+                   "include/flashinfer/attention/handler.cuh: line 169 at function cudaOccupancyMaxActiveBlocks"
+                   "PerMultiprocessor(&num_blocks_per_sm, kernel, num_threads, smem_size)",
+                   "Process Process-1"])
+    assert (found.cause, found.actor) == ("torch-build-mismatch", "config")
+
+
+def test_an_environment_variable_the_launch_did_not_set_is_the_launchs():
+    found = first(["Traceback (most recent call last):", '  File "tools/train.py", line 31, in <module>',
+                   "ValueError: paddle.distributed initialize error, environment variable FLAGS_selected_gpus is "
+                   "needed, but not set."])
+    assert (found.cause, found.actor) == ("unclassified", "config")
+    assert "launcher" in found.remedy
+    # a value the program read from its environment and found wrong is the program's input
+    found = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                   "ValueError: batch size must be positive, got 0"])
+    assert (found.cause, found.actor) == ("program-error", "job")

@@ -81,6 +81,7 @@ def test_every_shipped_rule_parses_names_a_cause_and_cites_a_source():
     ({"cause": "out-of-memory", "all": [["x"]], "note": "n"}, "missing source"),
     ({"cause": "out-of-memory", "all": [[]], "note": "n", "source": "s"}, "non-empty list"),
     ({"cause": "out-of-memory", "all": [["x"]], "note": "n", "source": "s", "typo": 1}, "unknown field"),
+    ({"cause": "unclassified", "actor": "admin", "all": [["x"]], "note": "n", "source": "s"}, "is not one of"),
 ])
 def test_a_bad_rule_is_refused_with_where_it_is(rule, problem):
     with pytest.raises(ConfigError, match=problem) as raised:

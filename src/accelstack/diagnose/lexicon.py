@@ -18,10 +18,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..paths import package_data
 from ..yamlfile import load_marked_file
-from .causes import Cause, load_causes
+from .causes import Cause, check_actor, load_causes
 from .tables import TableRow, check_fields, row_cause
 
-_RULE_KEYS = {"cause", "all", "unless", "note", "remedy", "source"}
+_RULE_KEYS = {"cause", "actor", "all", "unless", "note", "remedy", "source"}
 _TEXT_CAP = 2000  # characters of a message read: the words that name a cause are at its start
 
 
@@ -54,7 +54,7 @@ def parse_lexicon(data: Any, origin: str = "lexicon.yml", causes: dict[str, Caus
     for index, raw in enumerate(data["rules"]):
         where = f"{origin}: rule #{index + 1}"
         if not isinstance(raw, dict):
-            raise ConfigError("a rule is a mapping (cause, all, unless, note, remedy, source)", where=where)
+            raise ConfigError("a rule is a mapping (cause, actor, all, unless, note, remedy, source)", where=where)
         check_fields(raw, _RULE_KEYS, where)
         cause = row_cause(raw, causes, where)
         for key in ("note", "source"):
@@ -66,7 +66,8 @@ def parse_lexicon(data: Any, origin: str = "lexicon.yml", causes: dict[str, Caus
             raise ConfigError("all: a list of groups of words", where=where)
         note = " ".join(str(raw["note"]).split())
         row = TableRow(
-            table=str(data["id"]), key=f"{cause.id}#{index + 1}", cause=cause.id, actor=cause.actor,
+            table=str(data["id"]), key=f"{cause.id}#{index + 1}", cause=cause.id,
+            actor=check_actor(raw["actor"], f"{where}: actor") if "actor" in raw else cause.actor,
             priority=cause.priority, symptom=cause.symptom, title=f"{note[:1].upper()}{note[1:]}",
             meaning=f"Read from {data['title']}: {note}.",
             remedy=" ".join(str(raw["remedy"]).split()) if raw.get("remedy") else cause.remedy,

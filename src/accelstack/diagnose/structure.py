@@ -204,7 +204,9 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
                          # holding an object or a message, never null)
                          r'"error"\s*:\s*(?:\{|"[^"]{3})|'
                          # torch's report of a failed CUDA / HIP call (c10/cuda/CUDAException.cpp), quoted alone
-                         r"\b(?:CUDA|HIP) error: |"
+                         # (and as libraries built on CUDA word their own check: FlashInfer's and FasterTransformer's
+                         # "CUDA Error: no kernel image is available ... (209) <file>: line 169 at function ...")
+                         r"\b(?:CUDA|HIP) [Ee]rror: |"
                          # a failed status (STATUS_CODE) that XLA and JAX, TensorFlow, gRPC and Triton's server
                          # quote after the call or the wrapper that got it ("failed call to cuInit: INTERNAL: ...",
                          # "Original error: INTERNAL: ..."), with no level word of its own
