@@ -475,3 +475,15 @@ def test_zsh_and_fish_word_a_dead_child_in_their_own_way(line, signal_id):
 def test_zshs_other_reports_are_no_signal():
     quiet(["zsh: command not found: conda", "step 1 loss 2.0", "step 2 loss 1.9"])
     quiet(["zsh: done       python prepare.py", "step 1 loss 2.0"])
+
+
+def test_an_npu_wait_that_timed_out_is_a_collective_timeout_under_the_runtimes_generic_codes():
+    # cann/runtime's device_error_proc.cc under EE9999, then the stream sync's 507011
+    found = first(["[ERROR] DEVICE(1,ffff,python):2026-11-29-12:00:00.000.000 [ascend_stream_manager.cc:241] SyncStream] "
+                   "Call runtime aclrtSynchronizeStreamWithTimeout error.",
+                   "EE9999: Inner Error!",
+                   "EE9999 The error from device(chipId:3, dieId:0), serial number is 1, event wait timeout occurred "
+                   "during task execution, stream_id:122, sq_id:122, task_id:790, event_id=73, timeout=1868.",
+                   "TraceBack (most recent call last):",
+                   "synchronize stream failed, runtime result = 507011"])
+    assert (found.cause, found.actor) == ("collective-timeout", "config")
