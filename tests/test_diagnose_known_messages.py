@@ -487,3 +487,12 @@ def test_an_npu_wait_that_timed_out_is_a_collective_timeout_under_the_runtimes_g
                    "TraceBack (most recent call last):",
                    "synchronize stream failed, runtime result = 507011"])
     assert (found.cause, found.actor) == ("collective-timeout", "config")
+
+
+def test_an_api_servers_port_taken_is_the_launchs_port_though_uvicorn_logs_it_and_shuts_down_cleanly():
+    # asyncio's create_server, logged by uvicorn at ERROR before its orderly shutdown
+    found = first(["INFO:     Started server process [4242]", "INFO:     Waiting for application startup.",
+                   "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address "
+                   "already in use", "INFO:     Waiting for application shutdown.",
+                   "INFO:     Application shutdown complete."])
+    assert (found.cause, found.actor) == ("address-in-use", "config")
