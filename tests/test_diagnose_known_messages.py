@@ -496,3 +496,28 @@ def test_an_api_servers_port_taken_is_the_launchs_port_though_uvicorn_logs_it_an
                    "already in use", "INFO:     Waiting for application shutdown.",
                    "INFO:     Application shutdown complete."])
     assert (found.cause, found.actor) == ("address-in-use", "config")
+
+
+# ---- the job's configuration refused by what reads it (configuration.yml) ----
+
+@pytest.mark.parametrize("lines", [
+    raised("omegaconf.errors.MissingMandatoryValue: Missing mandatory value: model.tokenizer.model"),
+    raised("hydra.errors.ConfigCompositionException: Could not override 'trainer.devices'.")
+    + ["To append to your config use +trainer.devices=8"],
+    raised("yaml.scanner.ScannerError: mapping values are not allowed here")
+    + ['  in "ds_config.yaml", line 3, column 10'],
+    ["usage: train.py [-h] [--lr LR]", "train.py: error: unrecognized arguments: --local-rank=0"],
+    ["usage: torchrun [-h] [--nnodes NNODES]",
+     "torchrun: error: the following arguments are required: training_script, training_script_args"],
+    ["usage: train.py [-h] [--lr LR]", "train.py: error: argument --lr: invalid float value: '1e-4x'"],
+])
+def test_a_configuration_or_command_line_that_its_reader_refuses_is_the_launchs(lines):
+    found = first(lines)
+    assert (found.cause, found.actor) == ("unclassified", "config")
+
+
+def test_a_parse_error_of_the_programs_data_and_an_attribute_of_its_objects_stay_the_programs():
+    assert first(raised("pandas.errors.ParserError: Error tokenizing data. C error: Expected 3 fields in line 5, "
+                        "saw 4")).actor == "job"
+    found = first(raised("AttributeError: 'NoneType' object has no attribute 'shape'"))
+    assert (found.cause, found.actor) == ("program-error", "job")

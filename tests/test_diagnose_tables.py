@@ -44,6 +44,7 @@ EXPECTED = {
     "ray": ("ray:Version mismatch: The cluster was started with", "unclassified", "config"),
     "remote": ("remote:requests.exceptions.ConnectionError", "unclassified", "service"),
     "resolver": ("resolver:EAI_NONAME", "connect-timeout", "config"),
+    "configuration": ("configuration:ConfigAttributeError", "unclassified", "config"),
     "kubernetes": ("kubernetes:Pod ephemeral local storage usage exceeds the total limit of containers", "disk-full",
                    "config"),
     "slurm": ("slurm:DUE TO TIME LIMIT", "time-limit", "config"),
