@@ -126,10 +126,16 @@ def _local_bundle(tmp_path: Path) -> Path:
     return tmp_path / "here.tar.gz"
 
 
-def _bundle_tmp() -> set[str]:
-    import tempfile
+def _private_tmp(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A temporary folder of the test's own for the programs it runs (TMPDIR): what they leave there is theirs, not
+    a copy another test unpacks at the same moment in the shared one (the suite runs in parallel)."""
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    return folder, {"TMPDIR": str(folder)}
 
-    return {p.name for p in Path(tempfile.gettempdir()).glob("accelstack-bundle-*")}
+
+def _bundle_tmp(folder: Path) -> set[str]:
+    return {p.name for p in folder.glob("accelstack-bundle-*")}
 
 
 @pytest.mark.parametrize("program", ["accelstack", "inv"])
@@ -138,7 +144,7 @@ def test_a_cut_short_or_damaged_bundle_is_one_line_and_exit_3(program: str, tmp_
 
     tarball = _local_bundle(tmp_path / "b")
     whole = tarball.read_bytes()
-    before = _bundle_tmp()
+    tmp, env = _private_tmp(tmp_path)
     cases = {
         "half.tar.gz": (whole[: len(whole) // 2], ["half.tar.gz", "the bundle is cut short"]),
         "head.tar.gz": (whole[:100], ["head.tar.gz", "the bundle is cut short"]),
@@ -146,10 +152,10 @@ def test_a_cut_short_or_damaged_bundle_is_one_line_and_exit_3(program: str, tmp_
     }
     for name, (data, words) in cases.items():
         (tmp_path / name).write_bytes(data)
-        proc = run_program(program, "analyze", "--bundle", str(tmp_path / name), runs=tmp_path / "runs")
+        proc = run_program(program, "analyze", "--bundle", str(tmp_path / name), runs=tmp_path / "runs", env=env)
         assert_bad_input(proc, *words)
         assert len(proc.stderr.strip().splitlines()) <= 2  # the line, and its hint
-    assert _bundle_tmp() <= before  # no unpacked copy left behind, even of a bundle that failed half-way
+    assert _bundle_tmp(tmp) == set()  # no unpacked copy left behind, even of a bundle that failed half-way
 
 
 def test_a_bundle_folder_missing_a_listed_file_or_with_a_broken_index_is_exit_3(tmp_path: Path) -> None:
@@ -170,13 +176,13 @@ def test_a_bundle_folder_missing_a_listed_file_or_with_a_broken_index_is_exit_3(
 
 def test_analyze_leaves_no_unpacked_copy_behind(tmp_path: Path) -> None:
     tarball = _local_bundle(tmp_path)
-    before = _bundle_tmp()
+    tmp, env = _private_tmp(tmp_path)
     for program in ("accelstack", "inv"):
         from .helpers import run_program
 
-        proc = run_program(program, "analyze", "--bundle", str(tarball), "--json", runs=tmp_path / "runs")
+        proc = run_program(program, "analyze", "--bundle", str(tarball), "--json", runs=tmp_path / "runs", env=env)
         assert proc.returncode in (0, 1), proc.stderr  # 1: this machine's own dmesg may hold a finding
         assert json.loads(proc.stdout)["records"]
+    assert _bundle_tmp(tmp) == set()
     facts, _, _ = analyze_bundle(tarball)
     assert facts.hostname
-    assert _bundle_tmp() <= before
