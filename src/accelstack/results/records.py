@@ -99,6 +99,15 @@ def error_record(host: str, check: str, err: BaseException, duration_s: float = 
                   remedy=getattr(err, "hint", None), duration_s=round(duration_s, 3))
 
 
+def interrupted_record(host: str, check: str, *, cut_short: bool, rerun: str) -> Record:
+    """The ``error`` record Ctrl-C leaves for a check without one: cut short while it ran, or never started.
+    ``rerun``: the command that runs it again."""
+    summary = ("interrupted (Ctrl-C) before it finished: not measured" if cut_short
+               else "not run: the run was interrupted (Ctrl-C)")
+    return Record(host=host, check=check, status="error", summary=summary, evidence={"error": "interrupted"},
+                  remedy=f"re-run: {rerun}")
+
+
 def exit_code_for(records: Iterable[Record]) -> int:
     """0 all pass/warn/skip; 1 any fail; 2 any error and no fail."""
     statuses = {record.status for record in records}

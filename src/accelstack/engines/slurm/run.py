@@ -21,7 +21,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...inventory import Host, Inventory
-from ...results.records import Record, RecordSink
+from ...results.records import Record, RecordSink, interrupted_record
 from ...validate.checks import Check
 from ...validate.registry import load_registry, select
 from ...validate.thresholds import load_thresholds
@@ -297,9 +297,8 @@ def interrupted_records(records: list[Record], nodes: list[str], validators: lis
         return (node, check) in exact or (node, name) in exact or (node, check) in heads
 
     checks = [(c, v.name) for v in validators for c in v.checks] + ([("multinode", "multinode")] if multinode else [])
-    return [Record(host=node, check=check, status="error", summary="not run: the run was interrupted (Ctrl-C)",
-                   evidence={"error": "interrupted"},
-                   remedy=f"re-run: inv validate --engine slurm --nodes {node} --only {check}")
+    return [interrupted_record(node, check, cut_short=False,
+                               rerun=f"inv validate --engine slurm --nodes {node} --only {check}")
             for node in nodes for check, name in checks if not done(node, check, name)]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...inventory import Host, Inventory
-from ...results.records import Record, RecordSink, RunWriter
+from ...results.records import Record, RecordSink, RunWriter, interrupted_record
 from ...stacks.context import HostContext, resolve_contexts
 from ...transport.connection import Transport
 from ...transport.fanout import FanoutOptions, HostPool
@@ -157,11 +157,9 @@ class SSHEngine(Engine):
                 for record_check in check.checks:
                     if done(name, record_check) or (check.needs_peers and len(self.contexts) < 2):
                         continue
-                    summary = ("interrupted (Ctrl-C) before it finished: not measured" if (name, record_check) in cut
-                               else "not run: the run was interrupted (Ctrl-C)")
-                    missing.append(Record(host=name, check=record_check, status="error", summary=summary,
-                                          evidence={"error": "interrupted"},
-                                          remedy=f"re-run: inv validate --limit {name} --only {record_check}"))
+                    missing.append(interrupted_record(
+                        name, record_check, cut_short=(name, record_check) in cut,
+                        rerun=f"inv validate --limit {name} --only {record_check}"))
         return missing
 
 

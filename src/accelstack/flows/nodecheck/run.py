@@ -27,7 +27,15 @@ from ...engines.slurm.node import apply_control_vars, slurm_node_name
 from ...engines.slurm.nodes import NODE_VARS_ENV
 from ...engines.ssh.host import run_host
 from ...results.output import Reporter
-from ...results.records import Record, RecordSink, RunWriter, prune_runs, runs_dir, whole_record
+from ...results.records import (
+    Record,
+    RecordSink,
+    RunWriter,
+    interrupted_record,
+    prune_runs,
+    runs_dir,
+    whole_record,
+)
 from ...stacks.context import HostContext
 from ...transport.connection import LocalTransport
 from ...validate.config import tier_config
@@ -142,9 +150,6 @@ def _not_run(host: str, validators: list[Check], done: list[Record], started: se
         for check in validator.checks:
             if check in have or any(name.startswith(check + ".") for name in have):
                 continue
-            summary = ("interrupted (Ctrl-C) before it finished: not measured" if validator.name in started
-                       else "not run: the run was interrupted (Ctrl-C)")
-            missing.append(Record(host=host, check=check, status="error", summary=summary,
-                                  evidence={"error": "interrupted"},
-                                  remedy=f"re-run: accelstack node-check --only {check}"))
+            missing.append(interrupted_record(host, check, cut_short=validator.name in started,
+                                              rerun=f"accelstack node-check --only {check}"))
     return missing
