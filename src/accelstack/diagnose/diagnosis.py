@@ -14,13 +14,14 @@ are taken once, at the end.
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK
 from ..vendors import ANY, Vendor
@@ -44,6 +45,7 @@ from .reader import (
     open_log,
     paste_indent,
     rank_of,
+    read_dewrapped,
     read_head,
     read_hits,
     split_carrier,
@@ -273,20 +275,35 @@ class Scanner:
             self._truncated.append(f"{source.label}: {source.truncated}")
             return
         self._begin(source)
-        stream, owned = source.open() if source.opener else open_log(source.path or source.label)
+        direct = source.path if source.opener is None and source.path not in (None, "-") else None
+        # A paste hard-wrapped at a fixed width is read with its wraps joined back; its evidence keeps the numbers
+        # of the file's own lines (the first of each joined one).
+        dewrapped = read_dewrapped(direct) if direct else None
+        stream: IO[bytes]
+        if dewrapped is not None:
+            data, starts, physical_lines = dewrapped
+            stream, owned, direct = io.BytesIO(data), True, None
+
+            def physical(lineno: int) -> int:
+                return starts[lineno - 1] if 0 < lineno <= len(starts) else lineno
+        else:
+            stream, owned = source.open() if source.opener else open_log(source.path or source.label)
+
+            def physical(lineno: int) -> int:
+                return lineno
         state = ReadState()
         try:
-            direct = source.path if source.opener is None and source.path not in (None, "-") else None
             hits = read_hits(stream, self.catalog.anchors, self._anchors, state, path=direct)
-            self._read(((hit.lineno, hit.raw.decode("utf-8", errors="replace"), hit.context) for hit in hits),
-                       (lambda: read_head(direct)) if direct else None)
+            self._read(((physical(hit.lineno), hit.raw.decode("utf-8", errors="replace"), hit.context)
+                        for hit in hits), (lambda: read_head(direct)) if direct else None)
         finally:
             if owned:
                 stream.close()
+        lines = physical_lines if dewrapped is not None else state.lines
         if state.truncated:
-            self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {state.lines},"
+            self._truncated.append(f"{source.label}: {state.truncated}; the log ends at line {lines},"
                                    " findings up to there are kept")
-        self._end(state.lines, state.tail_lines())
+        self._end(lines, [(physical(lineno), text) for lineno, text in state.tail_lines()])
 
     def _read(self, hits: Iterable[tuple[int, str, bool]], head: Callable[[], Iterable[str]] | None = None) -> None:
         """The prefilter's lines of one log (number, text, whether it is only the line after a hit), in order.

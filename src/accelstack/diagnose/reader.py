@@ -295,6 +295,79 @@ def read_head(path: str, lines: int = HEAD_LINES, size: int = 64 * 1024) -> list
     return [piece[:MAX_LINE_BYTES].decode("utf-8", errors="replace") for piece in pieces[:lines]]
 
 
+# ----- a paste hard-wrapped at a fixed width ------------------------------------------------------------------------
+# A log copied from a terminal (or a tool that wraps) splits every long line at the same column: an exception's
+# message, a table's literal, a path fall apart across lines. A small plain log whose longest lines all end at one
+# column, several of them continued on the next line, is read with those lines joined back.
+DEWRAP_MAX_BYTES = 2 * 1024 * 1024  # pastes are small; a real log of this size is not read whole
+DEWRAP_MIN_WIDTH = 60
+DEWRAP_MIN_LINES = 2  # full-width lines continued on the next line
+_RECORD_START = re.compile(
+    # an indent (a wrap may fall just before one space, not before two or a tab), a bracket or quote mark, a date or
+    # time, a level word, an exception class, a traceback's frame, a shell prompt, a rule, a box-drawing edge
+    r"^(?:\t| {2}|\[|\(|<|>|#|\$|\*|-{2}|={2}|[|│╭╰┃]|\d{2,4}[-/:.]\d|"
+    r"(?:INFO|INF|WARN|WARNING|ERROR|ERR|DEBUG|TRACE|FATAL|CRITICAL|NOTICE|[IWEF]\d{4})\b|"
+    r"[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b|Traceback|File \")")
+
+
+def _continues(line: str, after: str) -> bool:
+    """``after`` goes on with the full-width ``line`` (a wrap), rather than starting a line of its own: it does not
+    open as a log record opens (a timestamp, a bracket, a level or class word, an indent, a box-drawing edge) and
+    not as ``line`` itself does (repeated records of one width), and ``line`` is not one repeated character."""
+    if not after or len(set(line.strip())) <= 1:
+        return False
+    if after[:8] == line[:8] or _RECORD_START.match(after):
+        return False
+    return True
+
+
+def hard_wrap_width(lines: list[str]) -> int | None:
+    """The column a paste was wrapped at, or None: its longest lines all share one length, and at least
+    :data:`DEWRAP_MIN_LINES` of them go on on the next line (:func:`_continues`)."""
+    width = max((len(line) for line in lines), default=0)
+    if width < DEWRAP_MIN_WIDTH:
+        return None
+    continued = sum(1 for line, after in zip(lines, lines[1:], strict=False)
+                    if len(line) == width and _continues(line, after))
+    return width if continued >= DEWRAP_MIN_LINES else None
+
+
+def dewrap(lines: list[str], width: int) -> tuple[list[str], list[int]]:
+    """The lines with each wrap joined back, and the number (1-based) of the first physical line of each."""
+    joined: list[str] = []
+    starts: list[int] = []
+    previous = ""
+    for number, line in enumerate(lines, start=1):
+        if joined and len(previous) == width and _continues(previous, line):
+            joined[-1] += line
+        else:
+            joined.append(line)
+            starts.append(number)
+        previous = line
+    return joined, starts
+
+
+def read_dewrapped(path: str) -> tuple[bytes, list[int], int] | None:
+    """A small plain log file hard-wrapped at a fixed width, joined back: its bytes, each joined line's first
+    physical line number, and how many lines the file has. None for any other file."""
+    try:
+        if os.path.getsize(path) > DEWRAP_MAX_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    if data[:2] == GZIP_MAGIC:
+        return None
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    width = hard_wrap_width(lines)
+    if width is None:
+        return None
+    joined, starts = dewrap(lines, width)
+    physical = len(lines) - 1 if data.endswith(b"\n") else len(lines)
+    return "\n".join(joined).encode("utf-8"), starts, physical
+
+
 def open_log(path: str) -> tuple[IO[bytes], bool]:
     """The file (or stdin) as a binary stream, and whether it should be closed by us."""
     if path == "-":
