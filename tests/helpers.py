@@ -178,6 +178,22 @@ def assert_interrupted(proc: subprocess.Popen[str], err: str, detail: str = "") 
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
+def interrupted_records(proc: subprocess.Popen[str], err: str, results: Path, before: list[str],
+                        detail: str = "") -> list[Any]:
+    """What every Ctrl-C'd run promises: exit 130 with one line that says so, every record written before Ctrl-C
+    still there, and the checks it cut short marked ``error``. Returns the run folder's records."""
+    from accelstack.results.records import read_run
+
+    assert_interrupted(proc, err, detail)
+    assert err.startswith("accelstack: interrupted"), err
+    after = results.read_text().splitlines()
+    assert after[:len(before)] == before  # every record finished before Ctrl-C is still there
+    records = read_run(results.parent)
+    cut = [r for r in records if "interrupt" in r.summary]
+    assert cut and all(r.status == "error" for r in cut)
+    return records
+
+
 def alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:

@@ -15,10 +15,17 @@ from pathlib import Path
 import pytest
 
 from accelstack.inventory import Host
-from accelstack.results.records import read_run
 from accelstack.transport.connection import CommandInterrupted, LocalTransport, kill_tree_command
 
-from .helpers import alive, assert_interrupted, cli_process, descendants, first_results, interrupt
+from .helpers import (
+    alive,
+    assert_interrupted,
+    cli_process,
+    descendants,
+    first_results,
+    interrupt,
+    interrupted_records,
+)
 
 
 def _wait_for(path: Path, timeout: float = 20.0) -> str:
@@ -89,13 +96,7 @@ def test_sigint_mid_run_keeps_finished_records_marks_the_rest_and_exits_130(tmp_
         before = _wait_for(results).splitlines()
         running = descendants(proc.pid)
         out, err = interrupt(proc, timeout=60)
-    assert_interrupted(proc, err)
-    assert err.startswith("accelstack: interrupted"), err
-    after = results.read_text().splitlines()
-    assert after[:len(before)] == before  # every record finished before Ctrl-C is still there
-    records = read_run(results.parent)
-    cut = [r for r in records if "interrupt" in r.summary]
-    assert cut and all(r.status == "error" for r in cut)
+    records = interrupted_records(proc, err, results, before)
     assert len(records) == len({r.check for r in records})  # each check once
     assert json.loads((results.parent / "meta.json").read_text())["exit_code"] == 130
     # Plain lines on stdout as records arrived: at least the finished ones.
