@@ -1062,3 +1062,17 @@ def test_an_environment_variable_the_launch_did_not_set_is_the_launchs():
     found = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
                    "ValueError: batch size must be positive, got 0"])
     assert (found.cause, found.actor) == ("program-error", "job")
+
+
+# ---- from the development part of b29 ----
+
+def test_the_cuda_check_macro_most_cuda_programs_copy_is_an_error_line():
+    # "CUDA error <code> at <file>:<line>: <cudaGetErrorString>" (ggml before 2024, and CUDA programs at large)
+    found = first(["CUDA error 222 at /home/runner/work/ctransformers/models/ggml/ggml-cuda.cu:6045: the provided PTX "
+                   "was compiled with an unsupported toolchain."])
+    assert found.cause == "driver-too-old"
+    found = first(["CUDA error 2 at ggml-cuda.cu:7026: out of memory", "current device: 0"])
+    assert found.cause == "out-of-memory"
+    # the same words quoted in a message that is not the check's line are no failure of their own
+    quiet(["note: CUDA errors are reported as 'CUDA error N at file:line' by the kernels", "step 1 loss 2.0"])
+

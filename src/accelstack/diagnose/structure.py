@@ -207,6 +207,11 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
                          # (and as libraries built on CUDA word their own check: FlashInfer's and FasterTransformer's
                          # "CUDA Error: no kernel image is available ... (209) <file>: line 169 at function ...")
                          r"\b(?:CUDA|HIP) [Ee]rror: |"
+                         # the CUDA_CHECK macro most CUDA programs copy, fprintf(stderr, "CUDA error %d at %s:%d: %s\n",
+                         # err, __FILE__, __LINE__, cudaGetErrorString(err)), as ggml had it before 2024 (llama.cpp,
+                         # whisper.cpp and the bindings built on them, https://github.com/ggml-org/llama.cpp, its
+                         # CUDA_CHECK and CUBLAS_CHECK): "CUDA error 222 at ggml-cuda.cu:6045: <the CUDA string>"
+                         r"\b(?:CUDA|cuBLAS) error \d+ at \S+:\d+: |"
                          # a failed status (STATUS_CODE) that XLA and JAX, TensorFlow, gRPC and Triton's server
                          # quote after the call or the wrapper that got it ("failed call to cuInit: INTERNAL: ...",
                          # "Original error: INTERNAL: ..."), with no level word of its own
