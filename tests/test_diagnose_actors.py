@@ -253,6 +253,13 @@ def test_an_oom_whose_message_names_the_engines_launch_arguments_is_the_launchs(
                "stored in KV cache (24480). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
                "when initializing the engine."]
     assert (first(context).cause, first(context).actor) == ("out-of-memory", "config")
+    # SGLang's and TGI's words for the same share (--mem-fraction-static, --cuda-memory-fraction)
+    sglang = ["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+              "self.server_args.mem_fraction_static=0.2"]
+    assert (first(sglang).cause, first(sglang).actor) == ("out-of-memory", "config")
+    tgi = ["RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease "
+           "`--max-batch-prefill-tokens` or lower `--cuda-memory-fraction`"]
+    assert (first(tgi).cause, first(tgi).actor) == ("out-of-memory", "config")
     # A training step that ran out of memory names no launch argument: the program's size.
     step = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "79.11 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.00 GiB memory in "

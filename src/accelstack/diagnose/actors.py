@@ -277,8 +277,14 @@ def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context:
     return None
 
 
-# The launch arguments vLLM's memory messages name as what to change (its --gpu-memory-utilization, --max-model-len).
-_ENGINE_SHARE = re.compile(r"gpu[ _]memory[ _]utili[sz]ation|max_model_len|max-model-len", re.IGNORECASE)
+# The launch arguments an inference engine's memory messages name as what to change: vLLM's
+# --gpu-memory-utilization and --max-model-len (https://docs.vllm.ai/en/latest/configuration/conserving_memory.html),
+# SGLang's --mem-fraction-static ("Not enough memory. Please try to increase --mem-fraction-static",
+# https://docs.sglang.io/advanced_features/server_arguments.html), TGI's --cuda-memory-fraction
+# (https://huggingface.co/docs/text-generation-inference/reference/launcher) and LMDeploy's cache_max_entry_count
+# (https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html).
+_ENGINE_SHARE = re.compile(r"gpu[ _-]memory[ _-]utili[sz]ation|max[_-]model[_-]len|mem[_-]fraction[_-]static|"
+                           r"cuda[_-]memory[_-]fraction|cache[_-]max[_-]entry[_-]count", re.IGNORECASE)
 
 
 def _engine_memory_share(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
