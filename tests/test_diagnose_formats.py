@@ -1076,3 +1076,25 @@ def test_the_cuda_check_macro_most_cuda_programs_copy_is_an_error_line():
     # the same words quoted in a message that is not the check's line are no failure of their own
     quiet(["note: CUDA errors are reported as 'CUDA error N at file:line' by the kernels", "step 1 loss 2.0"])
 
+
+def test_a_hub_that_refuses_the_model_is_the_launchs_and_a_hub_out_of_reach_the_services():
+    refused = [
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-65) Cannot access gated repo "
+        "for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
+        "huggingface_hub.utils._errors.RepositoryNotFoundError: 401 Client Error. (Request ID: Root=1-64) Repository "
+        "Not Found for url: https://huggingface.co/api/models/org/modle-7b.",
+        "huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. Revision Not Found for url: "
+        "https://huggingface.co/api/models/org/model-7b/revision/v9.",
+        "OSError: org/modle-7b is not a local folder and is not a valid model identifier listed on "
+        "'https://huggingface.co/models'"]
+    for line in refused:
+        found = first(["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', line])
+        assert (found.cause, found.actor) == ("unclassified", "config"), line
+        assert "token" in found.remedy or "revision" in found.remedy
+    # the Hub out of reach stays the service's: the network, not the launch's model id
+    found = first(["Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
+                   "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the "
+                   "cached files and it looks like org/model-7b is not the path to a directory containing a file named "
+                   "config.json."])
+    assert (found.cause, found.actor) == ("unclassified", "service")
+
