@@ -1098,3 +1098,21 @@ def test_a_hub_that_refuses_the_model_is_the_launchs_and_a_hub_out_of_reach_the_
                    "config.json."])
     assert (found.cause, found.actor) == ("unclassified", "service")
 
+
+# ---- from the development part of b30 ----
+
+def test_a_controller_that_reports_a_failed_replica_or_job_is_a_failure_never_silence():
+    # `kubectl describe tfjob`: the training operator's JobFailed condition, and a Job past its retries
+    found = first(["Status:", "  Conditions:",
+                   "    Message:               TFJob myjob has failed because 1 Worker replica(s) failed.",
+                   "    Reason:                TFJobFailed", "    Type:                  Failed"])
+    assert (found.cause, found.actor) == ("unclassified", "job")
+    assert "failing rank's own log" in found.explanation
+    assert "failed.." not in found.explanation
+    found = first(["Events:", "  Warning  BackoffLimitExceeded  2m  job-controller  Job has reached the specified "
+                   "backoff limit"])
+    assert found.cause == "unclassified"
+    # a job that completed reports no replica as failed
+    quiet(["    Message:               TFJob myjob successfully completed.", "    Reason:                TFJobSucceeded",
+           "  Replica Statuses:", "    Worker:", "      Succeeded:  2"])
+

@@ -236,7 +236,8 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         symptom, source, vendor, layer = row.symptom, f"{row.source} [{row.id}]", row.vendor, "table"
     else:
         cause = causes[UNCLASSIFIED]
-        explanation = (f"The job failed{ranks_text} with an error that no signature or table names: {quote}{where}."
+        stop = "" if not where and quote.endswith((".", "!", "?")) else "."  # a quoted sentence keeps its own stop
+        explanation = (f"The job failed{ranks_text} with an error that no signature or table names: {quote}{where}{stop}"
                        " It is quoted here so that its owner can read it first.")
         title = quote if len(quote) <= 120 else quote[:119] + "\u2026"
         remedy, actor, priority, symptom = cause.remedy, cause.actor, cause.priority, cause.symptom

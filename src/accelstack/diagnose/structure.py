@@ -127,6 +127,13 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # `kubectl describe pod`'s terminated container: "      Exit Code:    1"
                           r"^\s+Exit [Cc]ode:\s+(?P<ompi>\d+)\s*$|"
                           r"(?P<backoff>CrashLoopBackOff)|"
+                          # the controllers that own a training job's pods, when one failed for good: Kubeflow's
+                          # training operator ("TFJob myjob has failed because 1 Worker replica(s) failed.",
+                          # https://github.com/kubeflow/trainer, its JobFailed condition) and a Kubernetes Job past
+                          # its retries ("Job has reached the specified backoff limit", reason BackoffLimitExceeded,
+                          # https://kubernetes.io/docs/concepts/workloads/controllers/job/)
+                          r"(?P<replicas>(?:has|is) failed because \d+ \w+ replica\(s\) failed)|"
+                          r"(?P<joblimit>Job has reached the specified backoff limit)|"
                           # MPICH's and Intel MPI's Hydra (mpiexec): "=   BAD TERMINATION OF ONE OF YOUR APPLICATION
                           # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
                           # Killed (signal 9)" (https://github.com/pmodels/mpich, src/pm/hydra)
