@@ -1099,6 +1099,18 @@ def test_a_hub_that_refuses_the_model_is_the_launchs_and_a_hub_out_of_reach_the_
     assert (found.cause, found.actor) == ("unclassified", "service")
 
 
+def test_nccl_before_2_4_wrote_its_warn_without_its_name():
+    found = first(["seyun:17283:17549 [3] include/socket.h:371 WARN Connection closed by remote peer",
+                   "seyun:17283:17549 [3] INFO transport/net_socket.cu:166 -> 2",
+                   "seyun:17281:17552 [1] INFO init.cu:536 -> 2"])
+    assert found.cause == "peer-exited"
+    assert found.hosts == ["seyun"]
+    # its INFO lines, and a WARN word inside a message, are no failure
+    quiet(["seyun:17283:17549 [3] INFO NET : Using interface eno2:115.145.173.234<0>",
+           "seyun:17283:17549 [3] INFO NET/Socket : 1 interfaces found",
+           "step 1: WARN Connection closed by remote peer was seen once and retried"])
+
+
 # ---- from the development part of b30 ----
 
 def test_a_controller_that_reports_a_failed_replica_or_job_is_a_failure_never_silence():

@@ -197,6 +197,9 @@ STATUS_CODE = (r"(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOU
 # CRITICAL and FATAL. One that a table row names is a failure; one that no row names is left alone (components
 # log errors they recover from).
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
+                         # NCCL before 2.4 wrote its WARN without its name: "host:pid:tid [dev] file:line WARN msg"
+                         # (the WARN macro of https://github.com/NVIDIA/nccl/blob/v2.3.7-1/src/include/debug.h)
+                         r"^\S+:\d+:\d+ \[\d+\] \S+:\d+ WARN |"
                          # Ray's C++ components (raylet, GCS): "[2026-11-29 12:00:00,445 E 395 395] (raylet) ..."
                          # (src/ray/util/logging.cc: time, level letter, pid, thread)
                          r"\d\d:\d\d:\d\d,\d{3} [EF] \d+ \d+\]|"
