@@ -1128,3 +1128,32 @@ def test_a_controller_that_reports_a_failed_replica_or_job_is_a_failure_never_si
     quiet(["    Message:               TFJob myjob successfully completed.", "    Reason:                TFJobSucceeded",
            "  Replica Statuses:", "    Worker:", "      Succeeded:  2"])
 
+
+STORE_TIMEOUT = ("({who}) [E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to "
+                 "connect to ({address}, 44737).")
+WATCHDOG = ("(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=3856, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out.")
+
+
+def test_a_store_that_could_not_be_reached_counts_when_a_watchdog_took_a_rank_down():
+    # c10d retries its connect and says so on every attempt: alone it is no failure, and the watchdog's timeout,
+    # which takes its rank down, is one
+    lines = [STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931, ip=10.0.1.8", address="10.0.1.75"), WATCHDOG]
+    found = first(lines)
+    assert (found.id, found.cause) == ("c10d-store-connect-timeout", "connect-timeout")
+    quiet(lines[:1] + ["(RayWorkerVllm pid=207931, ip=10.0.1.8) INFO step 1 loss 2.0"])
+
+
+def test_a_rank_that_dialled_dockers_bridge_from_another_host_was_given_the_wrong_interface():
+    found = first([STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931, ip=10.0.1.75", address="172.17.0.2"), WATCHDOG])
+    assert (found.cause, found.actor) == ("network-interface", "config")
+    assert "172.17.0.2" in found.explanation and "10.0.1.75" in found.explanation
+    # a rank on the bridge itself (containers of one host), or one whose own address the log does not give, may
+    # have dialled a peer that was not up: the store's own reading stands
+    same_host = first([STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931, ip=172.17.0.3", address="172.17.0.2"),
+                       WATCHDOG])
+    assert same_host.cause == "connect-timeout"
+    unknown = first([STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931", address="172.17.0.2"), WATCHDOG])
+    assert unknown.cause == "connect-timeout"
+

@@ -544,9 +544,13 @@ class Scanner:
                 continue
             if sig.unless_context and sig.unless_context in self._contexts_seen:
                 continue
-            if sig.requires_failure and not self._tracker.failed():
-                continue
             kept[sig.id] = hits
+        # A signature that needs the job to have failed: the structure's failures (a traceback, a signal, a
+        # launcher's report), or a signature that is a failure of its own wherever it appears (the watchdog's
+        # timeout, which takes its rank down, symptom of another cause as it may be).
+        failed = self._tracker.failed() or any(not catalog.by_id(sig_id).requires_failure for sig_id in kept)
+        for sig_id in [sig_id for sig_id in kept if catalog.by_id(sig_id).requires_failure and not failed]:
+            del kept[sig_id]
         for sig in catalog.signatures:
             # The refining pattern is a subset of the general one, so equal counts mean the very same lines.
             refined = sig.refines
@@ -559,6 +563,7 @@ class Scanner:
         findings.extend(self._desync_findings(kept))
         self._name_nccl_warn(findings)
         self._timed_out_while_saving(findings)
+        self._dialled_a_bridge(findings)
         _apply_follows(findings, {sig.id: sig.follows for sig in catalog.signatures})
         _warnings_below_failures(findings)
         findings.sort(key=functools.cmp_to_key(_rank_order))
@@ -585,6 +590,26 @@ class Scanner:
             _name_cause(finding, cause.id, cause.actor, cause.remedy,
                         " A checkpoint save was under way when it timed out (its start is logged before this line, its "
                         "end is not): the ranks waited on the save.")
+
+    def _dialled_a_bridge(self, findings: list[Finding]) -> None:
+        """A rank on one host that could not reach an address of Docker's default bridge (docker0, 172.17.0.0/16),
+        which only the containers of one host share: a process told the others its container's bridge address (the
+        store's MASTER_ADDR, a worker's node address, the interface NCCL or Gloo took), which no other host can
+        reach. That is the interface the launch gave, not the network between the nodes."""
+        cause = self.causes["network-interface"]
+        for finding in findings:
+            if finding.cause != "connect-timeout":
+                continue
+            dialled = {address for line in finding.evidence for address in _BRIDGE_ADDRESS.findall(line.text)}
+            dialler = {host for host in finding.hosts if _IPV4.fullmatch(host) and not _BRIDGE_ADDRESS.fullmatch(host)}
+            if not dialled or not dialler:
+                continue
+            _name_cause(finding, cause.id, cause.actor, cause.remedy,
+                        f" The address it dialled ({sorted(dialled)[0]}) is on Docker's default bridge, which only the "
+                        f"containers of one host reach, and the rank that dialled it is on {sorted(dialler)[0]}: a "
+                        "process gave the others its container's bridge address. Run the containers with the host's "
+                        "network, or name the interface that joins the hosts (MASTER_ADDR, NCCL_SOCKET_IFNAME, "
+                        "GLOO_SOCKET_IFNAME).")
 
     def _actor_context(self) -> Context:
         """What the actor rules read besides the findings (see :mod:`.actors`)."""
@@ -868,6 +893,12 @@ def _rank_order(a: Finding, b: Finding) -> int:
     if _earlier(a, b):
         return -1
     return 1 if _earlier(b, a) else 0
+
+
+# Docker's default bridge network, 172.17.0.0/16 (https://docs.docker.com/engine/network/drivers/bridge/), and an
+# IPv4 address as a carrier names its host (Ray's "ip=10.0.1.75", pdsh's "10.0.0.12: ").
+_BRIDGE_ADDRESS = re.compile(r"(?<![\d.])172\.17\.\d{1,3}\.\d{1,3}(?![\d.])")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 
 
 def _name_cause(finding: Finding, cause: str, actor: str, remedy: str, why: str) -> None:
