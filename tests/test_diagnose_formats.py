@@ -1157,3 +1157,23 @@ def test_a_rank_that_dialled_dockers_bridge_from_another_host_was_given_the_wron
     unknown = first([STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931", address="172.17.0.2"), WATCHDOG])
     assert unknown.cause == "connect-timeout"
 
+
+# ---- from the development part of b31 ----
+
+def test_error_lines_after_the_run_said_it_was_done_are_its_teardown():
+    teardown = ["(RayTrainWorker pid=82395) [ERROR] TBE Subprocess[task_distribute] raise error[], main process "
+                "disappeared!"] * 3
+    quiet(["Training result: Result(", "  metrics={'loss': 0.0114, 'epoch': 4.0, 'step': 500},",
+           "  checkpoint=Checkpoint(filesystem=local, path=/root/ray_results/checkpoint_000004)", ")"] + teardown)
+    quiet(["{'train_runtime': 812.4, 'train_loss': 1.93, 'epoch': 3.0}",
+           "Training completed. Do not forget to share your model on huggingface.co/models =)",
+           "ERROR:root:TBE Subprocess[task_distribute] raise error[], main process disappeared!"])
+    # the same errors where the run never said so end the log in them
+    found = first(["{'loss': 1.93, 'epoch': 1.0}"] + teardown)
+    assert found.cause == "unclassified"
+    # and a failure with a traceback after the run's last words is a failure (the final save)
+    found = first(["Training completed. Do not forget to share your model on huggingface.co/models =)",
+                   "Traceback (most recent call last):", '  File "train.py", line 80, in <module>',
+                   "OSError: [Errno 28] No space left on device"])
+    assert found.cause == "disk-full"
+

@@ -305,6 +305,14 @@ _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skip
 # Lines after an error that neither continue it nor show the program going on (a closing notice, a blank banner):
 # this many at most, or the error is not how the log ended.
 TAIL_NEUTRAL = 2
+# A run that said it was done: its training loop's last words (the HF Trainer's "Training completed.", Ray Train's
+# "Training result: Result(", Lightning's "`Trainer.fit` stopped: `max_epochs=4` reached."). Error lines that
+# come after it and end the log, with no traceback or signal of their own, are its processes' teardown (a
+# compiler's subprocess that lost its parent, a communicator torn down after its peers left), not a failure.
+_RUN_DONE = re.compile(r"(?i)\btraining (?:is )?(?:completed?|finished|done)\b|\bfinished training\b|"
+                       r"^Training result: Result\(|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached")
+# How far above the errors the run's last words may stand (Ray's Result is printed over a few lines).
+RUN_DONE_LINES = 8
 
 # Every pattern the tracker decides on: the prefilter must hold a literal of each (tests hold this).
 STRUCTURE_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -515,6 +523,8 @@ class FailureTracker:
                 last = index
         if last is None:
             return
+        if any(_RUN_DONE.search(split_prefix(line)[1]) for _, line in lines[max(0, last - RUN_DONE_LINES):last]):
+            return  # the run said it was done before these errors: its teardown
         first_lineno, text = lines[last]
         rest = split_prefix(text)[1].strip()
         event = self._new("final", stream, first_lineno, evidence(first_lineno, text), rest)
