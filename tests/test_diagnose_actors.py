@@ -265,3 +265,23 @@ def test_an_oom_whose_message_names_the_engines_launch_arguments_is_the_launchs(
             "79.11 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.00 GiB memory in "
             "use."]
     assert (first(step).cause, first(step).actor) == ("out-of-memory", "job")
+
+
+def test_a_disk_full_in_the_nodes_scratch_directory_is_where_the_launch_let_the_job_write():
+    scratch = first(["FATAL:   while extracting /data/images/medaka.img: root filesystem extraction failed: failed to "
+                     "copy content in staging file: write /tmp/rootfs-589451147/archive-970364270: no space left on "
+                     "device"])
+    assert (scratch.cause, scratch.actor) == ("disk-full", "config")
+    assert "TMPDIR" in scratch.extracted["actor_reason"]
+    var_tmp = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                     "OSError: [Errno 28] No space left on device: '/var/tmp/torchinductor_user/ab/cab.py'"])
+    assert (var_tmp.cause, var_tmp.actor) == ("disk-full", "config")
+    # the shared storage the job saves to stays the storage's
+    shared = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                    "OSError: [Errno 28] No space left on device: '/lustre/ckpt/step_900/model.pt'"])
+    assert (shared.cause, shared.actor) == ("disk-full", "service")
+    # a path that only holds "tmp" in a later part is no scratch directory
+    nested = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                    "OSError: [Errno 28] No space left on device: '/data/run/tmp/shard_3.arrow'"])
+    assert nested.actor == "service"
+

@@ -192,6 +192,26 @@ def _read_only_by_design(finding: Finding, _findings: list[Finding], _context: C
     return None
 
 
+# A node's scratch directory for temporary files (the Filesystem Hierarchy Standard's /tmp and /var/tmp,
+# https://refspecs.linuxfoundation.org/FHS_3.0/fhs/ch03s18.html): small and local, often a tmpfs, and where a
+# program writes only because the launch did not point TMPDIR (or the tool's own setting: SINGULARITY_TMPDIR,
+# TORCHINDUCTOR_CACHE_DIR, Ray's --temp-dir) elsewhere.
+_SCRATCH_PATH = re.compile(r"(?:^|[\s'\"(=:])(/(?:var/)?tmp/[^\s'\":)]*)")
+
+
+def _scratch_full(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
+    if finding.cause != "disk-full" or finding.actor != "service":
+        return None
+    texts = [str(finding.extracted.get("error") or ""), *(line.text for line in finding.evidence)]
+    for text in texts:
+        found = _SCRATCH_PATH.search(text)
+        if found:
+            return "config", (f"the write that ran out of space went to {found.group(1)}, the node's local scratch "
+                              "directory (small, often memory-backed), not the shared storage: point TMPDIR, or the "
+                              "tool's own temporary directory, at a filesystem with room")
+    return None
+
+
 def _unclassified_class(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
     if finding.cause != "unclassified" or finding.layer != "structure":
         return None
@@ -319,5 +339,5 @@ def _node_daemon_step(finding: Finding, _findings: list[Finding], _context: Cont
 
 
 RULES: tuple[Rule, ...] = (_node_daemon_step, _consequence, _hardware_on_host, _store_unreachable, _nccl_generic,
-                           _silent_peers, _read_only_by_design, _device_not_passed, _memory_held_elsewhere,
-                           _engine_memory_share, _unclassified_class)
+                           _silent_peers, _read_only_by_design, _scratch_full, _device_not_passed,
+                           _memory_held_elsewhere, _engine_memory_share, _unclassified_class)
