@@ -77,6 +77,22 @@ def test_lines_of_one_width_that_do_not_go_on_are_no_wrap(lines: list[str]) -> N
     assert hard_wrap_width(lines) is None
 
 
+def test_a_line_a_launcher_tagged_is_never_the_rest_of_a_wrapped_one(tmp_path: Path) -> None:
+    # srun -l: two messages an excerpt cut at one width, each followed by a line of its own with the task's tag
+    cut = ("ValueError: You can't train a model that has been loaded with `device_map='auto'` in any distributed mode. "
+           "Please rerun your script specifying `--num_processes=")
+    lines = ["3: Traceback (most recent call last):", '3:   File "/pwd/finetune.py", line 360, in <module>',
+             "3:     train()", f"3: {cut}", "3: Traceback (most recent call last):",
+             '3:   File "/pwd/finetune.py", line 360, in <module>', "3:     train()", f"3: {cut}",
+             "3: [2023-12-26 01:52:14,748] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 949 "
+             "closing signal SIGTERM"]
+    assert hard_wrap_width(lines) is None
+    path = tmp_path / "tagged.log"
+    path.write_text("\n".join(lines) + "\n")
+    found = diagnose_paths([str(path)]).first
+    assert found is not None and (found.cause, found.first_line.lineno) == ("device-mapping", 4)
+
+
 @pytest.mark.parametrize("width", [100, 120])
 def test_a_healthy_excerpt_wrapped_stays_healthy(width: int, tmp_path: Path) -> None:
     for path in sorted((LOGS / "healthy").glob("*.log")):

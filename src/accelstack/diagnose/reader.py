@@ -318,6 +318,10 @@ def _continues(line: str, after: str) -> bool:
         return False
     if after[:8] == line[:8] or _RECORD_START.match(after):
         return False
+    # A launcher's or a carrier's tag (srun -l's "3: ", torch's "[rank3]:", Open MPI's, a pod's) is put before each
+    # line the program wrote, never before the rest of a wrapped one.
+    if _RANK_NUMERIC.match(after) or _RANK_BRACKET.match(after) or split_carrier(after)[0]:
+        return False
     return True
 
 
