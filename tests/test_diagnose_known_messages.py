@@ -40,6 +40,21 @@ def test_a_message_of_the_same_words_that_is_not_a_failure_or_names_no_gpu_keeps
     assert (found.cause, found.actor) == ("program-error", "job")
 
 
+# ---- a CUDA toolkit older than a package's build needs ----
+
+def test_a_cuda_toolkit_older_than_the_package_needs_is_the_environments():
+    # flash-attn's setup.py
+    found = first(raised("RuntimeError: FlashAttention is only supported on CUDA 11.6 and above.  Note: make sure "
+                         "nvcc has a supported version by running nvcc -V."))
+    assert (found.cause, found.actor) == ("torch-build-mismatch", "config")
+    assert "toolkit" in found.remedy
+    # a driver too old keeps the driver's own reading, and a version the program checks of its own data is its own
+    assert first(raised("RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please "
+                        "update your GPU driver")).cause == "driver-too-old"
+    found = first(raised("ValueError: config version 11 or later is required, found 9"))
+    assert (found.cause, found.actor) == ("program-error", "job")
+
+
 # ---- gloo's interface ----
 
 def test_gloo_told_an_interface_the_host_lacks_is_the_launchs_interface_not_a_native_crash():
