@@ -77,6 +77,17 @@ def test_lines_of_one_width_that_do_not_go_on_are_no_wrap(lines: list[str]) -> N
     assert hard_wrap_width(lines) is None
 
 
+def test_a_wrapped_paste_saved_with_windows_line_ends_reads_as_the_same_paste(tmp_path: Path) -> None:
+    lines = ["RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus",
+             "error. It is possible that dataloader's workers are out of shared",
+             "memory. Please try to raise your shared memory limit."]
+    for name, end in (("lf.log", "\n"), ("crlf.log", "\r\n")):
+        path = tmp_path / name
+        path.write_bytes(end.join(lines).encode() + end.encode())
+        found = diagnose_paths([str(path)]).first
+        assert found is not None and (found.cause, found.first_line.lineno) == ("shm-too-small", 1), name
+
+
 def test_a_line_a_launcher_tagged_is_never_the_rest_of_a_wrapped_one(tmp_path: Path) -> None:
     # srun -l: two messages an excerpt cut at one width, each followed by a line of its own with the task's tag
     cut = ("ValueError: You can't train a model that has been loaded with `device_map='auto'` in any distributed mode. "

@@ -363,7 +363,9 @@ def read_dewrapped(path: str) -> tuple[bytes, list[int], int] | None:
         return None
     if data[:2] == GZIP_MAGIC:
         return None
-    lines = data.decode("utf-8", errors="replace").split("\n")
+    # A paste saved with Windows' line ends wraps the same: its carriage returns are no part of a line's width, and
+    # one left inside a joined line would hide what came before it (clean_line keeps what follows a \r).
+    lines = [line.removesuffix("\r") for line in data.decode("utf-8", errors="replace").split("\n")]
     width = hard_wrap_width(lines)
     if width is None:
         return None
