@@ -547,8 +547,9 @@ class Scanner:
             kept[sig.id] = hits
         # A signature that needs the job to have failed: the structure's failures (a traceback, a signal, a
         # launcher's report), or a signature that is a failure of its own wherever it appears (the watchdog's
-        # timeout, which takes its rank down, symptom of another cause as it may be).
-        failed = self._tracker.failed() or any(not catalog.by_id(sig_id).requires_failure for sig_id in kept)
+        # timeout, which takes its rank down, symptom of another cause as it may be); not one that reports what the
+        # program goes on from (an Xid that is a warning, a line a Python warning printed).
+        failed = self._tracker.failed() or any(_a_failure(catalog.by_id(sig_id), hits) for sig_id, hits in kept.items())
         for sig_id in [sig_id for sig_id in kept if catalog.by_id(sig_id).requires_failure and not failed]:
             del kept[sig_id]
         for sig in catalog.signatures:
@@ -895,9 +896,19 @@ def _rank_order(a: Finding, b: Finding) -> int:
     return 1 if _earlier(b, a) else 0
 
 
+# Causes whose signatures report what a job goes on from (an Xid the driver recovered from).
+NOT_FAILURES = frozenset({"xid-warn"})
+
+
+def _a_failure(sig: Signature, hits: _Hits) -> bool:
+    """Whether a signature's lines show the job failed by themselves (what ``requires_failure`` waits for)."""
+    return (not sig.requires_failure and sig.cause not in NOT_FAILURES
+            and any(not _PY_WARNING.search(line.text) for line in hits.evidence))
+
+
 # Docker's default bridge network, 172.17.0.0/16 (https://docs.docker.com/engine/network/drivers/bridge/), and an
 # IPv4 address as a carrier names its host (Ray's "ip=10.0.1.75", pdsh's "10.0.0.12: ").
-_BRIDGE_ADDRESS = re.compile(r"(?<![\d.])172\.17\.\d{1,3}\.\d{1,3}(?![\d.])")
+_BRIDGE_ADDRESS = re.compile(r"(?<![\d.])172\.17\.\d{1,3}\.\d{1,3}(?!\.?\d)")
 _IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 
 
