@@ -258,8 +258,11 @@ def test_an_oom_whose_message_names_the_engines_launch_arguments_is_the_launchs(
               "self.server_args.mem_fraction_static=0.2"]
     assert (first(sglang).cause, first(sglang).actor) == ("out-of-memory", "config")
     tgi = ["RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease "
-           "`--max-batch-prefill-tokens` or lower `--cuda-memory-fraction`"]
+           "`--max-batch-prefill-tokens`"]
     assert (first(tgi).cause, first(tgi).actor) == ("out-of-memory", "config")
+    lmdeploy = ["RuntimeError: not enough memory for the kv cache: lower cache_max_entry_count (0.8) or the session "
+                "length"]
+    assert (first(lmdeploy).cause, first(lmdeploy).actor) == ("out-of-memory", "config")
     # A training step that ran out of memory names no launch argument: the program's size.
     step = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "79.11 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.00 GiB memory in "
@@ -284,4 +287,9 @@ def test_a_disk_full_in_the_nodes_scratch_directory_is_where_the_launch_let_the_
     nested = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
                     "OSError: [Errno 28] No space left on device: '/data/run/tmp/shard_3.arrow'"])
     assert nested.actor == "service"
-
+    # a launcher's summary that names its own error file under /tmp says nothing of where the write went
+    summary = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                     "OSError: [Errno 28] No space left on device: '/lustre/ckpt/model.pt'",
+                     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+                     "  error_file: /tmp/torchelastic_ab12/none_x/attempt_0/0/error.json"])
+    assert (summary.cause, summary.actor) == ("disk-full", "service")

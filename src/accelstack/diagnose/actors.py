@@ -33,8 +33,11 @@ the kind of evidence, never one log's wording) and has a positive and a counter 
   second job or rank on the same device, one left running, a container given every device: ``config``.
 - An out-of-memory error whose message names the serving engine's memory share or context length as what to change
   (vLLM's "Decrease GPU memory utilization", "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
-  vllm/v1/worker/gpu_worker.py and vllm/v1/core/kv_cache_utils.py) is settled by the engine's launch arguments, not
-  by the program: ``config``.
+  vllm/v1/worker/gpu_worker.py and vllm/v1/core/kv_cache_utils.py; SGLang's --mem-fraction-static, TGI's batch
+  limits and memory fraction, LMDeploy's cache_max_entry_count) is settled by the engine's launch arguments, not by
+  the program: ``config``.
+- A disk that filled where the error's own path is the node's scratch directory (/tmp, /var/tmp) is where the launch
+  let the job write (TMPDIR, a tool's temporary directory), not the shared storage: ``config``.
 - A failure that the node's own daemon reports from the steps it runs around every job (slurmd's prolog and epilog,
   its SPANK plugins such as pyxis, https://slurm.schedmd.com/prolog_epilog.html, https://slurm.schedmd.com/spank.html)
   is the node's set-up, whatever its cause (a directory it cannot create, a disk it fills): Slurm drains such a node
@@ -196,20 +199,38 @@ def _read_only_by_design(finding: Finding, _findings: list[Finding], _context: C
 # https://refspecs.linuxfoundation.org/FHS_3.0/fhs/ch03s18.html): small and local, often a tmpfs, and where a
 # program writes only because the launch did not point TMPDIR (or the tool's own setting: SINGULARITY_TMPDIR,
 # TORCHINDUCTOR_CACHE_DIR, Ray's --temp-dir) elsewhere.
-_SCRATCH_PATH = re.compile(r"(?:^|[\s'\"(=:])(/(?:var/)?tmp/[^\s'\":)]*)")
+_SCRATCH_PATH = re.compile(r"/(?:var/)?tmp(?:/|$)")
+_ABSOLUTE_PATH = re.compile(r"(?:^|(?<=[\s'\"(=:]))/[\w.-]+(?:/[^\s'\":),]*)?")
+_NO_SPACE = re.compile(r"no space left on device|disk quota exceeded", re.IGNORECASE)
+
+
+def _written_path(said: str) -> str | None:
+    """The path a write that ran out of space went to, as the error names it: after the errno's words where Python
+    puts it ("[Errno 28] No space left on device: '/ckpt/x'"), else the last one before them (Go's and the C
+    library's "write /tmp/x: no space left on device")."""
+    words = _NO_SPACE.search(said)
+    if words is None:
+        return None
+    after = said[words.end():]
+    if after.lstrip(" :'\"").startswith("/"):
+        found = _ABSOLUTE_PATH.search(after.lstrip(" :'\""))
+        return found.group(0) if found else None
+    before = _ABSOLUTE_PATH.findall(said[:words.start()])
+    return before[-1] if before else None
 
 
 def _scratch_full(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
     if finding.cause != "disk-full" or finding.actor != "service":
         return None
-    texts = [str(finding.extracted.get("error") or ""), *(line.text for line in finding.evidence)]
-    for text in texts:
-        found = _SCRATCH_PATH.search(text)
-        if found:
-            return "config", (f"the write that ran out of space went to {found.group(1)}, the node's local scratch "
-                              "directory (small, often memory-backed), not the shared storage: point TMPDIR, or the "
-                              "tool's own temporary directory, at a filesystem with room")
-    return None
+    # The error's own line only: other lines of the evidence (a launcher's summary naming its error file under
+    # /tmp) say nothing of where the write went.
+    said = str(finding.extracted.get("error") or (finding.evidence[0].text if finding.evidence else ""))
+    path = _written_path(said)
+    if path is None or not _SCRATCH_PATH.match(path):
+        return None
+    return "config", (f"the write that ran out of space went to {path}, the node's local scratch directory (small, "
+                      "often memory-backed), not the shared storage: point TMPDIR, or the tool's own temporary "
+                      "directory, at a filesystem with room")
 
 
 def _unclassified_class(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
@@ -300,11 +321,13 @@ def _memory_held_elsewhere(finding: Finding, _findings: list[Finding], _context:
 # The launch arguments an inference engine's memory messages name as what to change: vLLM's
 # --gpu-memory-utilization and --max-model-len (https://docs.vllm.ai/en/latest/configuration/conserving_memory.html),
 # SGLang's --mem-fraction-static ("Not enough memory. Please try to increase --mem-fraction-static",
-# https://docs.sglang.io/advanced_features/server_arguments.html), TGI's --cuda-memory-fraction
-# (https://huggingface.co/docs/text-generation-inference/reference/launcher) and LMDeploy's cache_max_entry_count
+# https://docs.sglang.io/advanced_features/server_arguments.html), TGI's --cuda-memory-fraction and its batch limits
+# ("You need to decrease `--max-batch-prefill-tokens`",
+# https://huggingface.co/docs/text-generation-inference/reference/launcher) and LMDeploy's cache_max_entry_count
 # (https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html).
 _ENGINE_SHARE = re.compile(r"gpu[ _-]memory[ _-]utili[sz]ation|max[_-]model[_-]len|mem[_-]fraction[_-]static|"
-                           r"cuda[_-]memory[_-]fraction|cache[_-]max[_-]entry[_-]count", re.IGNORECASE)
+                           r"cuda[_-]memory[_-]fraction|max[_-]batch[_-](?:prefill|total)[_-]tokens|"
+                           r"cache[_-]max[_-]entry[_-]count", re.IGNORECASE)
 
 
 def _engine_memory_share(finding: Finding, _findings: list[Finding], _context: Context) -> tuple[str, str] | None:
