@@ -1073,8 +1073,12 @@ def test_the_cuda_check_macro_most_cuda_programs_copy_is_an_error_line():
     assert found.cause == "driver-too-old"
     found = first(["CUDA error 2 at ggml-cuda.cu:7026: out of memory", "current device: 0"])
     assert found.cause == "out-of-memory"
-    # the same words quoted in a message that is not the check's line are no failure of their own
-    quiet(["note: CUDA errors are reported as 'CUDA error N at file:line' by the kernels", "step 1 loss 2.0"])
+    # its cuBLAS twin prints the status's number alone ("cuBLAS error 13 at ggml-cuda.cu:7001")
+    found = first(["cuBLAS error 13 at /tmp/llama.cpp/ggml-cuda.cu:7001", "current device: 0"])
+    assert found.cause == "device-assert"
+    # a number that is no CUDA error, and the words quoted in a message, are no failure of their own
+    quiet(["CUDA error 0 at ggml-cuda.cu:10: no error", "step 1 loss 2.0"])
+    quiet(["note: a failed call is reported as 'CUDA error 2 at file:line' by the kernels", "step 1 loss 2.0"])
 
 
 def test_a_hub_that_refuses_the_model_is_the_launchs_and_a_hub_out_of_reach_the_services():
@@ -1109,6 +1113,10 @@ def test_nccl_before_2_4_wrote_its_warn_without_its_name():
     quiet(["seyun:17283:17549 [3] INFO NET : Using interface eno2:115.145.173.234<0>",
            "seyun:17283:17549 [3] INFO NET/Socket : 1 interfaces found",
            "step 1: WARN Connection closed by remote peer was seen once and retried"])
+    # a logger's own "time [thread] file:line WARN" lines are no NCCL's, whatever they say
+    quiet(["10:00:01 [3] main.cc:40 WARN Connection closed by remote peer",
+           "12:01:33 [12] trainer.py:88 WARN Call to ibv_open_device failed; falling back to TCP",
+           "12:01:40 [12] trainer.py:90 INFO step 1 loss 2.0"])
 
 
 # ---- from the development part of b30 ----
@@ -1168,12 +1176,15 @@ def test_error_lines_after_the_run_said_it_was_done_are_its_teardown():
     quiet(["{'train_runtime': 812.4, 'train_loss': 1.93, 'epoch': 3.0}",
            "Training completed. Do not forget to share your model on huggingface.co/models =)",
            "ERROR:root:TBE Subprocess[task_distribute] raise error[], main process disappeared!"])
-    # the same errors where the run never said so end the log in them
+    # the same errors where the run never said so end the log in them, and so do words that only sound like it
     found = first(["{'loss': 1.93, 'epoch': 1.0}"] + teardown)
     assert found.cause == "unclassified"
+    for said in ("epoch 1 training done, starting validation", "Training completed with errors: 3 ranks failed",
+                 "[INFO] checking whether training is done"):
+        found = first([said, "ERROR: worker 3 lost connection to the coordinator"])
+        assert found.cause == "unclassified", said
     # and a failure with a traceback after the run's last words is a failure (the final save)
     found = first(["Training completed. Do not forget to share your model on huggingface.co/models =)",
                    "Traceback (most recent call last):", '  File "train.py", line 80, in <module>',
                    "OSError: [Errno 28] No space left on device"])
     assert found.cause == "disk-full"
-

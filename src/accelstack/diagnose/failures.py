@@ -223,12 +223,15 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         extracted["ranks"] = ranks
     where = f" (raised at {first.frame})" if first.frame else ""
     ranks_text = f" on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}" if ranks else ""
+    # A quoted sentence ends in its own stop, unless a place or a note follows it.
+    ended = quote.endswith((".", "!", "?"))
     if row is not None:
         cause = causes[row.cause]
         extracted.update({"table": row.table, "key": row.key})
         found_near = " (named by the error lines just before it)" if group.how == "window" else ""
         meaning = row.meaning if row.meaning.endswith((".", "!", "?")) else f"{row.meaning}."  # a note is a phrase
-        explanation = f"{meaning} The job failed{ranks_text} with: {quote}{where}{found_near}."
+        stop = "" if ended and not (where or found_near) else "."
+        explanation = f"{meaning} The job failed{ranks_text} with: {quote}{where}{found_near}{stop}"
         title, remedy, actor, priority = row.title, row.remedy, row.actor, row.priority
         if not row.literals:  # an exception class's row: its message says what the class alone does not
             title = f"{row.title}: {quote}"
@@ -236,9 +239,9 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         symptom, source, vendor, layer = row.symptom, f"{row.source} [{row.id}]", row.vendor, "table"
     else:
         cause = causes[UNCLASSIFIED]
-        stop = "" if not where and quote.endswith((".", "!", "?")) else "."  # a quoted sentence keeps its own stop
-        explanation = (f"The job failed{ranks_text} with an error that no signature or table names: {quote}{where}{stop}"
-                       " It is quoted here so that its owner can read it first.")
+        stop = "" if ended and not where else "."
+        explanation = (f"The job failed{ranks_text} with an error that no signature or table names: "
+                       f"{quote}{where}{stop} It is quoted here so that its owner can read it first.")
         title = quote if len(quote) <= 120 else quote[:119] + "\u2026"
         remedy, actor, priority, symptom = cause.remedy, cause.actor, cause.priority, cause.symptom
         if first.kind == "traceback" and not first.exc_type:

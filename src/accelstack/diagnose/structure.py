@@ -199,7 +199,7 @@ STATUS_CODE = (r"(?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOU
 ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]|\bNCCL WARN\b|\bERROR\b|"
                          # NCCL before 2.4 wrote its WARN without its name: "host:pid:tid [dev] file:line WARN msg"
                          # (the WARN macro of https://github.com/NVIDIA/nccl/blob/v2.3.7-1/src/include/debug.h)
-                         r"^\S+:\d+:\d+ \[\d+\] \S+:\d+ WARN |"
+                         r"^[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] [\w/.-]+\.(?:cu|cc|cpp|c|h):\d+ WARN |"
                          # Ray's C++ components (raylet, GCS): "[2026-11-29 12:00:00,445 E 395 395] (raylet) ..."
                          # (src/ray/util/logging.cc: time, level letter, pid, thread)
                          r"\d\d:\d\d:\d\d,\d{3} [EF] \d+ \d+\]|"
@@ -217,11 +217,6 @@ ERROR_LEVEL = re.compile(r"(?:^|[\s\[:])[EF]\d{4} \d\d:\d\d|^[EF] [\w/.-]+:\d+\]
                          # (and as libraries built on CUDA word their own check: FlashInfer's and FasterTransformer's
                          # "CUDA Error: no kernel image is available ... (209) <file>: line 169 at function ...")
                          r"\b(?:CUDA|HIP) [Ee]rror: |"
-                         # the CUDA_CHECK macro most CUDA programs copy, fprintf(stderr, "CUDA error %d at %s:%d: %s\n",
-                         # err, __FILE__, __LINE__, cudaGetErrorString(err)), as ggml had it before 2024 (llama.cpp,
-                         # whisper.cpp and the bindings built on them, https://github.com/ggml-org/llama.cpp, its
-                         # CUDA_CHECK and CUBLAS_CHECK): "CUDA error 222 at ggml-cuda.cu:6045: <the CUDA string>"
-                         r"\b(?:CUDA|cuBLAS) error \d+ at \S+:\d+: |"
                          # a failed status (STATUS_CODE) that XLA and JAX, TensorFlow, gRPC and Triton's server
                          # quote after the call or the wrapper that got it ("failed call to cuInit: INTERNAL: ...",
                          # "Original error: INTERNAL: ..."), with no level word of its own
@@ -309,8 +304,8 @@ TAIL_NEUTRAL = 2
 # "Training result: Result(", Lightning's "`Trainer.fit` stopped: `max_epochs=4` reached."). Error lines that
 # come after it and end the log, with no traceback or signal of their own, are its processes' teardown (a
 # compiler's subprocess that lost its parent, a communicator torn down after its peers left), not a failure.
-_RUN_DONE = re.compile(r"(?i)\btraining (?:is )?(?:completed?|finished|done)\b|\bfinished training\b|"
-                       r"^Training result: Result\(|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached")
+_RUN_DONE = re.compile(r"^Training completed\. |^Training result: Result\(|"
+                       r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached\.")
 # How far above the errors the run's last words may stand (Ray's Result is printed over a few lines).
 RUN_DONE_LINES = 8
 
