@@ -53,6 +53,10 @@ def test_a_cuda_toolkit_older_than_the_package_needs_is_the_environments():
                         "update your GPU driver")).cause == "driver-too-old"
     found = first(raised("ValueError: config version 11 or later is required, found 9"))
     assert (found.cause, found.actor) == ("program-error", "job")
+    # CUDA's words with a driver in them are the driver's, and a version string the program parses is its own
+    for line in ("ValueError: CUDA 12.1 requires NVIDIA driver 530 or later, found 525",
+                 "ValueError: model requires cuda version string like '12.1', got 'cu121'"):
+        assert first(raised(line)).cause != "torch-build-mismatch", line
 
 
 # ---- gloo's interface ----
