@@ -319,8 +319,13 @@ def _continues(line: str, after: str) -> bool:
     if after[:8] == line[:8] or _RECORD_START.match(after):
         return False
     # A launcher's or a carrier's tag (srun -l's "3: ", torch's "[rank3]:", Open MPI's, a pod's) is put before each
-    # line the program wrote, never before the rest of a wrapped one.
-    if _RANK_NUMERIC.match(after) or _RANK_BRACKET.match(after) or split_carrier(after)[0]:
+    # line the program wrote, never before the rest of a wrapped one. (pdsh's "host: " is not told from a wrapped
+    # "fp16: ..." by itself, so it counts only where the wrapped line carries the same tag.)
+    if _RANK_NUMERIC.match(after) or _RANK_BRACKET.match(after):
+        return False
+    carrier = split_carrier(after)[0]
+    if carrier and (split_carrier(line)[0] == carrier
+                    or not all(groups["pdsh"] for groups in _carrier_groups(carrier))):
         return False
     return True
 
