@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from accelstack.diagnose import diagnose_lines
+
 from .helpers import DATA, quiet
 from .helpers import first_finding as first
 
@@ -1151,6 +1153,12 @@ def test_a_store_that_could_not_be_reached_counts_when_a_watchdog_took_a_rank_do
     found = first(lines)
     assert (found.id, found.cause) == ("c10d-store-connect-timeout", "connect-timeout")
     quiet(lines[:1] + ["(RayWorkerVllm pid=207931, ip=10.0.1.8) INFO step 1 loss 2.0"])
+    # an Xid the driver recovered from, or a Python warning, is no failure the store's retries could wait for
+    for noise in ("NVRM: Xid (PCI:0000:3b:00): 63, pid=1234, Row Remapper: New row marked for remapping",
+                  "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:128: UserWarning: CUDA initialization: "
+                  "Unexpected error from cudaGetDeviceCount()"):
+        ids = [f.id for f in diagnose_lines([lines[0], noise, "INFO step 1 loss 2.0", "INFO step 2 loss 1.9"]).findings]
+        assert "c10d-store-connect-timeout" not in ids, noise
 
 
 def test_a_rank_that_dialled_dockers_bridge_from_another_host_was_given_the_wrong_interface():
@@ -1164,6 +1172,11 @@ def test_a_rank_that_dialled_dockers_bridge_from_another_host_was_given_the_wron
     assert same_host.cause == "connect-timeout"
     unknown = first([STORE_TIMEOUT.format(who="RayWorkerVllm pid=207931", address="172.17.0.2"), WATCHDOG])
     assert unknown.cause == "connect-timeout"
+    # an address that ends a sentence is the same address
+    ended = first(["(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed "
+                   "out after 1800s while trying to connect to (172.17.0.2, 44737); the store is at 172.17.0.2.",
+                   WATCHDOG])
+    assert ended.cause == "network-interface"
 
 
 # ---- from the development part of b31 ----
