@@ -233,6 +233,11 @@ def lab_ids(tag: str, subnet: str) -> tuple[str, str]:
 
 # ---- a diagnosis of lines in hand ----
 
+def raised(line: str) -> list[str]:
+    """A traceback of a script's own call that ends in the exception ``line``."""
+    return ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()", line]
+
+
 def first_finding(lines: list[str]) -> Any:
     """The first finding of ``lines`` read as one log; a failed job always gets one."""
     from accelstack.diagnose import diagnose_lines

@@ -11,6 +11,7 @@ from accelstack.diagnose.actors import Context, decide_actors
 from accelstack.diagnose.findings import Finding
 
 from .helpers import first_finding as first
+from .helpers import raised
 
 TIMEOUT = ("[rank{r}]:[E1126 10:00:00.000000 1 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation"
            " timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600001"
@@ -276,20 +277,16 @@ def test_a_disk_full_in_the_nodes_scratch_directory_is_where_the_launch_let_the_
                      "device"])
     assert (scratch.cause, scratch.actor) == ("disk-full", "config")
     assert "TMPDIR" in scratch.extracted["actor_reason"]
-    var_tmp = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
-                     "OSError: [Errno 28] No space left on device: '/var/tmp/torchinductor_user/ab/cab.py'"])
+    var_tmp = first(raised("OSError: [Errno 28] No space left on device: '/var/tmp/torchinductor_user/ab/cab.py'"))
     assert (var_tmp.cause, var_tmp.actor) == ("disk-full", "config")
     # the shared storage the job saves to stays the storage's
-    shared = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
-                    "OSError: [Errno 28] No space left on device: '/lustre/ckpt/step_900/model.pt'"])
+    shared = first(raised("OSError: [Errno 28] No space left on device: '/lustre/ckpt/step_900/model.pt'"))
     assert (shared.cause, shared.actor) == ("disk-full", "service")
     # a path that only holds "tmp" in a later part is no scratch directory
-    nested = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
-                    "OSError: [Errno 28] No space left on device: '/data/run/tmp/shard_3.arrow'"])
+    nested = first(raised("OSError: [Errno 28] No space left on device: '/data/run/tmp/shard_3.arrow'"))
     assert nested.actor == "service"
     # a launcher's summary that names its own error file under /tmp says nothing of where the write went
-    summary = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
-                     "OSError: [Errno 28] No space left on device: '/lustre/ckpt/model.pt'",
-                     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
-                     "  error_file: /tmp/torchelastic_ab12/none_x/attempt_0/0/error.json"])
+    summary = first(raised("OSError: [Errno 28] No space left on device: '/lustre/ckpt/model.pt'")
+                    + ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+                       "  error_file: /tmp/torchelastic_ab12/none_x/attempt_0/0/error.json"])
     assert (summary.cause, summary.actor) == ("disk-full", "service")

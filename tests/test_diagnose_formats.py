@@ -9,7 +9,7 @@ import pytest
 
 from accelstack.diagnose import diagnose_lines
 
-from .helpers import DATA, quiet
+from .helpers import DATA, quiet, raised
 from .helpers import first_finding as first
 
 # ---- torch's watchdog line, every generation ----
@@ -1055,14 +1055,12 @@ def test_a_library_built_on_cuda_that_words_its_check_with_a_capital_e_is_an_err
 
 
 def test_an_environment_variable_the_launch_did_not_set_is_the_launchs():
-    found = first(["Traceback (most recent call last):", '  File "tools/train.py", line 31, in <module>',
-                   "ValueError: paddle.distributed initialize error, environment variable FLAGS_selected_gpus is "
-                   "needed, but not set."])
+    found = first(raised("ValueError: paddle.distributed initialize error, environment variable FLAGS_selected_gpus "
+                         "is needed, but not set."))
     assert (found.cause, found.actor) == ("unclassified", "config")
     assert "launcher" in found.remedy
     # a value the program read from its environment and found wrong is the program's input
-    found = first(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
-                   "ValueError: batch size must be positive, got 0"])
+    found = first(raised("ValueError: batch size must be positive, got 0"))
     assert (found.cause, found.actor) == ("program-error", "job")
 
 
@@ -1094,14 +1092,13 @@ def test_a_hub_that_refuses_the_model_is_the_launchs_and_a_hub_out_of_reach_the_
         "OSError: org/modle-7b is not a local folder and is not a valid model identifier listed on "
         "'https://huggingface.co/models'"]
     for line in refused:
-        found = first(["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', line])
+        found = first(raised(line))
         assert (found.cause, found.actor) == ("unclassified", "config"), line
         assert "token" in found.remedy or "revision" in found.remedy
     # the Hub out of reach stays the service's: the network, not the launch's model id
-    found = first(["Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
-                   "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the "
-                   "cached files and it looks like org/model-7b is not the path to a directory containing a file named "
-                   "config.json."])
+    found = first(raised("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find "
+                         "it in the cached files and it looks like org/model-7b is not the path to a directory "
+                         "containing a file named config.json."))
     assert (found.cause, found.actor) == ("unclassified", "service")
 
 
@@ -1197,7 +1194,6 @@ def test_error_lines_after_the_run_said_it_was_done_are_its_teardown():
         found = first([said, "ERROR: worker 3 lost connection to the coordinator"])
         assert found.cause == "unclassified", said
     # and a failure with a traceback after the run's last words is a failure (the final save)
-    found = first(["Training completed. Do not forget to share your model on huggingface.co/models =)",
-                   "Traceback (most recent call last):", '  File "train.py", line 80, in <module>',
-                   "OSError: [Errno 28] No space left on device"])
+    found = first(["Training completed. Do not forget to share your model on huggingface.co/models =)"]
+                  + raised("OSError: [Errno 28] No space left on device"))
     assert found.cause == "disk-full"

@@ -8,12 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .helpers import first_finding as first
-from .helpers import quiet
-
-
-def raised(line: str) -> list[str]:
-    return ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()", line]
-
+from .helpers import quiet, raised
 
 # ---- a GPU older than a feature the launch chose (a lexicon rule with its own remedy) ----
 
