@@ -211,9 +211,9 @@ def _written_path(said: str) -> str | None:
     words = _NO_SPACE.search(said)
     if words is None:
         return None
-    after = said[words.end():]
-    if after.lstrip(" :'\"").startswith("/"):
-        found = _ABSOLUTE_PATH.search(after.lstrip(" :'\""))
+    after = said[words.end():].lstrip(" :'\"")
+    if after.startswith("/"):
+        found = _ABSOLUTE_PATH.search(after)
         return found.group(0) if found else None
     before = _ABSOLUTE_PATH.findall(said[:words.start()])
     return before[-1] if before else None

@@ -198,6 +198,11 @@ def _quote(event: FailureEvent) -> str:
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "\u2026"
 
 
+def _sentence(text: str) -> str:
+    """``text`` ended as a sentence: a stop of its own is kept (a quoted message's), else one is added."""
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
     events = sorted(group.events, key=lambda e: e.seq)
     first = events[0]
@@ -223,15 +228,12 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         extracted["ranks"] = ranks
     where = f" (raised at {first.frame})" if first.frame else ""
     ranks_text = f" on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}" if ranks else ""
-    # A quoted sentence ends in its own stop, unless a place or a note follows it.
-    ended = quote.endswith((".", "!", "?"))
     if row is not None:
         cause = causes[row.cause]
         extracted.update({"table": row.table, "key": row.key})
         found_near = " (named by the error lines just before it)" if group.how == "window" else ""
-        meaning = row.meaning if row.meaning.endswith((".", "!", "?")) else f"{row.meaning}."  # a note is a phrase
-        stop = "" if ended and not (where or found_near) else "."
-        explanation = f"{meaning} The job failed{ranks_text} with: {quote}{where}{found_near}{stop}"
+        meaning = _sentence(row.meaning)  # a note is a phrase
+        explanation = f"{meaning} The job failed{ranks_text} with: {_sentence(f'{quote}{where}{found_near}')}"
         title, remedy, actor, priority = row.title, row.remedy, row.actor, row.priority
         if not row.literals:  # an exception class's row: its message says what the class alone does not
             title = f"{row.title}: {quote}"
@@ -239,9 +241,8 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         symptom, source, vendor, layer = row.symptom, f"{row.source} [{row.id}]", row.vendor, "table"
     else:
         cause = causes[UNCLASSIFIED]
-        stop = "" if ended and not where else "."
         explanation = (f"The job failed{ranks_text} with an error that no signature or table names: "
-                       f"{quote}{where}{stop} It is quoted here so that its owner can read it first.")
+                       f"{_sentence(f'{quote}{where}')} It is quoted here so that its owner can read it first.")
         title = quote if len(quote) <= 120 else quote[:119] + "\u2026"
         remedy, actor, priority, symptom = cause.remedy, cause.actor, cause.priority, cause.symptom
         if first.kind == "traceback" and not first.exc_type:
