@@ -89,6 +89,12 @@ def test_a_process_that_ended_itself_is_a_failure(lines, cause, quoted):
     # a launcher prefix: the rank's own last lines count, another rank's idle lines do not hide them
     (["[rank1]:[E1126 12:00:01.123456 42 shard.cc:99] cannot open shard /data/x: bad header",
       "[rank1]: Aborting the rank"], "bad header"),
+    # a server's or an engine's info lines that say it is ending, after its error: teardown, not progress
+    (["ERROR 11-29 10:00:00 engine.py:12] engine core failed: cannot map the weights file",
+      "INFO 11-29 10:00:01 launcher.py:99] Shutting down FastAPI HTTP server."], "cannot map the weights file"),
+    (["2026-11-26 12:00:01,000 - ERROR - shard index disagrees with its manifest",
+      "2026-11-26 12:00:02,000 - INFO - cleaning up the workers", "INFO:     Finished server process [4242]"],
+     "shard index disagrees"),
 ])
 def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
     diagnosis = diagnose_lines([*PROGRESS, *lines])
@@ -120,6 +126,13 @@ def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
     # the words of the abort forms in messages that are not those reports
     ["no panic: the loss spike was a data outlier", "guarantee: the run resumes from the last checkpoint", *PROGRESS],
     ["INFO: the pod was not OOMKilled this time", *PROGRESS],
+    # an error the program went on from, then its ordinary end: the progress between them says it recovered
+    ["ERROR: request 12 failed: client went away", "INFO: step 3 done", "INFO: Shutting down"],
+    # teardown lines are closing notices: more of them than a failure's end holds say the error was not the end
+    ["ERROR: request 12 failed: client went away", "INFO: cleaning up the scheduler", "INFO: cleaning up the workers",
+     "INFO: Shutting down"],
+    # a run that ends early on purpose after an error it logged
+    ["ERROR: push to the metrics gateway failed", "INFO: Early stopping triggered at epoch 5", "INFO: exiting"],
 ])
 def test_the_same_words_where_the_program_went_on_give_nothing(lines):
     assert diagnose_lines([*PROGRESS, *lines]).findings == []
@@ -176,6 +189,10 @@ def test_a_log_without_a_final_newline_is_read_to_its_last_line(tmp_path):
     ("      Exit Code:    137", "trailer"),
     ("Exception: the loader gave up", "error"),
     ("Aborting the rank", "neutral"),
+    ("INFO:     Shutting down", "neutral"),  # an info line that says the process is ending: not progress
+    ("INFO 11-29 10:00:01 api_server.py:9] Application shutdown complete.", "neutral"),
+    ("INFO 11-29 10:00:01 worker.py:9] exiting after epoch 5, loss 0.31", "progress"),  # the run went on
+    ("INFO 11-29 10:00:01 trainer.py:9] Early stopping triggered at epoch 5", "progress"),
     ("slurmstepd: error: _is_a_lwp: open() /proc/1/status failed", "neutral"),  # srun's lines: the tracker's rules
 ])
 def test_what_a_line_at_the_end_says(line, kind):

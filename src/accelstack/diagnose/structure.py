@@ -294,6 +294,12 @@ _PROGRESS = re.compile(r"(?i)\b(?:steps?|epoch|iter(?:ation)?s?|loss|it/s|s/it|t
                        # 2: OutOfMemory", then "Requested amount of GPU memory ... could not be allocated", "Skipping
                        # tactic ... due to insufficient memory") and skips, and goes on with the next
                        r"\bSkipping tactic\b|\bcould not be allocated\. There may not be enough free memory\b")
+# An info line that says the process is ending, not going on: a server's or an engine's teardown after its error
+# (uvicorn's "Shutting down" / "Finished server process", vLLM's "shutting down", a launcher "Exiting"). It is a
+# closing notice like any other (TAIL_NEUTRAL of them may follow the error), not progress.
+_TEARDOWN = re.compile(r"(?i)\b(?:shutting down|shut ?down (?:complete|started|requested)|exiting|terminating|"
+                       r"cleaning up|tearing down|aborting|finished server process|"
+                       r"waiting for application shutdown)\b")
 # An error line that says the program goes on without what failed.
 _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skipp\w*|ignor\w*|try(?:ing)? again|"
                       r"will be retried)\b")
@@ -976,7 +982,8 @@ def tail_kind(rest: str) -> str:
         if name in _ERROR_LEVELS:
             return "progress" if _GOES_ON.search(rest) else "error"
         if name in _QUIET_LEVELS:
-            return "progress"
+            # ... unless it says the run went on as well ("exiting after epoch 5, loss 0.31")
+            return "neutral" if _TEARDOWN.search(rest) and not _PROGRESS.search(_TEARDOWN.sub("", rest)) else "progress"
         return "progress" if _PROGRESS.search(rest) else "neutral"  # a warning
     if _ERROR_START.search(rest):
         return "progress" if _GOES_ON.search(rest) else "error"
