@@ -89,6 +89,21 @@ def test_a_class_no_pattern_knows_still_fails_the_job():
     assert diagnosis.findings[0].first_line.lineno == 1
 
 
+def test_a_traceback_cut_before_its_error_says_so_and_names_its_deepest_frame():
+    """A paste that stops inside the stack: the finding does not quote "Traceback (most recent call last):" as if it
+    were the error; it says the error line is missing and where the stack had got to."""
+    cut = traceback_lines("RuntimeError", "CUDA out of memory", "[rank0]: ")[:-1]
+    [found] = diagnose_lines(cut).findings
+    assert found.cause == "unclassified" and found.actor == "job"
+    assert found.title == "traceback cut off before its error (deepest frame: main)"
+    assert "ends before its exception line" in found.explanation
+    assert "/workspace/train.py:61 in main" in found.explanation
+    assert "exception after the deepest frame" in found.remedy
+    # the whole traceback names its error as before
+    [whole] = diagnose_lines(traceback_lines("trainer.BoomError", "x", "[rank0]: ")).findings
+    assert "cut off" not in whole.title and "cut off" not in whole.explanation
+
+
 def test_a_chained_traceback_is_one_failure_classified_by_any_of_its_blocks():
     lines = [*traceback_lines("OSError", "[Errno 28] No space left on device"), "",
              "During handling of the above exception, another exception occurred:", "",
