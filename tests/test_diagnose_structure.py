@@ -250,6 +250,34 @@ def test_ranks_that_time_out_in_different_collectives_are_a_desync():
     assert [f.cause for f in same.findings] == ["collective-timeout"]
 
 
+def test_ranks_that_time_out_in_the_same_kind_of_collective_at_different_sequence_numbers_are_a_desync():
+    """torch < 2.4 without a launcher's prefix: the watchdog names the rank itself ("[Rank 1]"). Rank 1 is two
+    all-gathers ahead of rank 0, so they no longer issue the same collectives."""
+    timeout = ("[E ProcessGroupNCCL.cpp:719] [Rank {r}] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum={s}, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1806456 milliseconds "
+               "before timing out.")
+    desync = diagnose_lines([timeout.format(r=0, s=7559), timeout.format(r=1, s=7561)])
+    assert [f.cause for f in desync.findings] == ["collective-mismatch", "collective-timeout"]
+    assert desync.first is not None and desync.first.actor == "job"
+    assert desync.first.extracted["collectives"] == {"0": "_ALLGATHER_BASE #7559", "1": "_ALLGATHER_BASE #7561"}
+    # A rank that reports several pending works (rank 0 here: #96117 and #96125) may be in several process
+    # groups, whose counts differ: nothing is claimed from the numbers.
+    several = diagnose_lines([timeout.format(r=0, s=96117), timeout.format(r=0, s=96125),
+                              timeout.format(r=7, s=64088)])
+    assert [f.cause for f in several.findings] == ["collective-timeout"]
+    # Lines of two process groups (torch >= 2.4 names them) count their collectives apart, whatever the kinds.
+    grouped = ("[rank{r}]:[E1123 10:39:00.000000 ProcessGroupNCCL.cpp:632] [PG ID {g} PG GUID {g}({name}) Rank "
+               "{q}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, OpType={op}, NumelIn=8, "
+               "NumelOut=8, Timeout(ms)=600000) ran for 600011 milliseconds before timing out.")
+    two_groups = diagnose_lines([grouped.format(r=0, g=0, name="default_pg", q=0, s=40, op="ALLREDUCE"),
+                                 grouped.format(r=1, g=2, name="tp", q=1, s=913, op="_ALLGATHER_BASE")])
+    assert [f.cause for f in two_groups.findings] == ["collective-timeout"]
+    # The same process group, named on every line: the numbers still tell.
+    one_group = diagnose_lines([grouped.format(r=r, g=0, name="default_pg", q=r, s=40 + 2 * r, op="ALLREDUCE")
+                                for r in range(2)])
+    assert [f.cause for f in one_group.findings] == ["collective-mismatch", "collective-timeout"]
+
+
 def test_two_ranks_writing_one_line_at_once_still_name_their_class():
     lines = ["Traceback (most recent call last):", "Traceback (most recent call last):",
              '  File "/app/train.py", line 9, in <module>', "KeyErrorKeyError: : 'input_ids_j'"]

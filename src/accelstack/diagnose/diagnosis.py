@@ -160,8 +160,17 @@ class _Hits:
     earliest: EvidenceLine | None = None
     files: dict[str, None] = field(default_factory=dict)
     hosts: dict[str, None] = field(default_factory=dict)
-    # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so.
+    # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so;
+    # the ranks that reported more than one (several works pending, or several process groups), and the process
+    # groups the lines name (torch >= 2.4's "[PG ID 2 PG GUID 5(tp) Rank 0]").
     collectives: dict[int, tuple[Any, Any, EvidenceLine]] = field(default_factory=dict)
+    several: set[int] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+
+
+# The watchdog's own name for the rank that timed out: "[Rank 3]" (torch < 2.4), "[PG ID 0 PG GUID 0(default_pg)
+# Rank 3]" (torch >= 2.4, with the process group whose sequence numbers these are), "[PG 0 Rank 3]".
+_WATCHDOG_RANK = re.compile(r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*? )?Rank (?P<rank>\d+)\] Watchdog caught")
 
 
 def _text_regex(anchors: tuple[str, ...]) -> re.Pattern[str]:
@@ -527,9 +536,16 @@ class Scanner:
             hits.files.setdefault(line.path, None)
         if line.host and len(hits.hosts) < RANKS_CAP:
             hits.hosts.setdefault(line.host, None)
-        if (line.rank is not None and "op_type" in groups and "seq_num" in groups
-                and len(hits.collectives) < RANKS_CAP):
-            hits.collectives.setdefault(line.rank, (groups["seq_num"], groups["op_type"], line))
+        if "op_type" in groups and "seq_num" in groups and len(hits.collectives) < RANKS_CAP:
+            # The rank is the launcher's prefix, or the watchdog's own "[Rank 3]" where no launcher tagged the line.
+            said = _WATCHDOG_RANK.search(line.text)
+            rank = line.rank if line.rank is not None else int(said.group("rank")) if said else None
+            if rank is not None:
+                waiting = hits.collectives.setdefault(rank, (groups["seq_num"], groups["op_type"], line))
+                if waiting[0] != groups["seq_num"]:
+                    hits.several.add(rank)
+                if said and said.group("pg") is not None:
+                    hits.groups.add(said.group("pg"))
 
     # ---- the verdict ----
 
@@ -667,12 +683,22 @@ class Scanner:
         collectives later) no longer issue the same sequence of collectives: the timeouts are the consequence of
         that desync, which is the program's (torch's desync debugger and flight recorder read it the same way)."""
         waiting: dict[int, tuple[Any, Any, EvidenceLine]] = {}
+        several: set[int] = set()
+        groups: set[str] = set()
         for sig_id, hits in kept.items():
             if self.catalog.by_id(sig_id).cause == "collective-timeout":
                 for rank, item in hits.collectives.items():
                     waiting.setdefault(rank, item)
-        if len({op for _, op, _ in waiting.values()}) < 2:
-            return []  # every rank waits in the same kind of collective: a straggler or a dead rank, not a desync
+                several |= hits.several
+                groups |= hits.groups
+        if len(groups) > 1:
+            return []  # lines of several process groups: each counts its own collectives
+        if len({op for _, op, _ in waiting.values()}) < 2 and (
+                several or len({seq for seq, _, _ in waiting.values()}) < 2):
+            # Every rank waits in the same collective: a straggler or a dead rank, not a desync. The same kind of
+            # collective at different sequence numbers (rank 0 in all-gather #7559, rank 1 in #7561) is a desync
+            # too, where each rank reported one: a rank that reported several has more than one pending.
+            return []
         ranks = sorted(waiting)
         evidence = [waiting[rank][2] for rank in ranks][:EVIDENCE_CAP]
         shown = ", ".join(f"rank {rank} in {waiting[rank][1]} #{waiting[rank][0]}" for rank in ranks[:8])
