@@ -278,6 +278,24 @@ def test_ranks_that_time_out_in_the_same_kind_of_collective_at_different_sequenc
     assert [f.cause for f in one_group.findings] == ["collective-mismatch", "collective-timeout"]
 
 
+def test_a_c10_error_is_read_with_its_message_above_it():
+    """c10 prints what() first, then "Exception raised from ... (most recent call first):" and the C++ frames: the
+    watchdog's timeout line above it is that error's message, so the timeout explains it (it is no second,
+    unclassified failure that outranks the timeout)."""
+    lines = [
+        "[rank14]:[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 14] Process group watchdog thread terminated with "
+        "exception: [Rank 14] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, "
+        "NumelIn=220084533, NumelOut=220084533, Timeout(ms)=600000) ran for 600098 milliseconds before timing out.",
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:565 (most recent "
+        "call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f0bf5f7a897 in libc10.so)",
+    ]
+    assert [f.cause for f in diagnose_lines(lines).findings] == ["collective-timeout"]
+    # A message no signature names, above the same line: the failure is still found, and quoted.
+    [found] = diagnose_lines(["[rank0]:[E ProcessGroupGloo.cpp:12] the shard map is stale", *lines[1:]]).findings
+    assert found.cause == "unclassified" and "checkTimeout" in found.title
+
+
 def test_two_ranks_writing_one_line_at_once_still_name_their_class():
     lines = ["Traceback (most recent call last):", "Traceback (most recent call last):",
              '  File "/app/train.py", line 9, in <module>', "KeyErrorKeyError: : 'input_ids_j'"]

@@ -78,13 +78,13 @@ class LineHits:
 
 
 def is_covered(event: FailureEvent, signatures: LineHits | None) -> bool:
-    """A signature or an error code explains the failure: it matched one of the failure's own lines, or (not a
-    symptom) a line just around it on the same rank."""
+    """A signature or an error code explains the failure: it matched one of the failure's own lines (its message
+    above it included, where it printed one there), or (not a symptom) a line just around it on the same rank."""
     if event.covered:
         return True
     if signatures is None:
         return False
-    own = set(event.linenos)
+    own = set(event.linenos) | set(range(event.first_lineno - event.message_above, event.first_lineno))
     first, last = event.first_lineno - WINDOW_BEFORE, event.last_lineno + WINDOW_AFTER
     for lineno, symptom in signatures.between(first, last, event.stream):
         if lineno in own or not symptom:

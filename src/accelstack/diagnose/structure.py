@@ -88,6 +88,10 @@ OTHER_SIGNAL = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time|Caught si
 # The backtrace header of a C++ exception torch raised (c10::Error's what(), c10/util/Exception.cpp): printed with the
 # error that propagates, never for a warning. An excerpt may hold it without the Python traceback around it.
 C10_RAISED = re.compile(r"Exception raised from \S+ at \S+:\d+ \(most recent call first\)")
+# The lines of c10's what() above its "Exception raised from": the watchdog's one line, or a CUDA error's four
+# (the error, "CUDA kernel errors might be asynchronously reported ...", "For debugging consider passing
+# CUDA_LAUNCH_BLOCKING=1", "Compile with `TORCH_USE_CUDA_DSA` ...") and a blank line.
+C10_MESSAGE_LINES = 5
 TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
 TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
@@ -355,6 +359,9 @@ class FailureEvent:
     signal: str | None = None
     rank: int | None = None  # the failing rank, when a summary names it (torchrun's root cause)
     covered: bool = False  # a signature or an error code already explains it
+    # How many lines above the first hold the failure's own message: c10's C++ error prints what() first, then
+    # "Exception raised from <function> at <file>:<line> (most recent call first):".
+    message_above: int = 0
 
     def add(self, evidence: object, lineno: int, text: str) -> None:
         if len(self.evidence) < EVIDENCE_CAP:
@@ -640,7 +647,9 @@ class FailureTracker:
             return True
         if C10_RAISED.search(rest):
             # torch's C++ error without its traceback: the lines before it say what it was (the tables read them).
-            self._new("exception", stream_rank, lineno, evidence(), rest.strip())
+            event = self._new("exception", stream_rank, lineno, evidence(), rest.strip())
+            if event is not None:
+                event.message_above = C10_MESSAGE_LINES
             return True
         return self._marker(lineno, text, rest, stream_rank, stream, evidence)
 
