@@ -47,8 +47,16 @@ PROGRESS = [f"[rank0]: step {step} | loss 2.{step:04d} | 0.92 s/it" for step in 
     # Kubernetes's end of a container over its memory limit
     (["    Last State:     Terminated", "      Reason:       OOMKilled", "      Exit Code:    137"],
      "out-of-memory", "OOMKilled"),
+    # a library's own assertion macro, which aborts (ggml's two forms)
+    (["GGML_ASSERT: llama.cpp/ggml-cuda/argsort.cu:48: (ncols & (ncols - 1)) == 0", "[New LWP 46883]",
+      "[Thread debugging using libthread_db enabled]"], "unclassified", "argsort.cu:48"),
+    (["/src/ggml.c:1234: GGML_ASSERT(ctx->mem_buffer != NULL) failed"], "unclassified", "GGML_ASSERT(ctx"),
     # a launcher's or a runtime's non-zero exit, alone
     (["worker-0 exited with code 1"], "unclassified", "exited with code 1"),
+    # Open MPI's banner alone, as mpirun prints it before its block (or without one)
+    (["-" * 74, "Primary job  terminated normally, but 1 process returned",
+      "a non-zero exit code. Per user-direction, the job has been aborted.", "-" * 74],
+     "unclassified", "Primary job  terminated normally"),
     (["Process finished with exit code 139"], "native-crash", "exit code 139"),
 ])
 def test_a_process_that_ended_itself_is_a_failure(lines, cause, quoted):
@@ -138,6 +146,51 @@ def test_the_same_words_where_the_program_went_on_give_nothing(lines):
     assert diagnose_lines([*PROGRESS, *lines]).findings == []
 
 
+def test_open_mpis_banner_and_its_block_are_one_report_of_the_first_failed_process():
+    """The banner, "mpirun detected ..." and the first process's exit code are one report: nccl-tests' exit code 3
+    (an NCCL call failed) still names it, as one finding."""
+    lines = ["# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903",
+             "#       size         count      type   redop    root     time   algbw   busbw #wrong",
+             "-" * 74, "Primary job  terminated normally, but 1 process returned",
+             "a non-zero exit code. Per user-direction, the job has been aborted.", "-" * 74,
+             "mpirun detected that one or more processes exited with non-zero status, thus causing",
+             "the job to be terminated. The first process to do so was:", "",
+             "  Process name: [[4242,1],3]", "  Exit code:    3"]
+    [found] = diagnose_lines(lines).findings
+    assert found.id == "nccl:testNcclError"
+
+
+def test_spawns_notice_that_it_ended_the_other_processes_is_no_signal_from_outside():
+    """torch.multiprocessing.spawn sends the SIGTERM itself, after one process failed: the report is a failure,
+    and its SIGTERM names no preemption."""
+    notice = ("W0719 18:43:03.904000 131513588901696 torch/multiprocessing/spawn.py:145] Terminating process {} "
+              "via signal SIGTERM")
+    [found] = diagnose_lines([*PROGRESS, *(notice.format(pid) for pid in (25364, 25365, 25366))]).findings
+    assert found.cause == "unclassified" and found.actor == "job"
+    assert "spawn ended the other processes" in found.title
+    assert "Only a launcher's or the scheduler's report" in found.explanation
+    # the failed process's own error, where the log has it, is the finding
+    lines = ["Traceback (most recent call last):", '  File "/w/train.py", line 3, in <module>', "KeyError: 'labels'",
+             notice.format(25365)]
+    assert [f.cause for f in diagnose_lines(lines).findings] == ["program-error"]
+
+
+def test_tensorflows_logger_ends_a_log_at_its_level():
+    """TensorFlow's C++ logger (its date, then the level's letter): an E line that ends the log is a failure; the
+    same message logged over and over as the program goes on (a probe that keeps failing) is not a last word."""
+    stamp = "2023-10-30 00:30:{:02d}.{:06d}: E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:1278] "
+    [found] = diagnose_lines([*PROGRESS, stamp.format(39, 544727) + "could not open the model: bad header",
+                              "2023-10-30 00:30:40.000001: D horovod/common/operations.cc:528] Shutting down"]
+                             ).findings
+    assert found.extracted["error"].endswith("could not open the model: bad header")
+    probe = "could not retrieve CUDA device count: CUDA_ERROR_NOT_INITIALIZED: initialization error"
+    polling = [stamp.format(39 + step // 2, 100000 * step) + probe for step in range(6)]
+    assert diagnose_lines([*PROGRESS, *polling]).findings == []
+    # the same lines at one moment are several processes' last word: a failure
+    at_once = [stamp.format(39, 544727 + step) + probe for step in range(6)]
+    assert diagnose_lines([*PROGRESS, *at_once]).findings
+
+
 def test_the_healthy_and_the_failing_ending_excerpts():
     assert diagnose_paths([str(LOGS / "healthy" / "endings-recovered.log")]).findings == []
     [found] = diagnose_paths([str(LOGS / "endings" / "final-logger-error.log")]).findings
@@ -190,6 +243,10 @@ def test_a_log_without_a_final_newline_is_read_to_its_last_line(tmp_path):
     ("Exception: the loader gave up", "error"),
     ("Aborting the rank", "neutral"),
     ("INFO:     Shutting down", "neutral"),  # an info line that says the process is ending: not progress
+    ("2020-05-26 14:57:35.273608: E horovod/common/operations.cc:516] Horovod background loop uncaught", "error"),
+    ("2020-05-26 14:57:35.273608: W tensorflow/core/framework/op_kernel.cc:1318] OP_REQUIRES failed", "neutral"),
+    ("2020-05-26 14:57:35.273608: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1700] Created device",
+     "progress"),
     ("INFO 11-29 10:00:01 api_server.py:9] Application shutdown complete.", "neutral"),
     ("INFO 11-29 10:00:01 worker.py:9] exiting after epoch 5, loss 0.31", "progress"),  # the run went on
     ("INFO 11-29 10:00:01 trainer.py:9] Early stopping triggered at epoch 5", "progress"),

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .reader import timestamp_of
 from .tables import TableRow, Tables
 
 # How many lines after an exception line still belong to its message (NCCL's and c10d's messages run over several
@@ -127,6 +128,13 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           r"(?i:exited with (?:exit )?code|exit status|finished with exit code|died, exit code)"
                           r"\s*:?\s*(?P<exited>-?\d+)|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
+                          # Open MPI's banner before that block, or alone ("Primary job  terminated normally, but 1
+                          # process returned / a non-zero exit code. Per user-direction, the job has been aborted.",
+                          # orte/tools/orterun/help-orterun.txt)
+                          r"(?P<mpiprimary>Primary job\s+terminated normally, but \d+ process(?:es)? returned)|"
+                          # torch.multiprocessing.spawn ending the other processes after one failed
+                          # (torch/multiprocessing/spawn.py: "Terminating process %s via signal SIGTERM")
+                          r"(?P<spawn>Terminating process \d+ via signal SIGTERM)|"
                           # Open MPI's block after it names the first process's code: "  Exit code:    3"; and
                           # `kubectl describe pod`'s terminated container: "      Exit Code:    1"
                           r"^\s+Exit [Cc]ode:\s+(?P<ompi>\d+)\s*$|"
@@ -142,6 +150,7 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
                           # Killed (signal 9)" (https://github.com/pmodels/mpich, src/pm/hydra)
                           r"^=\s+EXIT CODE: (?P<hydra>\d+)|EXIT STRING: .*\(signal (?P<hydrasig>\d+)\)")
+SPAWN_REPORT = "torch.multiprocessing.spawn ended the other processes after one of them failed"
 # A process that ended itself on a failed check or a corrupt heap, or a runtime's fatal report; each is a failure
 # wherever it appears (none is printed by a program that goes on). Sources: glibc's assert
 # (https://sourceware.org/git/?p=glibc.git;a=blob;f=assert/assert.c "%s%s%s:%u: %s%sAssertion `%s' failed.") and
@@ -170,6 +179,9 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<sanitizer>==\d+==ERROR: \w*Sanitizer: )|"
                    r"(?P<gopanic>^panic: )|(?P<gofatal>^fatal error: )|"
                    r"(?P<rust>thread '[^']*' panicked at)|"
+                   # a C or C++ library's own assertion macro, which aborts: ggml's "GGML_ASSERT: file.cu:48: cond"
+                   # (and its later "file.c:1234: GGML_ASSERT(cond) failed"), the same in other libraries
+                   r"(?P<macro>\b[A-Z][A-Z0-9]*_ASSERT(?:: \S+:\d+: |\(.*\) failed))|"
                    r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
                    r"(?P<notfound>: command not found$)|"
                    # nccl-tests' check of a call, and its first releases' form ("NCCL failure all_reduce.cu:95
@@ -237,6 +249,10 @@ IGNORED = re.compile(r"Exception ignored in")
 _LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|SEVERE|"
                          r"PANIC|EMERG|ALERT)\b|"
                          r"(?:^|[\s\[])(?P<glog>[DIWEF])\d{4} \d\d:\d\d|^\[(?P<tornado>[DIWEFC]) \d{6}|"
+                         # TensorFlow's C++ logger (and XLA's, JAX's, Horovod's under TensorFlow): its date and time,
+                         # then the level's letter and the file ("2020-05-26 14:57:35.273608: E tensorflow/core/
+                         # framework/op_kernel.cc:1318] ...", tensorflow/core/platform/default/logging.cc)
+                         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: (?P<tf>[DIWEF]) [\w/.\-]+:\d+\]|"
                          # TensorRT's and Polygraphy's logger: "[E] [TRT] ...", "[W] [TRT] ...", after trtexec's
                          # time ("[11/29/2024-12:00:00] [E] [TRT] ...") or, in TensorRT's Python logger, after its
                          # tag ("[11/29/2024-12:00:00] [TRT] [E] ...")
@@ -310,6 +326,27 @@ _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skip
 # Lines after an error that neither continue it nor show the program going on (a closing notice, a blank banner):
 # this many at most, or the error is not how the log ended.
 TAIL_NEUTRAL = 2
+# The same error line this many times over at least TAIL_REPEATED_SECONDS, and nothing else at error level, ends a
+# log where a program repeats it as it goes on (TensorFlow's "could not retrieve CUDA device count" each time it
+# looks for a GPU, then it runs on the CPU; a poll that keeps failing), which a paste or a cut log stops inside: no
+# failure of its own. Its words are compared with their digits aside (a time, a port, an attempt's number). Lines
+# without a time, or all at one moment, are as likely the same last word of several processes: still a failure.
+TAIL_REPEATED = 3
+TAIL_REPEATED_SECONDS = 1.0
+_DIGITS = re.compile(r"\d+")
+
+
+def _said_over_and_over(rests: list[str]) -> bool:
+    """Whether a log's closing block (its lines without their launcher prefix) is one error line repeated over
+    time rather than a last word."""
+    errors = [rest for rest in rests if tail_kind(rest) == "error"]
+    if len(errors) < TAIL_REPEATED or len({_DIGITS.sub("", rest).strip() for rest in errors}) > 1:
+        return False
+    times = [timestamp_of(rest) for rest in errors]
+    if any(time is None for time in times):
+        return False
+    seconds = [time[0] for time in times if time is not None]
+    return max(seconds) - min(seconds) >= TAIL_REPEATED_SECONDS
 # A run that said it was done: its training loop's last words (the HF Trainer's "Training completed.", Ray Train's
 # "Training result: Result(", Lightning's "`Trainer.fit` stopped: `max_epochs=4` reached."). Error lines that
 # come after it and end the log, with no traceback or signal of their own, are its processes' teardown (a
@@ -533,6 +570,8 @@ class FailureTracker:
             return
         if any(_RUN_DONE.search(split_prefix(line)[1]) for _, line in lines[max(0, last - RUN_DONE_LINES):last]):
             return  # the run said it was done before these errors: its teardown
+        if _said_over_and_over([split_prefix(line)[1] for _, line in lines[last:]]):
+            return  # a probe or a retry in a loop, not a last word: the paste stops in it
         first_lineno, text = lines[last]
         rest = split_prefix(text)[1].strip()
         event = self._new("final", stream, first_lineno, evidence(first_lineno, text), rest)
@@ -845,12 +884,17 @@ class FailureTracker:
                                  or exit_summary.group("ompi"))
         signum = exit_summary and (exit_summary.group("signum") or exit_summary.group("hydrasig"))
         if exit_summary and code != "0":
-            event = self._mpi_exit if exit_summary.group("ompi") else None
+            event = self._mpi_exit if exit_summary.group("ompi") or exit_summary.group("mpi") else None
             if event is not None and lineno - event.last_lineno <= CONTINUATION_LINES:
-                event.add(evidence(), lineno, rest.strip())  # the code of the block mpirun's line opened
+                # the block mpirun's banner opened: its "mpirun detected ..." and the first process's code
+                event.add(evidence(), lineno, rest.strip())
             else:
                 event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
-            self._mpi_exit = event if exit_summary.group("mpi") else None
+            self._mpi_exit = event if exit_summary.group("mpi") or exit_summary.group("mpiprimary") else None
+            if event is not None and exit_summary.group("spawn"):
+                # The SIGTERM is spawn's own, to the processes that were still running: it names no cause (it is
+                # not a signal from outside the job), so the line is read for what it reports.
+                event.texts[-1] = SPAWN_REPORT
             if event is not None:
                 # a signal as torchrun writes it, negative, so that the signal's row names it
                 event.exitcode = -int(signum) if signum else int(code) if code else None
@@ -960,7 +1004,8 @@ class FailureTracker:
 # What each form of ABORT is called in a finding's quote.
 _ABORT_NAMES = {"guarantee": "guarantee() failed", "assert": "assertion failed", "heap": "heap corruption",
                 "smash": "stack smashing detected", "sanitizer": "sanitizer report", "gopanic": "Go panic",
-                "gofatal": "fatal error", "rust": "Rust panic", "mpi": "MPI_ABORT", "notfound": "command not found",
+                "gofatal": "fatal error", "rust": "Rust panic", "macro": "assertion failed", "mpi": "MPI_ABORT",
+                "notfound": "command not found",
                 "oomkilled": "OOMKilled", "nccltests": "nccl-tests check failed",
                 "cudasample": "CUDA sample check failed"}
 
