@@ -49,6 +49,7 @@ EXPECTED = {
                    "config"),
     "slurm": ("slurm:DUE TO TIME LIMIT", "time-limit", "config"),
     "torch": ("torch:waiting for clients", "connect-timeout", "service"),
+    "xla": ("xla:RESOURCE_EXHAUSTED: Out of memory", "out-of-memory", "job"),
 }
 
 
