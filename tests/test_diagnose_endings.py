@@ -191,6 +191,25 @@ def test_tensorflows_logger_ends_a_log_at_its_level():
     assert diagnose_lines([*PROGRESS, *at_once]).findings
 
 
+def test_a_native_stack_ends_a_log_as_a_crash_and_stays_part_of_the_error_above_it():
+    """A crashed process's frames (glibc's backtrace, Open MPI's signal handler, c10's, a Go crash's registers) are
+    its error's trailer, however many; a paste that holds only the dump still shows the process died."""
+    ompi = [f"[40a8c9673b05:1447852] [{n:2d}] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"
+            for n in range(8, 16)]
+    [found] = diagnose_lines(ompi).findings
+    assert found.cause == "unclassified" and "native stack trace" in found.title
+    assert found.first_line.lineno == 1
+    glibc = ["2026-11-26 12:00:01,000 - ERROR - decoder crashed on shard 17",
+             *(f"/lib/x86_64-linux-gnu/libc.so.6(+0x{n:x})[0x7f3b2c2{n:05x}]" for n in range(42520, 42530))]
+    [found] = diagnose_lines([*PROGRESS, *glibc]).findings
+    assert "decoder crashed on shard 17" in found.extracted["error"]
+    registers = ["rax    0x0", "rbx    0x1b834e", "rcx    0x77f67e49eb1c", "rip    0x77f67e49eb1c", "rflags 0x246"]
+    assert diagnose_lines([*PROGRESS, *registers]).findings
+    # two frames are not a dump; a run that goes on after frames it printed is healthy
+    assert diagnose_lines([*PROGRESS, *ompi[:2]]).findings == []
+    assert diagnose_lines([*ompi, *PROGRESS]).findings == []
+
+
 def test_the_healthy_and_the_failing_ending_excerpts():
     assert diagnose_paths([str(LOGS / "healthy" / "endings-recovered.log")]).findings == []
     [found] = diagnose_paths([str(LOGS / "endings" / "final-logger-error.log")]).findings

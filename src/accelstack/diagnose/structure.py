@@ -295,10 +295,24 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
                           r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
                           r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception): \S")
+# A native stack's frame, as a crashing process or its runtime prints it: glibc's backtrace_symbols
+# ("/lib/x86_64-linux-gnu/libc.so.6(+0x42520)[0x7f3b2c242520]"), Open MPI's signal handler ("[host:4242] [ 8]
+# /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), c10's ("frame #0: c10::Error::Error(...) + 0x57 (0x7f...
+# in libc10.so)"), gdb's ("#0  0x00007f... in raise () from /lib/libc.so.6"), a Go crash's registers ("rax    0x0"),
+# and gdb's notices while it attaches ("[New LWP 46883]", "[Thread debugging using libthread_db enabled]").
+NATIVE_FRAME = re.compile(r"^\S+\([\w:.<>~$@]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]|^\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
+                          r"^frame #\d+: |^#\d+\s+0x[0-9a-f]+ in |"
+                          r"^(?:r[a-z0-9]{1,3}|rip|rflags|[cefgs]s)\s+0x[0-9a-f]+$|"
+                          r"^\[New (?:LWP|Thread) [\w ]+\]|^\[Thread debugging using libthread_db enabled\]|"
+                          r"^Using host libthread_db library ")
+# A log that ends in this many native frames, with no error line above them in what was read, ended in a crash.
+NATIVE_TAIL_FRAMES = 3
+NATIVE_TAIL_REPORT = "the log ends in a native stack trace (a crash dump) with no error line above it in what was read"
 # What a failure leaves after its error line without the program going on: its stack (indented, "at ...",
-# "#3 0x...", "goroutine 1 [running]:", "src/main.rs:2:5"), a closing brace, a hint ("note: run with
+# "#3 0x...", "goroutine 1 [running]:", "src/main.rs:2:5", a native frame), a closing brace, a hint ("note: run with
 # RUST_BACKTRACE=1"), the runtime's version line (Node.js), the process's end (an exit status, a core dump).
-_TRAILER = re.compile(r"^\s*(?:at \S|#\d+ |File \"|goroutine \d+ |\d+: 0x[0-9a-f]+)|^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
+_TRAILER = re.compile(NATIVE_FRAME.pattern + r"|"
+                      r"^\s*(?:at \S|#\d+ |File \"|goroutine \d+ |\d+: 0x[0-9a-f]+)|^[\w./\-]+\.\w{1,4}:\d+|^[})\]^~]+,?$|^(?:note|help|hint):|"
                       r"^Require stack:|^- /|^Node\.js v\d|^stack backtrace:|^\*\*\*|^-+$|^=+$|"
                       # a compiler's and a build tool's last words after an error (GCC, ninja, make)
                       r"^compilation terminated\.|^\d+ errors? (?:generated|detected)|^ninja: build stopped|"
@@ -543,6 +557,7 @@ class FailureTracker:
         last: int | None = None  # index of the last error line
         stream: int | None = None
         neutral = 0
+        frames: list[int] = []  # the native stack's frames the log ends in, from the bottom up
         for index in range(len(lines) - 1, -1, -1):
             rank, rest = split_prefix(lines[index][1])
             if not rest.strip():
@@ -555,11 +570,13 @@ class FailureTracker:
                     last, stream = index, rank
                     continue
                 if kind == "progress":
-                    return
+                    break
                 if kind == "neutral":
                     neutral += 1
                     if neutral > TAIL_NEUTRAL:
-                        return
+                        break
+                elif NATIVE_FRAME.search(rest) and lines[index][0] not in known:
+                    frames.append(index)
                 continue
             # Above the last error line: the block of error lines (and their trailers) it ends.
             if rank != stream or kind not in ("error", "trailer") or lines[index][0] in known:
@@ -567,6 +584,17 @@ class FailureTracker:
             if kind == "error":
                 last = index
         if last is None:
+            if len(frames) >= NATIVE_TAIL_FRAMES:
+                # A crashed process's stack with no error line left above it in what was read (a paste that starts
+                # in the dump): the process died, and the dump is all that says so.
+                top = frames[-1]
+                rank, rest = split_prefix(lines[top][1])
+                event = self._new("final", rank, lines[top][0], evidence(*lines[top]), NATIVE_TAIL_REPORT)
+                if event is not None:
+                    for lineno, line in lines[top + 1:]:
+                        if split_prefix(line)[0] == rank and line.strip():
+                            event.add(evidence(lineno, line), lineno, NATIVE_TAIL_REPORT)
+                            break
             return
         if any(_RUN_DONE.search(split_prefix(line)[1]) for _, line in lines[max(0, last - RUN_DONE_LINES):last]):
             return  # the run said it was done before these errors: its teardown
