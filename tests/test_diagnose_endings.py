@@ -47,6 +47,11 @@ PROGRESS = [f"[rank0]: step {step} | loss 2.{step:04d} | 0.92 s/it" for step in 
     # Kubernetes's end of a container over its memory limit
     (["    Last State:     Terminated", "      Reason:       OOMKilled", "      Exit Code:    137"],
      "out-of-memory", "OOMKilled"),
+    # CANN's error manager's messages, each with where it was raised, end the log (an NPU that would not open)
+    (["(EngineCore pid=118)         rtGetDeviceCount execution failed, reason=driver error:internal error"
+      "[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]",
+      "(EngineCore pid=118)         get device count failed, runtime result = 507899.[FUNC:ReportCallError]"
+      "[FILE:log_inner.cpp][LINE:148]"], "unknown-error-code", "rtGetDeviceCount execution failed"),
     # a library's own assertion macro, which aborts (ggml's two forms)
     (["GGML_ASSERT: llama.cpp/ggml-cuda/argsort.cu:48: (ncols & (ncols - 1)) == 0", "[New LWP 46883]",
       "[Thread debugging using libthread_db enabled]"], "unclassified", "argsort.cu:48"),
@@ -262,6 +267,9 @@ def test_a_log_without_a_final_newline_is_read_to_its_last_line(tmp_path):
     ("Exception: the loader gave up", "error"),
     ("Aborting the rank", "neutral"),
     ("INFO:     Shutting down", "neutral"),  # an info line that says the process is ending: not progress
+    ("get device count failed, runtime result = 507899.[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:148]",
+     "error"),
+    ("[WARNING] RUNTIME: slow path taken[FUNC:Launch][FILE:stream.cc][LINE:12]", "neutral"),  # its level first
     ("2020-05-26 14:57:35.273608: E horovod/common/operations.cc:516] Horovod background loop uncaught", "error"),
     ("2020-05-26 14:57:35.273608: W tensorflow/core/framework/op_kernel.cc:1318] OP_REQUIRES failed", "neutral"),
     ("2020-05-26 14:57:35.273608: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1700] Created device",

@@ -291,6 +291,10 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
                           # "<file>.so.12: cannot open shared object file: ..."), a library that could not be loaded,
                           # quoted bare where an ImportError's head was cut
                           r"^\S+\.so(?:\.\d+)*: (?:undefined symbol: |cannot open shared object file\b)|"
+                          # CANN's error messages, each with where it was raised ("rtGetDeviceCount execution failed,
+                          # reason=driver error:internal error[FUNC:FuncErrorReason][FILE:error_message_manage.cc]
+                          # [LINE:65]"): its error manager prints them only for an error it reports
+                          r"\[FUNC:\w+\]\[FILE:[\w.\-]+\]\[LINE:\d+\]\s*$|"
                           # an exception line (a traceback's, or its str() after a head that names no level: a
                           # time, a bracketed tag: "[12:00:01] KeyError: 'x'", "2026-11-26 12:00:01 RuntimeError: ...")
                           r"^(?:(?:\[[^\]]*\]|[\d:.,/T+-]*\d[\d:.,/T+-]*)\s+){0,3}"
