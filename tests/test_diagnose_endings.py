@@ -63,6 +63,11 @@ PROGRESS = [f"[rank0]: step {step} | loss 2.{step:04d} | 0.92 s/it" for step in 
       "a non-zero exit code. Per user-direction, the job has been aborted.", "-" * 74],
      "unclassified", "Primary job  terminated normally"),
     (["Process finished with exit code 139"], "native-crash", "exit code 139"),
+    # Windows' access violation, in hex, as Ollama reports its runner's end
+    (['time=2024-05-10T22:52:42.838-04:00 level=ERROR source=sched.go:339 msg="error loading llama server" '
+      'error="llama runner process has terminated: exit status 0xc0000005 "',
+      '[GIN] 2024/05/10 - 22:52:42 | 500 |    2.7650401s |       127.0.0.1 | POST     "/api/chat"'],
+     "native-crash", "0xc0000005"),
 ])
 def test_a_process_that_ended_itself_is_a_failure(lines, cause, quoted):
     diagnosis = diagnose_lines([*PROGRESS, *lines])
@@ -133,7 +138,7 @@ def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
     # a progress bar, a success exit, a column header
     ["Epoch 1:  100%|##########| 1000/1000 [15:02<00:00,  1.11it/s]"],
     ["ERROR: a request timed out", " iteration      124/  250000 | lm loss: 2.559583E+00 | loss scale: 1.0"],
-    ["Process finished with exit code 0", "worker-0 exited with code 0"],
+    ["Process finished with exit code 0", "worker-0 exited with code 0", "runner exited: exit status 0x0"],
     ["#       size         count      type   redop     time   algbw   busbw  error"],
     ["Top1 error: 100.0000 Top5 error: 100.0000", "the ValueError: raised by the probe was expected"],
     # the words of the abort forms in messages that are not those reports

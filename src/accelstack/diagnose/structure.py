@@ -125,8 +125,9 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # "exit status 2", an IDE's "Process finished with exit code 1", mpirun's and
                           # Kubernetes's summaries of a rank or a container that keeps failing
                           # ... and vLLM's of a worker process ("Worker VllmWorkerProcess pid 42 died, exit code: -9")
+                          # (Windows' codes are written in hex: "exit status 0xc0000005")
                           r"(?i:exited with (?:exit )?code|exit status|finished with exit code|died, exit code)"
-                          r"\s*:?\s*(?P<exited>-?\d+)|"
+                          r"\s*:?\s*(?P<exited>-?(?:0x[0-9a-fA-F]+|\d+))|"
                           r"(?P<mpi>mpirun detected that one or more processes exited with non-zero status)|"
                           # Open MPI's banner before that block, or alone ("Primary job  terminated normally, but 1
                           # process returned / a non-zero exit code. Per user-direction, the job has been aborted.",
@@ -915,7 +916,8 @@ class FailureTracker:
                                  or exit_summary.group("exited") or exit_summary.group("hydra")
                                  or exit_summary.group("ompi"))
         signum = exit_summary and (exit_summary.group("signum") or exit_summary.group("hydrasig"))
-        if exit_summary and code != "0":
+        number = int(code, 0 if "x" in code else 10) if code else None
+        if exit_summary and number != 0:
             event = self._mpi_exit if exit_summary.group("ompi") or exit_summary.group("mpi") else None
             if event is not None and lineno - event.last_lineno <= CONTINUATION_LINES:
                 # the block mpirun's banner opened: its "mpirun detected ..." and the first process's code
@@ -929,7 +931,7 @@ class FailureTracker:
                 event.texts[-1] = SPAWN_REPORT
             if event is not None:
                 # a signal as torchrun writes it, negative, so that the signal's row names it
-                event.exitcode = -int(signum) if signum else int(code) if code else None
+                event.exitcode = -int(signum) if signum else number
                 result = NCCL_TESTS_RESULTS.get(event.exitcode or 0) if self._nccl_tests else None
                 if result is not None:
                     # nccl-tests' exit code is its result: the tables name it (nccl.yml), read on the line that
