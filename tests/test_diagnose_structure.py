@@ -104,6 +104,20 @@ def test_a_traceback_cut_before_its_error_says_so_and_names_its_deepest_frame():
     assert "cut off" not in whole.title and "cut off" not in whole.explanation
 
 
+def test_a_paste_that_starts_and_ends_inside_a_stack_is_a_cut_traceback():
+    """Frames with neither header nor exception line, that the log ends in, several deep: a traceback the paste cut
+    at both ends (a host's prefix on every line, as pdsh writes it)."""
+    frames = [f'gpu003:   File "/w/{name}.py", line {n}, in {name}' for n, name in ((5, "main"), (31, "run_exp"),
+                                                                                      (2104, "main_process_first"))]
+    lines = [line for frame in frames for line in (frame, "gpu003:     step()")]
+    [found] = diagnose_lines(lines).findings
+    assert found.cause == "unclassified" and found.title == ("traceback cut off before its error "
+                                                            "(deepest frame: main_process_first)")
+    # two frames may be a stack quoted in a message; frames the log goes on after are no end of it
+    assert diagnose_lines(lines[:4]).findings == []
+    assert diagnose_lines([*lines, "gpu003: step 12 | loss 2.01"]).findings == []
+
+
 def test_a_chained_traceback_is_one_failure_classified_by_any_of_its_blocks():
     lines = [*traceback_lines("OSError", "[Errno 28] No space left on device"), "",
              "During handling of the above exception, another exception occurred:", "",

@@ -365,15 +365,19 @@ class Scanner:
         self._tracker.begin(len(self._sources) - 1, self._base)
 
     def _end(self, lines: int, tail: Iterable[tuple[int, str]] = ()) -> None:
-        self._tracker.end()
+        tail = list(tail)
+        # A traceback still open is cut where the log ends only if nothing but its own lines come after it.
+        open_stack = self._tracker.open_tracebacks()
+        cleaned = self._cleaned(tail) if open_stack else None
+        self._tracker.end(cleaned)
         source = len(self._sources) - 1
         signatures = self._signature_lines.get(source)
         # A signature explains the log only where it is kept whatever else the log holds: one that needs a failure
         # or a context may be dropped at the end, and the log's ending may be what it needs.
         explained = source in self._coded or bool(signatures and any(
             not warning and self._unconditional.get(value, True) for value, warning in signatures.values))
-        tail = list(tail)
-        cleaned = self._cleaned(tail) if self._tracker.events else None
+        if cleaned is None and self._tracker.events:
+            cleaned = self._cleaned(tail)
         if cleaned is not None:
             self._tracker.message_rest(cleaned)
         if not explained:

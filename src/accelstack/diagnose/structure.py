@@ -310,6 +310,8 @@ NATIVE_FRAME = re.compile(r"^\S+\([\w:.<>~$@]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]|
                           r"^(?:r[a-z0-9]{1,3}|rip|rflags|[cefgs]s)\s+0x[0-9a-f]+$|"
                           r"^\[New (?:LWP|Thread) [\w ]+\]|^\[Thread debugging using libthread_db enabled\]|"
                           r"^Using host libthread_db library ")
+# A Python stack without its header this many frames deep, that the log ends in, is a traceback cut at both ends.
+CUT_STACK_FRAMES = 3
 # A log that ends in this many native frames, with no error line above them in what was read, ended in a crash.
 NATIVE_TAIL_FRAMES = 3
 NATIVE_TAIL_REPORT = "the log ends in a native stack trace (a crash dump) with no error line above it in what was read"
@@ -447,6 +449,8 @@ class _Stream:
     # The open traceback's header was never seen (an excerpt that starts among its frames): it is a failure only
     # if its exception line comes, never an incomplete traceback of its own.
     headless: bool = False
+    frames: int = 0  # the open traceback's frames so far
+    frame_lineno: int = 0  # where its last frame is
     # The open traceback's last frame's source line when it is a raise of a named exception with a literal message
     # ("raise RuntimeError('...')"): what was raised, where a paste ends before Python's own exception line.
     raised: tuple[str, str, int, object] | None = None
@@ -535,8 +539,13 @@ class FailureTracker:
         self._torchrun, self._torchrun_root, self._plog, self._terminate = None, False, {}, None
         self._nccl_tests, self._mpi_exit = False, None
 
-    def end(self) -> None:
-        self._close_open_tracebacks()
+    def open_tracebacks(self) -> bool:
+        """Whether a traceback of the current log is still open (its exception line not read yet)."""
+        return any(stream.traceback_at is not None for stream in self._streams.values())
+
+    def end(self, tail: list[tuple[int, str]] | None = None) -> None:
+        """The current log is read (``tail``: its last lines, read whole, cleaned)."""
+        self._close_open_tracebacks(tail)
 
     def failed(self) -> bool:
         """Whether the logs show a failure at all (a traceback that was handled does not count)."""
@@ -669,7 +678,7 @@ class FailureTracker:
                 # write to cache" before its stack) is one the program caught and went on from, as a retry's is.
                 stream.ignored = True
             chained = stream.chained and stream.last_event is not None
-            stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
+            stream.traceback_at, stream.traceback_first, stream.frame, stream.frames = lineno, evidence(), None, 0
             stream.chained, stream.headless = chained, False
             if not chained:
                 stream.last_event = None
@@ -690,6 +699,7 @@ class FailureTracker:
                 func = f" in {frame.group('func')}" if frame.group("func") else ""
                 stream.frame = f"{frame.group('file')}:{frame.group('line')}{func}"
                 stream.raised = None
+                stream.frames, stream.frame_lineno = stream.frames + 1, lineno
                 return True
             found = exception_line(rest, self.tables, in_traceback=True)
             if found:
@@ -739,7 +749,7 @@ class FailureTracker:
             stream.log_prefix = _learned_prefix(head)
             logged = stream.log_prefix.match(rest) if stream.log_prefix is not None else None
             rest = rest[logged.end():] if logged else rest[frame.start():]
-        stream.traceback_at, stream.traceback_first, stream.frame = lineno, evidence(), None
+        stream.traceback_at, stream.traceback_first, stream.frame, stream.frames = lineno, evidence(), None, 0
         stream.chained, stream.headless = False, True
         return rest
 
@@ -788,8 +798,9 @@ class FailureTracker:
         if exc_type.rsplit(".", 1)[-1] == "ChildFailedError":
             self._torchrun, self._torchrun_root = event, False
 
-    def _incomplete(self, stream: _Stream, stream_rank: int | None) -> None:
-        """A traceback whose exception line never came (a class name no pattern knows, or a cut log)."""
+    def _incomplete(self, stream: _Stream, stream_rank: int | None, at_end: bool = False) -> None:
+        """A traceback whose exception line never came (a class name no pattern knows, or a cut log; ``at_end``:
+        the log ends in it)."""
         assert stream.traceback_at is not None
         raised, stream.raised = stream.raised, None
         if raised is not None and not stream.ignored:
@@ -803,7 +814,9 @@ class FailureTracker:
                     event.first_lineno = stream.traceback_at
             stream.traceback_at, stream.header_type, stream.headless = None, None, False
             return
-        if stream.headless or stream.ignored:
+        if (stream.headless and not (at_end and stream.frames >= CUT_STACK_FRAMES)) or stream.ignored:
+            # A run of frames with neither header nor exception line may be a stack quoted in a message; one the
+            # log ends in, several frames deep, is a traceback a paste cut at both ends.
             stream.traceback_at, stream.headless, stream.ignored = None, False, False
             return
         event = self._new("traceback", stream_rank, stream.traceback_at, stream.traceback_first,
@@ -811,12 +824,17 @@ class FailureTracker:
         if event is not None:
             event.frame = stream.frame
             event.exc_type = stream.header_type
-        stream.traceback_at, stream.header_type = None, None
+        stream.traceback_at, stream.header_type, stream.headless = None, None, False
 
-    def _close_open_tracebacks(self) -> None:
+    def _close_open_tracebacks(self, tail: list[tuple[int, str]] | None = None) -> None:
         for rank, stream in self._streams.items():
             if stream.traceback_at is not None:
-                self._incomplete(stream, rank)
+                # The log ends in it: nothing after its last frame but that frame's source (an indented line, a
+                # caret line) and the start of a frame the paste cut ('File "/data/v').
+                at_end = tail is not None and any(lineno == stream.frame_lineno for lineno, _ in tail) and all(
+                    not rest.strip() or rest[:1].isspace() or rest.startswith('File "')
+                    for rest in (split_prefix(text)[1] for lineno, text in tail if lineno > stream.frame_lineno))
+                self._incomplete(stream, rank, at_end=at_end)
 
     def _marker(self, lineno: int, text: str, rest: str, stream_rank: int | None, stream: _Stream,
                 evidence: Callable[[], object], weak: bool = True) -> bool:
