@@ -144,6 +144,12 @@ def test_a_log_that_ends_at_error_level_is_a_failure(lines, quoted):
     # the words of the abort forms in messages that are not those reports
     ["no panic: the loss spike was a data outlier", "guarantee: the run resumes from the last checkpoint", *PROGRESS],
     ["INFO: the pod was not OOMKilled this time", *PROGRESS],
+    # TensorFlow's start-up, which logs its CUDA plugins' second registration at error level on every run, in both
+    # of its loggers' forms
+    ["2023-10-09 13:36:23.355516: E tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:9342] Unable to "
+     "register cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
+     "E0000 00:00:1736163964.090767 3415088 cuda_blas.cc:1418] Unable to register cuBLAS factory: Attempting to "
+     "register factory for plugin cuBLAS when one has already been registered"],
     # an error the program went on from, then its ordinary end: the progress between them says it recovered
     ["ERROR: request 12 failed: client went away", "INFO: step 3 done", "INFO: Shutting down"],
     # teardown lines are closing notices: more of them than a failure's end holds say the error was not the end

@@ -341,6 +341,12 @@ _PROGRESS = re.compile(r"(?i)\b(?:steps?|epoch|iter(?:ation)?s?|loss|it/s|s/it|t
 _TEARDOWN = re.compile(r"(?i)\b(?:shutting down|shut ?down (?:complete|started|requested)|exiting|terminating|"
                        r"cleaning up|tearing down|aborting|finished server process|"
                        r"waiting for application shutdown)\b")
+# Lines a library logs at error level on every healthy start: TensorFlow's and XLA's (2.14 on) registering the
+# CUDA plugins twice ("E ... cuda_dnn.cc:9342] Unable to register cuDNN factory: Attempting to register factory for
+# plugin cuDNN when one has already been registered", and cuFFT's and cuBLAS's), which the maintainers call harmless
+# (https://github.com/tensorflow/tensorflow/issues/62075): a closing notice at most, never a last word.
+_HARMLESS_ERROR = re.compile(r"Unable to register cu(?:DNN|FFT|BLAS) factory: Attempting to register factory for "
+                             r"plugin \w+ when one has already been registered")
 # An error line that says the program goes on without what failed.
 _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skipp\w*|ignor\w*|try(?:ing)? again|"
                       r"will be retried)\b")
@@ -1086,7 +1092,7 @@ def tail_kind(rest: str) -> str:
     name = level_name(rest)
     if name is not None:
         if name in _ERROR_LEVELS:
-            return "progress" if _GOES_ON.search(rest) else "error"
+            return "progress" if _GOES_ON.search(rest) else "neutral" if _HARMLESS_ERROR.search(rest) else "error"
         if name in _QUIET_LEVELS:
             # ... unless it says the run went on as well ("exiting after epoch 5, loss 0.31")
             return "neutral" if _TEARDOWN.search(rest) and not _PROGRESS.search(_TEARDOWN.sub("", rest)) else "progress"
