@@ -1,6 +1,6 @@
 """Diagnosis accuracy: `accelstack diagnose` on the labelled corpus of real logs, beside the goals of issue 22.
 
-    python bench/diagnose_accuracy.py [--part eval|dev|both] [--tiny] [--json]
+    python bench/diagnose_accuracy.py [--part eval|dev|both|probe] [--tiny] [--json]
 
 For each log of ``tests/data/diagnose_corpus/<part>/`` (labels in that part's ``labels.jsonl``) it calls the
 public API, ``accelstack.diagnose.diagnose_paths([path])``, and reads the first finding (``root_cause``, else
@@ -12,6 +12,9 @@ that cause). It prints, per part:
 
 The evaluation part prints its four figures and nothing per log or per family: a list of its misses would be a
 list of what to fit, and nothing may be written from it. ``--json`` keeps the same rule.
+
+``--part probe`` reads the silence probe instead (tests/data/diagnose_probe/: public pastes of failed and healthy
+runs, without causes): failed pastes given no finding and healthy pastes given a finding, with their files.
 
 The evaluation part is the figure that counts: nothing was written from it (tests/data/diagnose_corpus/README.md).
 The development part is printed separately, so a gap between the two shows overfitting. ``--tiny`` runs a few
@@ -32,6 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CORPUS = REPO / "tests" / "data" / "diagnose_corpus"
+PROBE = REPO / "tests" / "data" / "diagnose_probe"
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(CORPUS))
 
@@ -170,14 +174,46 @@ def render(part: str, summary: dict[str, Any], seconds: float, *, goals: bool) -
     return "\n".join(lines)
 
 
+def run_probe() -> dict[str, Any]:
+    """The silence probe: which failed pastes get no finding, which healthy ones get one."""
+    rows = [json.loads(line) for line in (PROBE / "index.jsonl").read_text().splitlines() if line.strip()]
+    got = {row["file"]: first_finding(diagnose_paths([str(PROBE / row["file"])])) is not None for row in rows}
+    silent = [row["file"] for row in rows if row["failed"] and not got[row["file"]]]
+    flagged = [row["file"] for row in rows if not row["failed"] and got[row["file"]]]
+    return {"pastes": len(rows), "failed": sum(1 for row in rows if row["failed"]),
+            "healthy": sum(1 for row in rows if not row["failed"]), "silent": len(silent),
+            "healthy_findings": len(flagged), "silent_files": silent, "flagged_files": flagged}
+
+
+def render_probe(summary: dict[str, Any], seconds: float) -> str:
+    failed, healthy = summary["failed"], summary["healthy"]
+    lines = [
+        f"== probe: {summary['pastes']} pastes ({failed} failed, {healthy} healthy), diagnosed in {seconds:.1f} s",
+        f"  failed, no finding  {summary['silent']:4d} / {failed:<4d} {_pct(summary['silent'], failed)}",
+        f"  healthy w/ finding  {summary['healthy_findings']:4d} / {healthy:<4d} "
+        f"{_pct(summary['healthy_findings'], healthy)}",
+    ]
+    lines.extend(f"    silent: {name}" for name in summary["silent_files"])
+    lines.extend(f"    flagged: {name}" for name in summary["flagged_files"])
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("eval", "dev", "both"), default="both",
-                        help="which part of the corpus (default: eval, then dev, each on its own)")
+    parser.add_argument("--part", choices=("eval", "dev", "both", "probe"), default="both",
+                        help="which part of the corpus (default: eval, then dev, each on its own), or the "
+                             "silence probe")
     parser.add_argument("--tiny", action="store_true", help=f"{TINY} development logs only (CI smoke run)")
     parser.add_argument("--json", action="store_true", help="one JSON object per part instead of the table")
     args = parser.parse_args(argv)
     guard_stdout()  # "| head" ends the table, not with a traceback
+    if args.part == "probe" and not args.tiny:
+        started = time.perf_counter()
+        probe = run_probe()
+        seconds = time.perf_counter() - started
+        print(json.dumps({"part": "probe", "seconds": round(seconds, 2), **probe}) if args.json
+              else render_probe(probe, seconds))
+        return 0
     parts = ["dev"] if args.tiny else (["eval", "dev"] if args.part == "both" else [args.part])
     for part in parts:
         started = time.perf_counter()
