@@ -191,6 +191,19 @@ def test_spawns_notice_that_it_ended_the_other_processes_is_no_signal_from_outsi
     assert [f.cause for f in diagnose_lines(lines).findings] == ["program-error"]
 
 
+def test_deepspeeds_launcher_killing_its_ranks_is_one_report_with_its_return_code():
+    """DeepSpeed's launcher kills every rank once one returned non-zero, then says which code: one report, named by
+    the code where the paste holds it, and a failure where it is cut before it."""
+    kills = [f"192.169.83.120: [2023-10-13 11:31:{28 + n}] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
+             f"{249 + n}" for n in range(3)]
+    code = ("192.169.83.120: [2023-10-13 11:31:40,600] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', "
+            "'-u', 'train.py', '--local_rank=1'] exits with return code = -9")
+    [found] = diagnose_lines([*PROGRESS, *kills, code]).findings
+    assert found.id == "linux:SIGKILL" and len(found.evidence) == 4
+    [cut] = diagnose_lines([*PROGRESS, *kills]).findings
+    assert cut.cause == "unclassified" and "DeepSpeed's launcher stopped every rank" in cut.title
+
+
 def test_tensorflows_logger_ends_a_log_at_its_level():
     """TensorFlow's C++ logger (its date, then the level's letter): an E line that ends the log is a failure; the
     same message logged over and over as the program goes on (a probe that keeps failing) is not a last word."""

@@ -136,6 +136,10 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # torch.multiprocessing.spawn ending the other processes after one failed
                           # (torch/multiprocessing/spawn.py: "Terminating process %s via signal SIGTERM")
                           r"(?P<spawn>Terminating process \d+ via signal SIGTERM)|"
+                          # DeepSpeed's launcher stopping every rank, once one returned non-zero or it was signalled
+                          # (deepspeed/launcher/launch.py, sigkill_handler: "Killing subprocess %d"), before its
+                          # "... exits with return code = N"
+                          r"(?P<dskill>sigkill_handler\] Killing subprocess \d+)|"
                           # Open MPI's block after it names the first process's code: "  Exit code:    3"; and
                           # `kubectl describe pod`'s terminated container: "      Exit Code:    1"
                           r"^\s+Exit [Cc]ode:\s+(?P<ompi>\d+)\s*$|"
@@ -151,7 +155,10 @@ EXIT_SUMMARY = re.compile(r"exits with return code = (?P<code>-?\d+)|returned no
                           # PROCESSES", "=   EXIT CODE: 9", "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
                           # Killed (signal 9)" (https://github.com/pmodels/mpich, src/pm/hydra)
                           r"^=\s+EXIT CODE: (?P<hydra>\d+)|EXIT STRING: .*\(signal (?P<hydrasig>\d+)\)")
-SPAWN_REPORT = "torch.multiprocessing.spawn ended the other processes after one of them failed"
+LAUNCHER_REPORTS = {
+    "spawn": "torch.multiprocessing.spawn ended the other processes after one of them failed",
+    "dskill": "DeepSpeed's launcher stopped every rank: one of them failed (or the launcher was signalled)",
+}
 # A process that ended itself on a failed check or a corrupt heap, or a runtime's fatal report; each is a failure
 # wherever it appears (none is printed by a program that goes on). Sources: glibc's assert
 # (https://sourceware.org/git/?p=glibc.git;a=blob;f=assert/assert.c "%s%s%s:%u: %s%sAssertion `%s' failed.") and
@@ -530,7 +537,9 @@ class FailureTracker:
         self._terminate: FailureEvent | None = None
         self._rows: tuple[TableRow, ...] = ()
         self._nccl_tests = False  # the current log is nccl-tests' output
-        self._mpi_exit: FailureEvent | None = None  # mpirun's report of a process's exit, whose code follows
+        # A launcher's report of several lines that later lines join (mpirun's, DeepSpeed's), and which it is.
+        self._report: FailureEvent | None = None
+        self._report_kind: str | None = None
         # Every rank torchrun's failure summary lists (not only its root cause), with how it ended ("SIGTERM": the
         # agent stopped it after another worker failed), across all logs read.
         self.summary_ranks: dict[int, str | None] = {}
@@ -543,7 +552,7 @@ class FailureTracker:
         self._source, self._base = source, base
         self._streams = {}
         self._torchrun, self._torchrun_root, self._plog, self._terminate = None, False, {}, None
-        self._nccl_tests, self._mpi_exit = False, None
+        self._nccl_tests, self._report, self._report_kind = False, None, None
 
     def open_tracebacks(self) -> bool:
         """Whether a traceback of the current log is still open (its exception line not read yet)."""
@@ -942,20 +951,30 @@ class FailureTracker:
         signum = exit_summary and (exit_summary.group("signum") or exit_summary.group("hydrasig"))
         number = int(code, 0 if "x" in code else 10) if code else None
         if exit_summary and number != 0:
-            event = self._mpi_exit if exit_summary.group("ompi") or exit_summary.group("mpi") else None
-            if event is not None and lineno - event.last_lineno <= CONTINUATION_LINES:
-                # the block mpirun's banner opened: its "mpirun detected ..." and the first process's code
+            # A report of several lines: mpirun's banner, its "mpirun detected ..." and the first process's code;
+            # DeepSpeed's launcher killing each rank, then its "exits with return code = N".
+            opener = ("mpi" if exit_summary.group("mpi") or exit_summary.group("mpiprimary")
+                      else "dskill" if exit_summary.group("dskill") else None)
+            joins = {"mpi": ("ompi", "mpi"), "dskill": ("dskill", "code")}.get(self._report_kind or "", ())
+            event = self._report if any(exit_summary.group(name) for name in joins) else None
+            joined = event is not None and lineno - event.last_lineno <= CONTINUATION_LINES
+            if event is not None and joined:
                 event.add(evidence(), lineno, rest.strip())
             else:
                 event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
-            self._mpi_exit = event if exit_summary.group("mpi") or exit_summary.group("mpiprimary") else None
-            if event is not None and exit_summary.group("spawn"):
-                # The SIGTERM is spawn's own, to the processes that were still running: it names no cause (it is
-                # not a signal from outside the job), so the line is read for what it reports.
-                event.texts[-1] = SPAWN_REPORT
+            if opener is not None and not (joined and opener == self._report_kind):
+                self._report, self._report_kind = event, opener
+            elif opener is None:
+                self._report, self._report_kind = None, None
+            reported = next((LAUNCHER_REPORTS[name] for name in LAUNCHER_REPORTS if exit_summary.group(name)), None)
+            if event is not None and reported is not None and not joined:
+                # A launcher ending the ranks still running after one failed: its words name no cause (spawn's
+                # SIGTERM is its own, not a signal from outside the job), so the line is read for what it reports.
+                event.texts[-1] = reported
             if event is not None:
                 # a signal as torchrun writes it, negative, so that the signal's row names it
-                event.exitcode = -int(signum) if signum else number
+                if signum or number is not None or not joined:
+                    event.exitcode = -int(signum) if signum else number
                 result = NCCL_TESTS_RESULTS.get(event.exitcode or 0) if self._nccl_tests else None
                 if result is not None:
                     # nccl-tests' exit code is its result: the tables name it (nccl.yml), read on the line that
