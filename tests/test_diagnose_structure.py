@@ -99,9 +99,12 @@ def test_a_traceback_cut_before_its_error_says_so_and_names_its_deepest_frame():
     assert "ends before its exception line" in found.explanation
     assert "/workspace/train.py:61 in main" in found.explanation
     assert "exception after the deepest frame" in found.remedy
-    # the whole traceback names its error as before
+    # the whole traceback names its error as before; one whose exception line is there, in a form no pattern
+    # reads, is not said to be cut
     [whole] = diagnose_lines(traceback_lines("trainer.BoomError", "x", "[rank0]: ")).findings
     assert "cut off" not in whole.title and "cut off" not in whole.explanation
+    [unread] = diagnose_lines(traceback_lines("mypkg.Boom", "the shard map is stale")).findings
+    assert unread.cause == "unclassified" and "cut off" not in unread.title and "cut" not in unread.explanation
 
 
 def test_a_paste_that_starts_and_ends_inside_a_stack_is_a_cut_traceback():
@@ -116,6 +119,10 @@ def test_a_paste_that_starts_and_ends_inside_a_stack_is_a_cut_traceback():
     # two frames may be a stack quoted in a message; frames the log goes on after are no end of it
     assert diagnose_lines(lines[:4]).findings == []
     assert diagnose_lines([*lines, "gpu003: step 12 | loss 2.01"]).findings == []
+    # a stack printed on purpose under its own header (logging's stack_info) is no traceback
+    stack_info = ["WARNING:root:deprecated call", "Stack (most recent call last):",
+                  *(line.removeprefix("gpu003: ") for line in lines)]
+    assert diagnose_lines(stack_info).findings == []
 
 
 def test_a_chained_traceback_is_one_failure_classified_by_any_of_its_blocks():
@@ -265,31 +272,35 @@ def test_ranks_that_time_out_in_different_collectives_are_a_desync():
 
 
 def test_ranks_that_time_out_in_the_same_kind_of_collective_at_different_sequence_numbers_are_a_desync():
-    """torch < 2.4 without a launcher's prefix: the watchdog names the rank itself ("[Rank 1]"). Rank 1 is two
-    all-gathers ahead of rank 0, so they no longer issue the same collectives."""
-    timeout = ("[E ProcessGroupNCCL.cpp:719] [Rank {r}] Watchdog caught collective operation timeout: "
-               "WorkNCCL(SeqNum={s}, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1806456 milliseconds "
-               "before timing out.")
-    desync = diagnose_lines([timeout.format(r=0, s=7559), timeout.format(r=1, s=7561)])
-    assert [f.cause for f in desync.findings] == ["collective-mismatch", "collective-timeout"]
-    assert desync.first is not None and desync.first.actor == "job"
-    assert desync.first.extracted["collectives"] == {"0": "_ALLGATHER_BASE #7559", "1": "_ALLGATHER_BASE #7561"}
-    # A rank that reports several pending works (rank 0 here: #96117 and #96125) may be in several process
-    # groups, whose counts differ: nothing is claimed from the numbers.
-    several = diagnose_lines([timeout.format(r=0, s=96117), timeout.format(r=0, s=96125),
-                              timeout.format(r=7, s=64088)])
-    assert [f.cause for f in several.findings] == ["collective-timeout"]
-    # Lines of two process groups (torch >= 2.4 names them) count their collectives apart, whatever the kinds.
+    """Rank 1 two all-gathers ahead of rank 0, in the one process group every line names: they no longer issue the
+    same collectives. Where the lines name no group (torch before 2.3) or several, the numbers tell nothing: a job
+    with tensor- and data-parallel groups counts each apart."""
     grouped = ("[rank{r}]:[E1123 10:39:00.000000 ProcessGroupNCCL.cpp:632] [PG ID {g} PG GUID {g}({name}) Rank "
                "{q}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, OpType={op}, NumelIn=8, "
                "NumelOut=8, Timeout(ms)=600000) ran for 600011 milliseconds before timing out.")
-    two_groups = diagnose_lines([grouped.format(r=0, g=0, name="default_pg", q=0, s=40, op="ALLREDUCE"),
-                                 grouped.format(r=1, g=2, name="tp", q=1, s=913, op="_ALLGATHER_BASE")])
-    assert [f.cause for f in two_groups.findings] == ["collective-timeout"]
-    # The same process group, named on every line: the numbers still tell.
-    one_group = diagnose_lines([grouped.format(r=r, g=0, name="default_pg", q=r, s=40 + 2 * r, op="ALLREDUCE")
-                                for r in range(2)])
+    one_group = diagnose_lines([grouped.format(r=r, g=0, name="default_pg", q=r, s=7559 + 2 * r,
+                                               op="_ALLGATHER_BASE") for r in range(2)])
     assert [f.cause for f in one_group.findings] == ["collective-mismatch", "collective-timeout"]
+    assert one_group.first is not None and one_group.first.actor == "job"
+    assert one_group.first.extracted["collectives"] == {"0": "_ALLGATHER_BASE #7559", "1": "_ALLGATHER_BASE #7561"}
+    # torch < 2.3: the watchdog names the rank ("[Rank 1]") but no group
+    plain = ("[E ProcessGroupNCCL.cpp:719] [Rank {r}] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum={s}, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1806456 milliseconds "
+             "before timing out.")
+    unnamed = diagnose_lines([plain.format(r=0, s=7559), plain.format(r=1, s=7561)])
+    assert [f.cause for f in unnamed.findings] == ["collective-timeout"]
+    # torch 2.3 names the group in the line's outer bracket: two groups count apart, whatever the kinds
+    outer = ("[rank{r}]:[E ProcessGroupNCCL.cpp:1414] [PG {g} Rank {r}] Process group watchdog thread terminated "
+             "with exception: [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, "
+             "OpType={op}, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600098 milliseconds before timing out.")
+    two_groups = diagnose_lines([outer.format(r=0, g=0, s=40, op="ALLREDUCE"),
+                                 outer.format(r=1, g=2, s=913, op="_ALLGATHER_BASE")])
+    assert [f.cause for f in two_groups.findings] == ["collective-timeout"]
+    # a rank that reports several pending works (#96117 and #96125): nothing is claimed from the numbers
+    several = diagnose_lines([grouped.format(r=0, g=0, name="default_pg", q=0, s=seq, op="ALLREDUCE")
+                              for seq in (96117, 96125)]
+                             + [grouped.format(r=7, g=0, name="default_pg", q=7, s=64088, op="ALLREDUCE")])
+    assert [f.cause for f in several.findings] == ["collective-timeout"]
 
 
 def test_a_c10_error_is_read_with_its_message_above_it():
@@ -305,9 +316,12 @@ def test_a_c10_error_is_read_with_its_message_above_it():
         "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f0bf5f7a897 in libc10.so)",
     ]
     assert [f.cause for f in diagnose_lines(lines).findings] == ["collective-timeout"]
-    # A message no signature names, above the same line: the failure is still found, and quoted.
+    # A message no signature names, above the same line: the failure is still found, and quoted; so it is where a
+    # timeout stands above that message (the timeout is not this error's message)
     [found] = diagnose_lines(["[rank0]:[E ProcessGroupGloo.cpp:12] the shard map is stale", *lines[1:]]).findings
     assert found.cause == "unclassified" and "checkTimeout" in found.title
+    both = diagnose_lines([lines[0], "[rank14]:[E shard.cpp:12] the shard map is stale", *lines[1:]]).findings
+    assert sorted(f.cause for f in both) == ["collective-timeout", "unclassified"]
 
 
 def test_two_ranks_writing_one_line_at_once_still_name_their_class():

@@ -161,16 +161,22 @@ class _Hits:
     files: dict[str, None] = field(default_factory=dict)
     hosts: dict[str, None] = field(default_factory=dict)
     # For collective timeouts: the collective each rank was waiting in (seq_num, op_type) and the line that says so;
-    # the ranks that reported more than one (several works pending, or several process groups), and the process
-    # groups the lines name (torch >= 2.4's "[PG ID 2 PG GUID 5(tp) Rank 0]").
+    # the ranks that reported more than one (several works pending, or several process groups), the process groups
+    # the lines name (torch 2.3's "[PG 1 Rank 14]", 2.4's "[PG ID 2 PG GUID 5(tp) Rank 0]") and whether a line named
+    # none.
     collectives: dict[int, tuple[Any, Any, EvidenceLine]] = field(default_factory=dict)
     several: set[int] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
+    unnamed: bool = False
 
 
-# The watchdog's own name for the rank that timed out: "[Rank 3]" (torch < 2.4), "[PG ID 0 PG GUID 0(default_pg)
-# Rank 3]" (torch >= 2.4, with the process group whose sequence numbers these are), "[PG 0 Rank 3]".
-_WATCHDOG_RANK = re.compile(r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*? )?Rank (?P<rank>\d+)\] Watchdog caught")
+# The watchdog's own name for the rank that timed out: "[Rank 3] Watchdog caught" (torch < 2.4), "[PG ID 0 PG GUID
+# 0(default_pg) Rank 3] Watchdog caught" (torch >= 2.4).
+_WATCHDOG_RANK = re.compile(r"\[(?:PG [^\]]*? )?Rank (?P<rank>\d+)\] Watchdog caught")
+# The process group whose sequence numbers a line's are, wherever on the line torch names it: torch 2.3's outer
+# "[PG 1 Rank 14] Process group watchdog thread terminated with exception: [Rank 14] Watchdog caught ...", torch
+# 2.4's "[PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog caught ...".
+_PROCESS_GROUP = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)\b[^\]]*?Rank \d+\]")
 
 
 def _text_regex(anchors: tuple[str, ...]) -> re.Pattern[str]:
@@ -548,8 +554,11 @@ class Scanner:
                 waiting = hits.collectives.setdefault(rank, (groups["seq_num"], groups["op_type"], line))
                 if waiting[0] != groups["seq_num"]:
                     hits.several.add(rank)
-                if said and said.group("pg") is not None:
-                    hits.groups.add(said.group("pg"))
+                group = _PROCESS_GROUP.search(line.text)
+                if group is not None:
+                    hits.groups.add(group.group("pg"))
+                else:
+                    hits.unnamed = True
 
     # ---- the verdict ----
 
@@ -689,19 +698,23 @@ class Scanner:
         waiting: dict[int, tuple[Any, Any, EvidenceLine]] = {}
         several: set[int] = set()
         groups: set[str] = set()
+        unnamed = False
         for sig_id, hits in kept.items():
             if self.catalog.by_id(sig_id).cause == "collective-timeout":
                 for rank, item in hits.collectives.items():
                     waiting.setdefault(rank, item)
                 several |= hits.several
                 groups |= hits.groups
+                unnamed = unnamed or hits.unnamed
         if len(groups) > 1:
             return []  # lines of several process groups: each counts its own collectives
         if len({op for _, op, _ in waiting.values()}) < 2 and (
-                several or len({seq for seq, _, _ in waiting.values()}) < 2):
+                several or unnamed or not groups or len({seq for seq, _, _ in waiting.values()}) < 2):
             # Every rank waits in the same collective: a straggler or a dead rank, not a desync. The same kind of
             # collective at different sequence numbers (rank 0 in all-gather #7559, rank 1 in #7561) is a desync
-            # too, where each rank reported one: a rank that reported several has more than one pending.
+            # too, where every line names the one process group they count in (a job with tensor- and
+            # data-parallel groups counts each apart, and torch before 2.3 names none) and each rank reported
+            # one collective (a rank that reported several has more than one pending).
             return []
         ranks = sorted(waiting)
         evidence = [waiting[rank][2] for rank in ranks][:EVIDENCE_CAP]

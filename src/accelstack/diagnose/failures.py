@@ -246,17 +246,18 @@ def _finding(key: str, group: _Group, causes: dict[str, Cause]) -> Finding:
         title = quote if len(quote) <= 120 else quote[:119] + "\u2026"
         remedy, actor, priority, symptom = cause.remedy, cause.actor, cause.priority, cause.symptom
         if first.kind == "traceback" and not first.exc_type:
-            # A traceback cut off before its exception line says only that something failed: any finding that
-            # names a cause ranks above it (it is the finding only when there is no other).
+            # A traceback without its exception line (cut off, or a class no pattern reads) says only that something
+            # failed: any finding that names a cause ranks above it (it is the finding only when there is no other).
             priority = CUT_TRACEBACK_PRIORITY
-            deepest = f" (deepest frame: {first.frame.rsplit(' in ', 1)[-1]})" if first.frame else ""
-            shown = f" (the deepest frame shown is {first.frame})" if first.frame else ""
-            title = f"traceback cut off before its error{deepest}"
-            explanation = (f"The job failed{ranks_text} in a traceback that ends before its exception line{shown}: "
-                           "the log (or the paste of it) was cut there, so the error itself, which names the "
-                           "cause, is not in what was read.")
-            remedy = ("read the traceback's last line (the exception after the deepest frame) in the job's full "
-                      "log, or diagnose the whole log; until then the job's owner is the one who can read it")
+            if first.cut:
+                deepest = f" (deepest frame: {first.frame.rsplit(' in ', 1)[-1]})" if first.frame else ""
+                shown = f" (the deepest frame shown is {first.frame})" if first.frame else ""
+                title = f"traceback cut off before its error{deepest}"
+                explanation = (f"The job failed{ranks_text} in a traceback that ends before its exception line{shown}: "
+                               "the log (or the paste of it) was cut there, so the error itself, which names the "
+                               "cause, is not in what was read.")
+                remedy = ("read the traceback's last line (the exception after the deepest frame) in the job's full "
+                          "log, or diagnose the whole log; until then the job's owner is the one who can read it")
         source, vendor, layer = "the structure of the failure (data/diagnose/README.md)", "any", "structure"
     if not first.primary:
         explanation += (" Only a launcher's or the scheduler's report of the failure is in the logs: add the failing"

@@ -89,10 +89,9 @@ OTHER_SIGNAL = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time|Caught si
 # The backtrace header of a C++ exception torch raised (c10::Error's what(), c10/util/Exception.cpp): printed with the
 # error that propagates, never for a warning. An excerpt may hold it without the Python traceback around it.
 C10_RAISED = re.compile(r"Exception raised from \S+ at \S+:\d+ \(most recent call first\)")
-# The lines of c10's what() above its "Exception raised from": the watchdog's one line, or a CUDA error's four
-# (the error, "CUDA kernel errors might be asynchronously reported ...", "For debugging consider passing
-# CUDA_LAUNCH_BLOCKING=1", "Compile with `TORCH_USE_CUDA_DSA` ...") and a blank line.
-C10_MESSAGE_LINES = 5
+# The line of c10's what() just above its "Exception raised from": the watchdog's timeout, whose symptom signature
+# then explains the C++ error. (A CUDA error's what() has four lines, but its row is no symptom: the window reads it.)
+C10_MESSAGE_LINES = 1
 TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 TORCHRUN_RANK = re.compile(r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
 TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
@@ -189,7 +188,7 @@ ABORT = re.compile(r"(?P<guarantee>:\d+: guarantee\(.*)|"
                    r"(?P<rust>thread '[^']*' panicked at)|"
                    # a C or C++ library's own assertion macro, which aborts: ggml's "GGML_ASSERT: file.cu:48: cond"
                    # (and its later "file.c:1234: GGML_ASSERT(cond) failed"), the same in other libraries
-                   r"(?P<macro>\b[A-Z][A-Z0-9]*_ASSERT(?:: \S+:\d+: |\(.*\) failed))|"
+                   r"(?P<macro>\b[A-Z][A-Z0-9]*_ASSERT(?:: \S+:\d+: |\(.*\) failed\s*$))|"
                    r"(?P<mpi>MPI_ABORT was invoked on rank (?P<mpirank>\d+))|"
                    r"(?P<notfound>: command not found$)|"
                    # nccl-tests' check of a call, and its first releases' form ("NCCL failure all_reduce.cu:95
@@ -260,7 +259,7 @@ _LEVEL_WORD = re.compile(r"\b(?P<level>DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERRO
                          # TensorFlow's C++ logger (and XLA's, JAX's, Horovod's under TensorFlow): its date and time,
                          # then the level's letter and the file ("2020-05-26 14:57:35.273608: E tensorflow/core/
                          # framework/op_kernel.cc:1318] ...", tensorflow/core/platform/default/logging.cc)
-                         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: (?P<tf>[DIWEF]) [\w/.\-]+:\d+\]|"
+                         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: (?P<tf>[DIWEF]) [\w/.\-]|"
                          # TensorRT's and Polygraphy's logger: "[E] [TRT] ...", "[W] [TRT] ...", after trtexec's
                          # time ("[11/29/2024-12:00:00] [E] [TRT] ...") or, in TensorRT's Python logger, after its
                          # tag ("[11/29/2024-12:00:00] [TRT] [E] ...")
@@ -312,13 +311,17 @@ _ERROR_START = re.compile(r"^(?:[\w.\-/\[\]]+: )?(?:[a-z]+ )?(?:[Ee]rror|ERROR|[
 # /lib/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]"), c10's ("frame #0: c10::Error::Error(...) + 0x57 (0x7f...
 # in libc10.so)"), gdb's ("#0  0x00007f... in raise () from /lib/libc.so.6"), a Go crash's registers ("rax    0x0"),
 # and gdb's notices while it attaches ("[New LWP 46883]", "[Thread debugging using libthread_db enabled]").
-NATIVE_FRAME = re.compile(r"^\S+\([\w:.<>~$@]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]|^\[[\w.-]+:\d+\] \[ ?\d+\] \S|"
-                          r"^frame #\d+: |^#\d+\s+0x[0-9a-f]+ in |"
-                          r"^(?:r[a-z0-9]{1,3}|rip|rflags|[cefgs]s)\s+0x[0-9a-f]+$|"
-                          r"^\[New (?:LWP|Thread) [\w ]+\]|^\[Thread debugging using libthread_db enabled\]|"
-                          r"^Using host libthread_db library ")
+# Each form holds a code address, so that a logger's "[train.py:120] [0] step 100" or "frame #2: decoded" is none.
+NATIVE_FRAME = re.compile(r"^\S+\([\w:.<>~$@]*\+0x[0-9a-f]+\)\s*\[0x[0-9a-f]+\]|"
+                          r"^\[[\w.-]+:\d+\] \[ ?\d+\] .*\[0x[0-9a-f]+\]\s*$|"
+                          r"^frame #\d+: .*\(0x[0-9a-f]+ in |^#\d+\s+0x[0-9a-f]+ in |"
+                          r"^(?:r[a-d]x|r[sd]i|r[sb]p|r(?:[89]|1[0-5])|rip|rflags|[cefgs]s)\s+0x[0-9a-f]+$|"
+                          r"^\[New (?:LWP \d+|Thread 0x[0-9a-f]+ \(LWP \d+\))\]|"
+                          r"^\[Thread debugging using libthread_db enabled\]|^Using host libthread_db library ")
 # A Python stack without its header this many frames deep, that the log ends in, is a traceback cut at both ends.
 CUT_STACK_FRAMES = 3
+# (... and the paste starts inside it: a line above its first frame but a frame's source would be a header,
+# "Traceback" or logging's "Stack (most recent call last):", or the message that quotes the stack.)
 # A log that ends in this many native frames, with no error line above them in what was read, ended in a crash.
 NATIVE_TAIL_FRAMES = 3
 NATIVE_TAIL_REPORT = "the log ends in a native stack trace (a crash dump) with no error line above it in what was read"
@@ -342,18 +345,23 @@ _PROGRESS = re.compile(r"(?i)\b(?:steps?|epoch|iter(?:ation)?s?|loss|it/s|s/it|t
                        # 2: OutOfMemory", then "Requested amount of GPU memory ... could not be allocated", "Skipping
                        # tactic ... due to insufficient memory") and skips, and goes on with the next
                        r"\bSkipping tactic\b|\bcould not be allocated\. There may not be enough free memory\b")
-# An info line that says the process is ending, not going on: a server's or an engine's teardown after its error
-# (uvicorn's "Shutting down" / "Finished server process", vLLM's "shutting down", a launcher "Exiting"). It is a
-# closing notice like any other (TAIL_NEUTRAL of them may follow the error), not progress.
-_TEARDOWN = re.compile(r"(?i)\b(?:shutting down|shut ?down (?:complete|started|requested)|exiting|terminating|"
-                       r"cleaning up|tearing down|aborting|finished server process|"
-                       r"waiting for application shutdown)\b")
-# Lines a library logs at error level on every healthy start: TensorFlow's and XLA's (2.14 on) registering the
+# Lines a library logs at error level in healthy runs: TensorFlow's and XLA's (2.14 on) registering the
 # CUDA plugins twice ("E ... cuda_dnn.cc:9342] Unable to register cuDNN factory: Attempting to register factory for
 # plugin cuDNN when one has already been registered", and cuFFT's and cuBLAS's), which the maintainers call harmless
 # (https://github.com/tensorflow/tensorflow/issues/62075): a closing notice at most, never a last word.
 _HARMLESS_ERROR = re.compile(r"Unable to register cu(?:DNN|FFT|BLAS) factory: Attempting to register factory for "
-                             r"plugin \w+ when one has already been registered")
+                             r"plugin \w+ when one has already been registered|"
+                             # Grappler's layout optimizer giving up on one graph, which runs as it is (training
+                             # goes on: https://github.com/tensorflow/tensorflow/issues/41949)
+                             r"\blayout failed: (?:INVALID_ARGUMENT|Invalid argument): [Ss]ize of values \d+ does not "
+                             r"match size of permutation")
+# An info line that says the process is ending: uvicorn's "Shutting down" and "Finished server process", TGI's
+# "Shutting down shards", Horovod's "Shutting down background thread". Right after an error (TEARDOWN_SECONDS, both
+# lines timed) it is that error's teardown, a closing notice; later, or untimed, it is an ordinary end the program
+# reached after an error it went on from (a request that failed, then a Ctrl-C): progress.
+_TEARDOWN = re.compile(r"(?i)\b(?:shutting down|shut ?down (?:complete|started)|finished server process|"
+                       r"waiting for application shutdown)\b")
+TEARDOWN_SECONDS = 2.0
 # An error line that says the program goes on without what failed.
 _GOES_ON = re.compile(r"(?i)\b(?:retry(?:ing)?|continu\w*|fall(?:ing)? back|skipp\w*|ignor\w*|try(?:ing)? again|"
                       r"will be retried)\b")
@@ -363,24 +371,36 @@ TAIL_NEUTRAL = 2
 # The same error line this many times over at least TAIL_REPEATED_SECONDS, and nothing else at error level, ends a
 # log where a program repeats it as it goes on (TensorFlow's "could not retrieve CUDA device count" each time it
 # looks for a GPU, then it runs on the CPU; a poll that keeps failing), which a paste or a cut log stops inside: no
-# failure of its own. Its words are compared with their digits aside (a time, a port, an attempt's number). Lines
-# without a time, or all at one moment, are as likely the same last word of several processes: still a failure.
+# failure of its own. The lines must be the same but for their time (a process id, a worker's number, a port
+# that differs is another process's or another attempt's line). Lines without a time, or all at one moment, are as
+# likely the same last word of several processes: still a failure.
 TAIL_REPEATED = 3
 TAIL_REPEATED_SECONDS = 1.0
-_DIGITS = re.compile(r"\d+")
+
+
+def _torn_down_after(error: tuple[int, str], notices: list[tuple[int, str]],
+                     evidence: Callable[[int, str], object]) -> bool:
+    """Whether the teardown notices came right after the error line: each timed (its own stamp or its carrier's,
+    as its evidence reads it) within TEARDOWN_SECONDS."""
+    at = getattr(evidence(*error), "ts", None)
+    if at is None:
+        return False
+    times = [getattr(evidence(*notice), "ts", None) for notice in notices]
+    return all(time is not None and 0 <= time - at <= TEARDOWN_SECONDS for time in times)
 
 
 def _said_over_and_over(rests: list[str]) -> bool:
     """Whether a log's closing block (its lines without their launcher prefix) is one error line repeated over
     time rather than a last word."""
     errors = [rest for rest in rests if tail_kind(rest) == "error"]
-    if len(errors) < TAIL_REPEATED or len({_DIGITS.sub("", rest).strip() for rest in errors}) > 1:
+    if len(errors) < TAIL_REPEATED:
         return False
     times = [timestamp_of(rest) for rest in errors]
     if any(time is None for time in times):
         return False
+    said = {rest.replace(time[1], "", 1).strip() for rest, time in zip(errors, times, strict=True) if time}
     seconds = [time[0] for time in times if time is not None]
-    return max(seconds) - min(seconds) >= TAIL_REPEATED_SECONDS
+    return len(said) == 1 and max(seconds) - min(seconds) >= TAIL_REPEATED_SECONDS
 # A run that said it was done: its training loop's last words (the HF Trainer's "Training completed.", Ray Train's
 # "Training result: Result(", Lightning's "`Trainer.fit` stopped: `max_epochs=4` reached."). Error lines that
 # come after it and end the log, with no traceback or signal of their own, are its processes' teardown (a
@@ -433,6 +453,7 @@ class FailureEvent:
     # How many lines above the first hold the failure's own message: c10's C++ error prints what() first, then
     # "Exception raised from <function> at <file>:<line> (most recent call first):".
     message_above: int = 0
+    cut: bool = False  # a traceback the log ends in, before its exception line (the paste or the log was cut)
 
     def add(self, evidence: object, lineno: int, text: str) -> None:
         if len(self.evidence) < EVIDENCE_CAP:
@@ -459,14 +480,23 @@ class _Stream:
     # IPython's header names the exception before its frames ("RayTaskError(PermissionError)   Traceback (most
     # recent call last)"): the class, for a traceback whose own exception line is cut off or not read.
     header_type: str | None = None
-    # The open traceback's header was never seen (an excerpt that starts among its frames): it is a failure only
-    # if its exception line comes, never an incomplete traceback of its own.
+    # The open traceback's header was never seen (an excerpt that starts among its frames): it is a failure if its
+    # exception line comes, or if the paste both starts and ends in it, CUT_STACK_FRAMES deep or more.
     headless: bool = False
     frames: int = 0  # the open traceback's frames so far
     frame_lineno: int = 0  # where its last frame is
     # The open traceback's last frame's source line when it is a raise of a named exception with a literal message
     # ("raise RuntimeError('...')"): what was raised, where a paste ends before Python's own exception line.
     raised: tuple[str, str, int, object] | None = None
+
+    def open_traceback(self, lineno: int, first: object, *, chained: bool, headless: bool) -> None:
+        """A traceback starts at ``lineno`` (its header, or the first frame of one that had none)."""
+        self.traceback_at, self.traceback_first, self.frame, self.frames = lineno, first, None, 0
+        self.chained, self.headless = chained, headless
+
+    def close_traceback(self) -> None:
+        """The open traceback is over (its exception read, or given up as incomplete)."""
+        self.traceback_at, self.header_type, self.headless = None, None, False
 
 
 def split_prefix(line: str) -> tuple[int | None, str]:
@@ -574,8 +604,11 @@ class FailureTracker:
     def tail(self, lines: list[tuple[int, str]], evidence: Callable[[int, str], object]) -> None:
         """How the current log ended (its last lines, read whole, cleaned), where the lines the prefilter passed
         showed no failure of their own: a log whose last events are error-level lines, followed only by their own
-        trailer, ended in that error (a ``final`` event, quoting its first line). A later line that shows the
-        program going on (progress, a retry that worked, an info line) makes the error one it recovered from."""
+        trailer (a stack, a native dump, an exit status) and at most TAIL_NEUTRAL closing notices (a warning, a
+        teardown notice timed right after the error), ended in that error (a ``final`` event, quoting its first
+        line); one repeated over time is a loop the paste stops in. A later line that shows the program going on
+        (progress, a retry that worked, an info line) makes the error one it recovered from. A log that ends in a
+        native stack with no error line above it ended in a crash."""
         if any(event.source == self._source and event.primary for event in self.events):
             return  # (a traceback that was handled, then a retry, is no failure: the log's end may still be one)
         # The lines the structure read as failures already: a launcher's or the scheduler's report (secondary), a
@@ -587,6 +620,7 @@ class FailureTracker:
         stream: int | None = None
         neutral = 0
         frames: list[int] = []  # the native stack's frames the log ends in, from the bottom up
+        teardown: list[tuple[int, str]] = []  # the teardown notices after the last error line
         for index in range(len(lines) - 1, -1, -1):
             rank, rest = split_prefix(lines[index][1])
             if not rest.strip():
@@ -600,10 +634,12 @@ class FailureTracker:
                     continue
                 if kind == "progress":
                     break
-                if kind == "neutral":
+                if kind in ("neutral", "teardown"):
                     neutral += 1
                     if neutral > TAIL_NEUTRAL:
                         break
+                    if kind == "teardown":
+                        teardown.append(lines[index])
                 elif NATIVE_FRAME.search(rest) and lines[index][0] not in known:
                     frames.append(index)
                 continue
@@ -625,6 +661,8 @@ class FailureTracker:
                             event.add(evidence(lineno, line), lineno, NATIVE_TAIL_REPORT)
                             break
             return
+        if teardown and not _torn_down_after(lines[last], teardown, evidence):
+            return  # an ordinary end after an error the program went on from
         if any(_RUN_DONE.search(split_prefix(line)[1]) for _, line in lines[max(0, last - RUN_DONE_LINES):last]):
             return  # the run said it was done before these errors: its teardown
         if _said_over_and_over([split_prefix(line)[1] for _, line in lines[last:]]):
@@ -693,8 +731,7 @@ class FailureTracker:
                 # write to cache" before its stack) is one the program caught and went on from, as a retry's is.
                 stream.ignored = True
             chained = stream.chained and stream.last_event is not None
-            stream.traceback_at, stream.traceback_first, stream.frame, stream.frames = lineno, evidence(), None, 0
-            stream.chained, stream.headless = chained, False
+            stream.open_traceback(lineno, evidence(), chained=chained, headless=False)
             if not chained:
                 stream.last_event = None
             return True
@@ -764,8 +801,7 @@ class FailureTracker:
             stream.log_prefix = _learned_prefix(head)
             logged = stream.log_prefix.match(rest) if stream.log_prefix is not None else None
             rest = rest[logged.end():] if logged else rest[frame.start():]
-        stream.traceback_at, stream.traceback_first, stream.frame, stream.frames = lineno, evidence(), None, 0
-        stream.chained, stream.headless = False, True
+        stream.open_traceback(lineno, evidence(), chained=False, headless=True)
         return rest
 
     # ---- events ----
@@ -813,9 +849,10 @@ class FailureTracker:
         if exc_type.rsplit(".", 1)[-1] == "ChildFailedError":
             self._torchrun, self._torchrun_root = event, False
 
-    def _incomplete(self, stream: _Stream, stream_rank: int | None, at_end: bool = False) -> None:
+    def _incomplete(self, stream: _Stream, stream_rank: int | None, at_end: bool = False,
+                    at_start: bool = False) -> None:
         """A traceback whose exception line never came (a class name no pattern knows, or a cut log; ``at_end``:
-        the log ends in it)."""
+        the log ends in it; ``at_start``: the log starts in it)."""
         assert stream.traceback_at is not None
         raised, stream.raised = stream.raised, None
         if raised is not None and not stream.ignored:
@@ -827,19 +864,23 @@ class FailureTracker:
                 event.exc_type, event.message, event.frame = exc_type, message, stream.frame
                 if not stream.headless:
                     event.first_lineno = stream.traceback_at
-            stream.traceback_at, stream.header_type, stream.headless = None, None, False
+            stream.close_traceback()
             return
-        if (stream.headless and not (at_end and stream.frames >= CUT_STACK_FRAMES)) or stream.ignored:
-            # A run of frames with neither header nor exception line may be a stack quoted in a message; one the
-            # log ends in, several frames deep, is a traceback a paste cut at both ends.
-            stream.traceback_at, stream.headless, stream.ignored = None, False, False
+        cut_at_both_ends = at_end and at_start and stream.frames >= CUT_STACK_FRAMES
+        if (stream.headless and not cut_at_both_ends) or stream.ignored:
+            # A run of frames with neither header nor exception line may be a stack printed on purpose (logging's
+            # stack_info, traceback.print_stack()) or quoted in a message; one the paste starts with and ends in,
+            # several frames deep, is a traceback the paste cut at both ends.
+            stream.close_traceback()
+            stream.ignored = False
             return
         event = self._new("traceback", stream_rank, stream.traceback_at, stream.traceback_first,
                           "Traceback (most recent call last):")
         if event is not None:
             event.frame = stream.frame
             event.exc_type = stream.header_type
-        stream.traceback_at, stream.header_type, stream.headless = None, None, False
+            event.cut = at_end
+        stream.close_traceback()
 
     def _close_open_tracebacks(self, tail: list[tuple[int, str]] | None = None) -> None:
         for rank, stream in self._streams.items():
@@ -849,7 +890,11 @@ class FailureTracker:
                 at_end = tail is not None and any(lineno == stream.frame_lineno for lineno, _ in tail) and all(
                     not rest.strip() or rest[:1].isspace() or rest.startswith('File "')
                     for rest in (split_prefix(text)[1] for lineno, text in tail if lineno > stream.frame_lineno))
-                self._incomplete(stream, rank, at_end=at_end)
+                # ... and it starts there: nothing above its first frame but a frame's source (an indented line)
+                at_start = tail is not None and bool(tail) and tail[0][0] == 1 and all(
+                    not rest.strip() or rest[:1].isspace()
+                    for rest in (split_prefix(text)[1] for lineno, text in tail if lineno < stream.traceback_at))
+                self._incomplete(stream, rank, at_end=at_end, at_start=at_start)
 
     def _marker(self, lineno: int, text: str, rest: str, stream_rank: int | None, stream: _Stream,
                 evidence: Callable[[], object], weak: bool = True) -> bool:
@@ -1104,7 +1149,8 @@ _PMIX_NOISE = re.compile(r"PMIX ERROR: [A-Z-]+ in file \S*(?:bfrop_base_unpack|d
 def tail_kind(rest: str) -> str:
     """What a line at a log's end says (``rest``: without its launcher prefix): ``error`` (at error level),
     ``trailer`` (a failure's stack or the process's end), ``progress`` (the program went on: progress, an info or
-    debug line, a retry that worked), or ``neutral``."""
+    debug line, a retry that worked), ``teardown`` (an info line that says the process is ending: the tail decides
+    by its time whose end it is), or ``neutral``."""
     if SLURM.search(rest) or _PMIX_NOISE.search(rest):
         # srun's and slurmstepd's lines are read by the tracker's own rules (_marker); PMIx's noise says nothing
         return "neutral"
@@ -1113,8 +1159,7 @@ def tail_kind(rest: str) -> str:
         if name in _ERROR_LEVELS:
             return "progress" if _GOES_ON.search(rest) else "neutral" if _HARMLESS_ERROR.search(rest) else "error"
         if name in _QUIET_LEVELS:
-            # ... unless it says the run went on as well ("exiting after epoch 5, loss 0.31")
-            return "neutral" if _TEARDOWN.search(rest) and not _PROGRESS.search(_TEARDOWN.sub("", rest)) else "progress"
+            return "teardown" if _TEARDOWN.search(rest) else "progress"
         return "progress" if _PROGRESS.search(rest) else "neutral"  # a warning
     if _ERROR_START.search(rest):
         return "progress" if _GOES_ON.search(rest) else "error"
