@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from accelstack.engines.ssh.cluster import isolate, ring_rounds
+from accelstack.engines.collective import new_tag
+from accelstack.engines.ssh.cluster import isolate, kill_command, ring_rounds
 from accelstack.engines.ssh.remote import command_for, validator_scripts
 from accelstack.errors import ConfigError
 from accelstack.results.records import Record
@@ -653,3 +654,16 @@ def test_ports_on_one_host_gives_its_skip_record_through_a_real_run(tmp_path: Pa
     records = validate_inventory(local, local.select(), only={"ports"})
     assert [(r.check, r.status) for r in records] == [("ports", "skip")]
     assert "no other node" in records[0].summary
+
+
+def test_the_sweep_ends_the_runs_processes_and_not_the_shell_that_runs_it() -> None:
+    """The sweep's pkill matches the run's tag in the ranks' command lines, not in its own shell's: killing that
+    shell ended the command at once while pkill went on running on the host, after the sweep had returned."""
+    tag = new_tag()
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", tag])
+    try:
+        done = subprocess.run(["sh", "-c", kill_command(tag)], timeout=30)
+        assert done.returncode == 0  # the shell ran to its end (killed, it would be -9)
+        assert rank.wait(timeout=10) == -9  # the run's process is gone
+    finally:
+        rank.kill()

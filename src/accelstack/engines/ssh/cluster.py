@@ -98,8 +98,12 @@ class RunResult:
 
 
 def kill_command(tag: str) -> str:
-    # The tag is ours alone (random), so this matches only processes this run started.
-    return f"pkill -KILL -f {shlex.quote(tag)} >/dev/null 2>&1; true"
+    """The command that ends every process of this run on a host. The tag is ours alone (random), so this matches
+    only processes this run started. Its first letter goes in brackets: the pattern still matches the tag in the
+    ranks' command lines, and no longer the shell that runs pkill, whose command line holds the pattern as written.
+    Matching it killed that shell, the transport returned, and pkill outlived the sweep on the host."""
+    pattern = f"[{tag[0]}]{tag[1:]}" if tag[:1].isalnum() and tag.replace("-", "").isalnum() else tag
+    return f"pkill -KILL -f {shlex.quote(pattern)} >/dev/null 2>&1; true"
 
 
 def torchrun_command(member: Member, *, nnodes: int, node_rank: int, master: str, port: int, tag: str,
