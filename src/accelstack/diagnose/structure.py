@@ -1007,18 +1007,17 @@ class FailureTracker:
                 event.add(evidence(), lineno, rest.strip())
             else:
                 event = self._new("exit", stream_rank, lineno, evidence(), rest.strip(), primary=False)
-            if opener is not None and not (joined and opener == self._report_kind):
-                self._report, self._report_kind = event, opener
-            elif opener is None:
-                self._report, self._report_kind = None, None
+            # (a line that joined a report and opens one is that report's own kind: the report stays the same event)
+            self._report, self._report_kind = (event, opener) if opener is not None else (None, None)
             reported = next((LAUNCHER_REPORTS[name] for name in LAUNCHER_REPORTS if exit_summary.group(name)), None)
             if event is not None and reported is not None and not joined:
                 # A launcher ending the ranks still running after one failed: its words name no cause (spawn's
                 # SIGTERM is its own, not a signal from outside the job), so the line is read for what it reports.
                 event.texts[-1] = reported
             if event is not None:
-                # a signal as torchrun writes it, negative, so that the signal's row names it
-                if signum or number is not None or not joined:
+                # a signal as torchrun writes it, negative, so that the signal's row names it (a line of the report
+                # that carries neither keeps the code its report has)
+                if signum or number is not None:
                     event.exitcode = -int(signum) if signum else number
                 result = NCCL_TESTS_RESULTS.get(event.exitcode or 0) if self._nccl_tests else None
                 if result is not None:
